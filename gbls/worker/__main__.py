@@ -1,0 +1,24 @@
+"""Start the warm worker in the user's interpreter, where gbls itself may not be installed.
+
+This folder is loaded as a private package, ``_gbls_worker``, so that its modules never shadow
+the user's modules nor are shadowed by them. It needs only the standard library and torch.
+"""
+
+import importlib.util
+import os
+import sys
+
+here = os.path.dirname(os.path.abspath(__file__))
+if sys.path and os.path.abspath(sys.path[0] or os.curdir) == here:
+    del sys.path[0]
+spec = importlib.util.spec_from_file_location(
+    "_gbls_worker", os.path.join(here, "__init__.py"), submodule_search_locations=[here]
+)
+assert spec is not None and spec.loader is not None
+package = importlib.util.module_from_spec(spec)
+sys.modules["_gbls_worker"] = package
+spec.loader.exec_module(package)
+
+from _gbls_worker.zygote import main  # noqa: E402
+
+main()

@@ -1,0 +1,304 @@
+"""One analysis, run in a fresh child of the warm worker: execute the module, then run what it left uncalled.
+
+The module runs from the request's source text (an unsaved buffer is fine) under its own module
+name, not ``__main__`` unless the settings ask for the ``__main__`` block. Every compiled target
+the module did not call itself is called with declared example inputs, or with synthesized ones.
+"""
+
+from __future__ import annotations
+
+import importlib
+import importlib.machinery
+import os
+import sys
+import traceback
+import types
+from typing import Any, Callable, Dict, List, Optional, Tuple
+
+import torch
+
+from . import inputs
+from .capture import Capture, Emit, Target
+from .protocol import Request, StaticTarget
+
+
+class Attempts:
+    """Numbers events by input attempt so that a failed attempt's events can be discarded."""
+
+    def __init__(self, emit: Emit) -> None:
+        self.emit_raw = emit
+        self.current = 0
+
+    def emit(self, event: Dict[str, Any]) -> None:
+        event["attempt"] = self.current
+        self.emit_raw(event)
+
+    def next(self) -> None:
+        self.current += 1
+
+    def discard(self) -> None:
+        self.emit_raw({"event": "discard", "attempt": self.current})
+
+
+def run(request: Request, emit: Emit) -> None:
+    attempts = Attempts(emit)
+    capture = Capture(attempts.emit).install()
+    path = request.path
+    _fresh_imports([request.workspace or os.path.dirname(path)])
+    module = _new_module(path, request.settings.run_main)
+    failure = _execute(request.source, path, module)
+    if failure is not None:
+        emit(dict(failure, event="failure"))
+    lines = request.source.splitlines()
+    runner = _Runner(capture, attempts, module, path, lines)
+    for target in list(capture.targets):
+        if path in (target.path, target.call_path) and not target.called:
+            runner.run(target)
+    for static in request.targets:
+        if not any(_matches(static, target) for target in capture.targets):
+            runner.run_static(static)
+    emit({"event": "done"})
+
+
+def _matches(static: StaticTarget, target: Target) -> bool:
+    if static.kind == "module":
+        return target.kind == "module" and target.name == static.name
+    return target.qualname == static.qualname
+
+
+def _execute(source: str, path: str, module: types.ModuleType) -> Optional[Dict[str, Any]]:
+    """Run the module body; the failure that stopped it, if any."""
+    try:
+        code = compile(source, path, "exec", dont_inherit=True)
+    except SyntaxError as error:
+        line = error.lineno or 1
+        text = source.splitlines()[line - 1] if 0 < line <= len(source.splitlines()) else ""
+        column = len(text[: max((error.offset or 1) - 1, 0)].encode("utf-8"))
+        return {"kind": "syntax", "message": f"SyntaxError: {error.msg}", "line": line, "column": column}
+    try:
+        exec(code, module.__dict__)
+    except SystemExit as error:
+        return _failure(
+            "exit",
+            f"the module called sys.exit({error.code!r}) while being imported; analysis stops there",
+            error,
+            path,
+        )
+    except BaseException as error:
+        kind = "raised"
+        if isinstance(error, ImportError):
+            kind = "import"
+        elif isinstance(error, MemoryError):
+            kind = "memory"
+        return _failure(kind, _describe_error(error), error, path)
+    return None
+
+
+def _failure(kind: str, message: str, error: BaseException, path: str) -> Dict[str, Any]:
+    line = None
+    for frame, lineno in traceback.walk_tb(error.__traceback__):
+        if frame.f_code.co_filename == path:
+            line = lineno
+    return {"kind": kind, "message": message, "line": line, "column": None}
+
+
+def _describe_error(error: BaseException) -> str:
+    text = str(error).strip().splitlines()
+    first = text[0] if text else ""
+    if isinstance(error, EOFError):
+        first += " (stdin is closed during analysis)"
+    return f"{type(error).__name__}: {first}" if first else type(error).__name__
+
+
+class _Runner:
+    """Calls compiled targets that nothing called, with example or synthesized inputs."""
+
+    def __init__(
+        self, capture: Capture, attempts: Attempts, module: types.ModuleType, path: str, lines: List[str]
+    ) -> None:
+        self.capture = capture
+        self.attempts = attempts
+        self.namespace = module.__dict__
+        self.path = path
+        self.lines = lines
+
+    def run(self, target: Target) -> None:
+        how = self._how_to_call(target)
+        if isinstance(how, str):
+            self._verdict(target, how)
+            return
+        callee, signature_of, module = how
+        examples = self._examples(target)
+        if examples:
+            self._run_examples(target, callee, examples)
+        else:
+            self._run_synthesized(target, callee, signature_of, module)
+
+    def run_static(self, static: StaticTarget) -> None:
+        """Compile and run a target whose ``torch.compile`` call never ran (e.g. in ``main()``)."""
+        reason = "its torch.compile call did not run while the module was imported"
+        if static.in_main_block:
+            reason = (
+                "its torch.compile call is in the `if __name__ == \"__main__\":` block "
+                "(turn on gbls's run-main setting to run it)"
+            )
+        obj = self._resolve(static.name if static.kind == "module" else static.qualname)
+        if static.kind == "module" and isinstance(obj, type) and issubclass(obj, torch.nn.Module):
+            try:
+                obj = obj()
+            except Exception as error:
+                reason += f", and {static.name}() cannot be built without arguments ({_describe_error(error)})"
+                obj = None
+        if obj is None or not callable(obj) or static.kind == "method":
+            self.attempts.emit_raw(
+                {
+                    "event": "static",
+                    "qualname": static.qualname,
+                    "path": self.path,
+                    "line": static.line,
+                    "kind": static.kind,
+                    "reason": reason,
+                }
+            )
+            return
+        self.capture.compile(obj)
+        target = self.capture.target_for(obj)
+        if target is not None and not target.called:
+            self.run(target)
+
+    def _resolve(self, dotted: str) -> Any:
+        obj: Any = self.namespace
+        for part in dotted.split("."):
+            obj = obj.get(part) if isinstance(obj, dict) else getattr(obj, part, None)
+            if obj is None:
+                return None
+        return obj
+
+    def _how_to_call(self, target: Target) -> Any:
+        if target.kind == "module":
+            module = target.module
+            return target.compiled, type(module).forward, module
+        original = inspect_unwrap(target.compiled)
+        if target.kind == "method":
+            owner_name = target.qualname.rsplit(".", 1)[0]
+            owner = self._resolve(owner_name)
+            if not isinstance(owner, type):
+                return f"its class {owner_name} is not reachable from the module"
+            try:
+                instance = owner()
+            except Exception as error:
+                return f"{owner_name}() could not be built without arguments ({_describe_error(error)})"
+            module = instance if isinstance(instance, torch.nn.Module) else None
+            return getattr(instance, target.name), original, module
+        return target.compiled, original, None
+
+    def _examples(self, target: Target) -> List[Tuple[int, str]]:
+        anchors = []
+        if target.path == self.path:
+            anchors.append(target.line)
+        if target.call_path == self.path:
+            anchors.append(target.call_line)
+        if target.kind == "module":
+            anchors.append(self._class_line(type(target.module).__name__))
+        found: List[Tuple[int, str]] = []
+        for anchor in anchors:
+            for example in inputs.example_sources(self.lines, anchor) if anchor else []:
+                if example not in found:
+                    found.append(example)
+        return found
+
+    def _class_line(self, name: str) -> int:
+        for number, text in enumerate(self.lines, start=1):
+            if text.lstrip().startswith(f"class {name}") and text.lstrip()[6 + len(name) : 7 + len(name)] in ("(", ":"):
+                return number
+        return 0
+
+    def _run_examples(self, target: Target, callee: Callable[..., Any], examples: List[Tuple[int, str]]) -> None:
+        self.capture.input_source = "example"
+        errors = []
+        for line, text in examples:
+            self.attempts.next()
+            try:
+                args, kwargs = inputs.evaluate_example(text, self.namespace)
+                callee(*args, **kwargs)
+            except Exception as error:
+                self.attempts.discard()
+                target.called = False
+                errors.append(f"the example at line {line} raised {_describe_error(error)}")
+        if errors and not target.called:
+            self._verdict(target, "; ".join(errors))
+
+    def _run_synthesized(
+        self, target: Target, callee: Callable[..., Any], signature_of: Any, module: Optional[torch.nn.Module]
+    ) -> None:
+        self.capture.input_source = "synthesized"
+        last_error = "its signature gives nothing to synthesize inputs from"
+        for (args, kwargs), _ in inputs.synthesized_calls(signature_of, module):
+            self.attempts.next()
+            try:
+                callee(*args, **kwargs)
+                return
+            except Exception as error:
+                self.attempts.discard()
+                target.called = False
+                last_error = _describe_error(error)
+        self._verdict(
+            target,
+            f"no synthesized input worked (last: {last_error}); declare inputs with a "
+            f"`# gbls: example(...)` comment above it",
+        )
+
+    def _verdict(self, target: Target, reason: str) -> None:
+        self.attempts.emit_raw({"event": "verdict", "target": target.number, "reason": reason})
+
+
+def inspect_unwrap(function: Any) -> Any:
+    return getattr(function, "_torchdynamo_orig_callable", None) or getattr(function, "__wrapped__", function)
+
+
+class _FreshSourceLoader(importlib.machinery.SourceFileLoader):
+    """Compiles workspace sources afresh: a sibling edited within a second of its .pyc is still seen."""
+
+    def path_stats(self, path: str) -> Any:
+        raise OSError("gbls reads workspace sources, not their bytecode caches")
+
+
+def _fresh_imports(roots: List[str]) -> None:
+    roots = [os.path.abspath(root) for root in roots if root]
+    loaders = [
+        (_FreshSourceLoader, importlib.machinery.SOURCE_SUFFIXES),
+        (importlib.machinery.SourcelessFileLoader, importlib.machinery.BYTECODE_SUFFIXES),
+        (importlib.machinery.ExtensionFileLoader, importlib.machinery.EXTENSION_SUFFIXES),
+    ]
+
+    def hook(entry: str) -> Any:
+        folder = os.path.abspath(entry or ".")
+        in_workspace = any(folder == root or folder.startswith(root + os.sep) for root in roots)
+        if not in_workspace or "site-packages" in folder or "dist-packages" in folder:
+            raise ImportError(entry)
+        return importlib.machinery.FileFinder(folder, *loaders)
+
+    sys.path_hooks.insert(0, hook)
+    sys.path_importer_cache.clear()
+
+
+def _new_module(path: str, run_main: bool) -> types.ModuleType:
+    """A module object for the analysed file, importable by its name as ``python file.py`` would be."""
+    folder = os.path.dirname(path)
+    parts = [os.path.splitext(os.path.basename(path))[0]]
+    while os.path.isfile(os.path.join(folder, "__init__.py")):
+        parts.insert(0, os.path.basename(folder))
+        folder = os.path.dirname(folder)
+    sys.path.insert(0, folder)
+    name = "__main__" if run_main else ".".join(parts)
+    module = types.ModuleType(name)
+    module.__file__ = path
+    module.__package__ = ".".join(parts[:-1])
+    if len(parts) > 1:
+        try:
+            importlib.import_module(module.__package__)
+        except Exception:
+            pass
+    if name == "__main__" or name not in sys.modules:
+        sys.modules[name] = module
+    return module

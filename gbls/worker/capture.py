@@ -1,0 +1,516 @@
+"""Capture every graph break, graph and compiled target while the user's module runs.
+
+``Capture.install()`` replaces ``torch.compile`` with a version that forces a backend costing
+nothing (the FX graph is counted and run as is: inductor never runs) and hooks Dynamo where the
+structured data lives. Every observation is handed to ``emit`` as a small JSON-able event the
+moment it happens, so that a crash later in the analysis loses nothing already seen; ``merge``
+folds the events into the final result.
+
+Where the hooks sit (torch 2.13; see ``_hook_points`` for the version switch):
+- ``exc.format_graph_break_message``: every structured break before Dynamo flattens it to text;
+- ``InstructionTranslatorBase.log_graph_break``: each break that splits a graph or drops a
+  frame, with the exception (gb_type, user stack with columns);
+- ``convert_frame.format_error_msg``: breaks that never reach the above (a compiled generator);
+- ``CatchErrorsWrapper``: every frame Dynamo is asked to translate (which compiled target it
+  runs under, and the eager call chain leading to it), and whole-frame skips;
+- a bytecode hook: which Dynamo-generated code belongs to which compiled target.
+"""
+
+from __future__ import annotations
+
+import inspect
+import json
+import os
+import re
+import sys
+import sysconfig
+import types
+from typing import Any, Callable, Dict, List, Optional, Tuple
+
+import torch
+import torch._dynamo
+import torch._dynamo.convert_frame as convert_frame
+import torch._dynamo.exc as dynamo_exc
+import torch._dynamo.symbolic_convert as symbolic_convert
+
+Emit = Callable[[Dict[str, Any]], None]
+
+TORCH_DIR = os.path.dirname(torch.__file__) + os.sep
+WORKER_DIR = os.path.dirname(os.path.abspath(__file__)) + os.sep
+STDLIB_DIR = sysconfig.get_paths()["stdlib"] + os.sep
+
+RESUME_PREFIX = "torch_dynamo_resume_in_"
+NESTED_BREAK_SEPARATOR = "\n\n*** While handling this graph break, another graph break occurred: ***\n\n"
+GRAPH_BREAK_SITE = "https://meta-pytorch.github.io/compile-graph-break-site/gb/"
+
+# Whole-frame skips worth reporting when they hit a compiled target itself; the others are
+# benign (no ops at all) or already reported as a break.
+REPORTED_SKIPS = ("frame is in the Dynamo skipfiles list", "tracing is non-recursively disabled")
+
+FX_CALLS = ("call_function", "call_method", "call_module")
+
+
+def base_name(code_name: str) -> str:
+    """``torch_dynamo_resume_in_forward_at_12`` → ``forward``."""
+    match = re.match(RESUME_PREFIX + r"(\w+)_at_\d+$", code_name)
+    return match.group(1) if match else code_name
+
+
+def is_user_file(filename: str) -> bool:
+    return not (
+        filename.startswith((TORCH_DIR, WORKER_DIR, STDLIB_DIR)) or filename.startswith("<")
+    )
+
+
+class Target:
+    """A ``torch.compile`` call's subject: a function, a method or an ``nn.Module``."""
+
+    def __init__(
+        self, number: int, obj: Any, code: Optional[types.CodeType], kind: str, fullgraph: bool
+    ) -> None:
+        self.number = number
+        self.kind = kind
+        self.code = code
+        self.fullgraph = fullgraph
+        self.compiled: Any = None
+        self.module: Optional[torch.nn.Module] = obj if kind == "module" else None
+        if kind == "module":
+            self.name = type(obj).__name__
+            self.qualname = type(obj).__qualname__
+        else:
+            self.name = getattr(obj, "__name__", type(obj).__name__)
+            self.qualname = getattr(obj, "__qualname__", self.name)
+        self.path = code.co_filename if code else ""
+        self.line = code.co_firstlineno if code else 0
+        self.called = False
+        self.call_path = ""
+        self.call_line = 0
+
+    def event(self) -> Dict[str, Any]:
+        return {
+            "event": "target",
+            "target": self.number,
+            "name": self.name,
+            "qualname": self.qualname,
+            "path": self.path,
+            "line": self.line,
+            "kind": self.kind,
+            "fullgraph": self.fullgraph,
+            "call_path": self.call_path,
+            "call_line": self.call_line,
+        }
+
+
+class Translation:
+    """One frame Dynamo is translating, and the compiled target whose call it belongs to."""
+
+    def __init__(self, code: types.CodeType, target: Optional[Target], prefix: List[Tuple]) -> None:
+        self.code = code
+        self.target = target
+        # Frames above the translated one, outermost first: (path, raw code name, line, col, end_col)
+        self.prefix = prefix
+
+
+class Capture:
+    def __init__(self, emit: Emit) -> None:
+        self.emit = emit
+        self.targets: List[Target] = []
+        self.by_code: Dict[types.CodeType, Target] = {}
+        self.by_module: Dict[int, Target] = {}
+        self.generated: Dict[types.CodeType, Target] = {}
+        self.translations: List[Translation] = []
+        self.structured: Dict[str, Dict[str, Any]] = {}
+        self.input_source = "module"
+        self.gb_ids = _load_gb_ids()
+        self.original_compile = torch.compile
+
+    # -- installation -------------------------------------------------------------------
+
+    def install(self) -> "Capture":
+        torch.compile = self.compile  # type: ignore[assignment]
+        capture = self
+
+        original_format = dynamo_exc.format_graph_break_message
+
+        def format_graph_break_message(gb_type: str, context: str, explanation: str, hints: List[str]) -> str:
+            text = original_format(gb_type, context, explanation, hints)
+            capture.structured[text] = {
+                "gb_type": gb_type,
+                "context": context,
+                "explanation": explanation,
+                "hints": list(hints),
+            }
+            return text
+
+        dynamo_exc.format_graph_break_message = format_graph_break_message
+
+        original_log = symbolic_convert.InstructionTranslatorBase.log_graph_break
+
+        def log_graph_break(self: Any, code_options: Any, reason: str, exc: Any) -> None:
+            if not exc.logged:
+                capture.record_break(exc, skipped=bool(getattr(exc, "skip_frame", False)))
+            return original_log(self, code_options, reason, exc)
+
+        symbolic_convert.InstructionTranslatorBase.log_graph_break = log_graph_break  # type: ignore[method-assign]
+
+        original_error_msg = convert_frame.format_error_msg
+
+        def format_error_msg(exc: Exception, code: types.CodeType, *args: Any, **kwargs: Any) -> str:
+            if isinstance(exc, dynamo_exc.Unsupported) and not exc.logged:
+                capture.record_break(exc, skipped=True)
+            return original_error_msg(exc, code, *args, **kwargs)
+
+        convert_frame.format_error_msg = format_error_msg
+
+        wrapper = convert_frame.CatchErrorsWrapper
+        original_call = wrapper.__call__
+        original_skip = wrapper._handle_skip
+
+        def call(self: Any, frame: Any, cache_entry: Any, frame_state: Any) -> Any:
+            if not is_user_file(frame.f_code.co_filename):
+                return original_call(self, frame, cache_entry, frame_state)
+            capture.begin_translation(frame)
+            try:
+                return original_call(self, frame, cache_entry, frame_state)
+            finally:
+                capture.translations.pop()
+
+        def handle_skip(self: Any, result: Any, frame: Any) -> Any:
+            reason = result.skip_reason or ""
+            if result.guarded_code is None and reason.startswith(REPORTED_SKIPS):
+                capture.record_skip(frame.f_code, reason)
+            return original_skip(self, result, frame)
+
+        wrapper.__call__ = call  # type: ignore[method-assign]
+        wrapper._handle_skip = handle_skip  # type: ignore[method-assign]
+        convert_frame.register_bytecode_hook(self.bytecode_hook)
+        return self
+
+    # -- torch.compile --------------------------------------------------------------------
+
+    def compile(self, model: Any = None, **options: Any) -> Any:
+        """``torch.compile`` with the capturing backend; records what was compiled and where."""
+        if model is None:
+            return lambda actual: self.compile(actual, **options)
+        fullgraph = bool(options.pop("fullgraph", False))
+        for inductor_only in ("backend", "mode", "options"):
+            options.pop(inductor_only, None)
+        target = self.register(model, fullgraph, disabled=bool(options.get("disable")))
+        # Every break is wanted, so fullgraph=True is reported, not enforced.
+        compiled = self.original_compile(model, backend=self.backend, **options)
+        if target is not None and target.compiled is None:
+            target.compiled = model if _is_compiled_call_impl(model) else compiled
+        return compiled
+
+    def target_for(self, model: Any) -> Optional[Target]:
+        obj, kind, code = _describe_target(model)
+        return self.by_module.get(id(obj)) if kind == "module" else self.by_code.get(code)  # type: ignore[arg-type]
+
+    def register(self, model: Any, fullgraph: bool, disabled: bool) -> Optional[Target]:
+        obj, kind, code = _describe_target(model)
+        if code is None:
+            return None
+        known = self.target_for(model)
+        if known is not None:
+            return known
+        target = Target(len(self.targets), obj, code, kind, fullgraph)
+        self.targets.append(target)
+        self.by_code.setdefault(code, target)
+        if kind == "module":
+            self.by_module[id(obj)] = target
+        target.call_path, target.call_line = _call_site()
+        event = target.event()
+        if disabled:
+            event["disabled"] = True
+        self.emit(event)
+        return target
+
+    def backend(self, gm: torch.fx.GraphModule, example_inputs: Any) -> Callable[..., Any]:
+        translation = self.translations[-1] if self.translations else None
+        if translation is not None and translation.target is not None:
+            lines = _graph_lines(gm, translation.code)
+            self.emit(
+                {
+                    "event": "graph",
+                    "target": translation.target.number,
+                    "frame": base_name(translation.code.co_name),
+                    "ops": sum(1 for node in gm.graph.nodes if node.op in FX_CALLS),
+                    "first_line": min(lines) if lines else None,
+                    "last_line": max(lines) if lines else None,
+                }
+            )
+        return gm.forward
+
+    def bytecode_hook(self, code: types.CodeType, new_code: types.CodeType) -> None:
+        translation = self.translations[-1] if self.translations else None
+        if translation is not None and translation.target is not None:
+            self.generated[new_code] = translation.target
+
+    # -- observations -------------------------------------------------------------------
+
+    def begin_translation(self, frame: Any) -> None:
+        code = frame.f_code
+        stack = []
+        outer = sys._getframe(2)
+        while outer is not None:
+            stack.append(outer)
+            outer = outer.f_back
+        stack.reverse()
+        target = None
+        prefix: List[Tuple] = []
+        for index, outer in enumerate(stack):
+            target = self.generated.get(outer.f_code)
+            if target is not None:
+                prefix = [_position(f) for f in stack[index:] if self._in_chain(f.f_code)]
+                break
+        else:
+            target = self.target_of(code, frame)
+        self.translations.append(Translation(code, target, prefix))
+        if target is not None and not target.called and code is target.code:
+            target.called = True
+            self.emit(
+                {
+                    "event": "call",
+                    "target": target.number,
+                    "inputs": _describe_arguments(code, frame),
+                    "source": self.input_source,
+                }
+            )
+
+    def target_of(self, code: types.CodeType, frame: Any) -> Optional[Target]:
+        target = self.by_code.get(code)
+        if target is not None and target.kind == "module":
+            instance = frame.f_locals.get(code.co_varnames[0]) if code.co_argcount else None
+            return self.by_module.get(id(instance), target)
+        return target
+
+    def _in_chain(self, code: types.CodeType) -> bool:
+        return code in self.generated or is_user_file(code.co_filename)
+
+    def record_break(self, exc: Any, skipped: bool) -> None:
+        translation = self.translations[-1] if self.translations else None
+        if translation is None or translation.target is None:
+            return
+        frames = list(translation.prefix)
+        for summary in getattr(exc, "real_stack", None) or []:
+            frames.append(
+                (
+                    summary.filename,
+                    summary.name,
+                    summary.lineno,
+                    getattr(summary, "colno", None),
+                    getattr(summary, "end_colno", None),
+                )
+            )
+        if not frames:
+            code = translation.code
+            frames.append((code.co_filename, code.co_name, code.co_firstlineno, None, None))
+        self.emit(
+            {
+                "event": "break",
+                "target": translation.target.number,
+                "compile_id": _compile_id(),
+                "direct": _runs_own_code(translation.code, translation.target),
+                "skipped": skipped,
+                "messages": [self.message(text) for text in exc.msg.split(NESTED_BREAK_SEPARATOR)],
+                "chain": _collapse(frames),
+            }
+        )
+
+    def record_skip(self, code: types.CodeType, reason: str) -> None:
+        target = self.by_code.get(code)
+        if target is None:
+            return
+        self.emit(
+            {
+                "event": "break",
+                "target": target.number,
+                "compile_id": _compile_id(),
+                "direct": True,
+                "skipped": True,
+                "messages": [
+                    {
+                        "gb_type": "Frame skipped",
+                        "context": reason,
+                        "explanation": f"Dynamo does not trace {code.co_name}: {reason}.",
+                        "hints": [],
+                    }
+                ],
+                "chain": [[code.co_filename, code.co_name, code.co_firstlineno, None, None]],
+            }
+        )
+
+    def message(self, text: str) -> Dict[str, Any]:
+        structured = self.structured.get(text) or parse_break_text(text)
+        gb_id = self.gb_ids.get(structured["gb_type"])
+        return dict(structured, gb_id=gb_id, url=_documentation_link(structured["gb_type"], gb_id))
+
+
+# -- helpers ---------------------------------------------------------------------------------
+
+
+def parse_break_text(text: str) -> Dict[str, Any]:
+    """Structure a break from Dynamo's formatted text, for torch versions without the hook."""
+    lines = text.strip("\n").splitlines()
+    sections: Dict[str, List[str]] = {"explanation": [], "context": []}
+    hints: List[List[str]] = []
+    current: Optional[List[str]] = None
+    for line in lines[1:]:
+        stripped = line.strip()
+        if stripped.startswith("Explanation:"):
+            current = sections["explanation"]
+            current.append(stripped[len("Explanation:") :].strip())
+        elif stripped.startswith("Hint:"):
+            current = [stripped[len("Hint:") :].strip()]
+            hints.append(current)
+        elif stripped.startswith("Developer debug context:"):
+            current = sections["context"]
+            current.append(stripped[len("Developer debug context:") :].strip())
+        elif stripped.startswith("For more details about this graph break"):
+            current = None
+        elif current is not None and line.startswith("    "):
+            current.append(line[4:])
+    return {
+        "gb_type": lines[0].strip() if lines else "",
+        "context": "\n".join(sections["context"]).strip(),
+        "explanation": "\n".join(sections["explanation"]).strip(),
+        "hints": ["\n".join(hint).strip() for hint in hints],
+    }
+
+
+def _load_gb_ids() -> Dict[str, str]:
+    """gb_type → GB id from the registry in the user's torch (none before about 2.8)."""
+    path = os.path.join(os.path.dirname(dynamo_exc.__file__), "graph_break_registry.json")
+    try:
+        with open(path, encoding="utf-8") as handle:
+            registry = json.load(handle)
+    except (OSError, ValueError):
+        return {}
+    ids: Dict[str, str] = {}
+    for gb_id, entries in registry.items():
+        for entry in entries:
+            ids.setdefault(entry["Gb_type"], gb_id)
+    return ids
+
+
+def _documentation_link(gb_type: str, gb_id: Optional[str]) -> Optional[str]:
+    link = getattr(dynamo_exc, "get_gbid_documentation_link", None)
+    if link is not None:
+        return link(gb_type)
+    if gb_id is None:
+        return None
+    return f"{GRAPH_BREAK_SITE}gb{gb_id[2:]}.html"
+
+
+def _is_compiled_call_impl(model: Any) -> bool:
+    return isinstance(getattr(model, "__self__", None), torch.nn.Module) and getattr(
+        model, "__name__", ""
+    ) in ("_call_impl", "_wrapped_call_impl")
+
+
+def _describe_target(model: Any) -> Tuple[Any, str, Optional[types.CodeType]]:
+    """The object a compile call is about, its kind, and the code Dynamo will enter it by."""
+    if _is_compiled_call_impl(model):
+        model = model.__self__
+    if isinstance(model, torch.nn.Module):
+        forward = getattr(type(model).forward, "__code__", None)
+        return model, "module", forward
+    function = inspect.unwrap(model) if callable(model) else model
+    code = getattr(function, "__code__", None)
+    if code is None:
+        code = getattr(getattr(type(model), "__call__", None), "__code__", None)
+    qualname = getattr(function, "__qualname__", "")
+    kind = "method" if "." in qualname.replace("<locals>.", "") else "function"
+    return function, kind, code
+
+
+def _call_site() -> Tuple[str, int]:
+    frame = sys._getframe(2)
+    while frame is not None and not is_user_file(frame.f_code.co_filename):
+        frame = frame.f_back
+    if frame is None:
+        return "", 0
+    return frame.f_code.co_filename, frame.f_lineno
+
+
+def _position(frame: types.FrameType) -> Tuple:
+    code = frame.f_code
+    column = end_column = None
+    if hasattr(code, "co_positions") and frame.f_lasti >= 0:
+        for index, position in enumerate(code.co_positions()):
+            if index == frame.f_lasti // 2:
+                column, end_column = position[2], position[3]
+                break
+    return (code.co_filename, code.co_name, frame.f_lineno, column, end_column)
+
+
+def _collapse(frames: List[Tuple]) -> List[List[Any]]:
+    """Drop the generated caller of each resume function and name frames as the user wrote them."""
+    kept: List[Tuple] = []
+    for frame in frames:
+        path, name = frame[0], frame[1]
+        if (
+            kept
+            and name.startswith(RESUME_PREFIX)
+            and kept[-1][0] == path
+            and base_name(kept[-1][1]) == base_name(name)
+        ):
+            kept.pop()
+        kept.append(frame)
+    return [[path, base_name(name), line, column, end] for path, name, line, column, end in kept]
+
+
+def _runs_own_code(code: types.CodeType, target: Target) -> bool:
+    """Whether a translated frame is the target's own code or one of its resume functions."""
+    own = target.code
+    if own is None or code is own:
+        return True
+    return (
+        code.co_name.startswith(RESUME_PREFIX)
+        and code.co_filename == own.co_filename
+        and base_name(code.co_name) == own.co_name
+    )
+
+
+def _compile_id() -> str:
+    """``frame/recompile`` of the current compile, without the restart attempt."""
+    trace_id = torch._guards.CompileContext.current_trace_id()
+    if trace_id is None:
+        return ""
+    compile_id = trace_id.compile_id
+    return f"{compile_id.frame_id}/{compile_id.frame_compile_id}"
+
+
+def _graph_lines(gm: torch.fx.GraphModule, code: types.CodeType) -> List[int]:
+    marker = re.compile(r'File "([^"]+)", line (\d+), in (\S+)')
+    lines = []
+    for node in gm.graph.nodes:
+        trace = node.meta.get("stack_trace") or ""
+        for path, line, name in marker.findall(trace):
+            if path == code.co_filename and name == code.co_name:
+                lines.append(int(line))
+                break
+    return lines
+
+
+def describe_value(value: Any) -> str:
+    if isinstance(value, torch.Tensor):
+        dtype = str(value.dtype).replace("torch.", "")
+        short = {"float32": "f32", "float64": "f64", "float16": "f16", "bfloat16": "bf16", "int64": "i64", "int32": "i32", "bool": "bool"}
+        return f"{short.get(dtype, dtype)}[{', '.join(str(size) for size in value.shape)}]"
+    text = repr(value)
+    return text if len(text) <= 24 else text[:21] + "..."
+
+
+def _describe_arguments(code: types.CodeType, frame: Any) -> str:
+    count = code.co_argcount + code.co_kwonlyargcount
+    names = list(code.co_varnames[:count])
+    if code.co_flags & inspect.CO_VARARGS:
+        names.append(code.co_varnames[count])
+    f_locals = frame.f_locals
+    parts = []
+    for name in names:
+        if name == "self" or name not in f_locals:
+            continue
+        parts.append(f"{name}: {describe_value(f_locals[name])}")
+    return ", ".join(parts)
