@@ -10,6 +10,7 @@ from __future__ import annotations
 import importlib
 import importlib.machinery
 import os
+import re
 import sys
 import traceback
 import types
@@ -63,7 +64,7 @@ def run(request: Request, emit: Emit) -> None:
 def _matches(static: StaticTarget, target: Target) -> bool:
     if static.kind == "module":
         return target.kind == "module" and target.name == static.name
-    return target.qualname == static.qualname
+    return target.name == static.name and target.line == static.first_line
 
 
 def _execute(source: str, path: str, module: types.ModuleType) -> Optional[Dict[str, Any]]:
@@ -103,6 +104,10 @@ def _failure(kind: str, message: str, error: BaseException, path: str) -> Dict[s
 
 
 def _describe_error(error: BaseException) -> str:
+    if type(error).__name__ == "TorchRuntimeError":
+        # Dynamo ran the graph on fake tensors and the shapes did not fit: the inputs are wrong.
+        found = re.search(r"""got \w+\((['"])(.*?)\1\)""", str(error))
+        return f"inputs invalid: {found.group(2) if found else 'the shapes do not fit the code'}"
     text = str(error).strip().splitlines()
     first = text[0] if text else ""
     if isinstance(error, EOFError):
@@ -139,7 +144,7 @@ class _Runner:
         reason = "its torch.compile call did not run while the module was imported"
         if static.in_main_block:
             reason = (
-                "its torch.compile call is in the `if __name__ == \"__main__\":` block "
+                'its torch.compile call is in the `if __name__ == "__main__":` block '
                 "(turn on gbls's run-main setting to run it)"
             )
         obj = self._resolve(static.name if static.kind == "module" else static.qualname)
@@ -147,7 +152,9 @@ class _Runner:
             try:
                 obj = obj()
             except Exception as error:
-                reason += f", and {static.name}() cannot be built without arguments ({_describe_error(error)})"
+                reason += (
+                    f", and {static.name}() cannot be built without arguments ({_describe_error(error)})"
+                )
                 obj = None
         if obj is None or not callable(obj) or static.kind == "method":
             self.attempts.emit_raw(
@@ -175,9 +182,8 @@ class _Runner:
         return obj
 
     def _how_to_call(self, target: Target) -> Any:
-        if target.kind == "module":
-            module = target.module
-            return target.compiled, type(module).forward, module
+        if target.kind == "module" and target.module is not None:
+            return target.compiled, type(target.module).forward, target.module
         original = inspect_unwrap(target.compiled)
         if target.kind == "method":
             owner_name = target.qualname.rsplit(".", 1)[0]
@@ -209,11 +215,16 @@ class _Runner:
 
     def _class_line(self, name: str) -> int:
         for number, text in enumerate(self.lines, start=1):
-            if text.lstrip().startswith(f"class {name}") and text.lstrip()[6 + len(name) : 7 + len(name)] in ("(", ":"):
+            if text.lstrip().startswith(f"class {name}") and text.lstrip()[6 + len(name) : 7 + len(name)] in (
+                "(",
+                ":",
+            ):
                 return number
         return 0
 
-    def _run_examples(self, target: Target, callee: Callable[..., Any], examples: List[Tuple[int, str]]) -> None:
+    def _run_examples(
+        self, target: Target, callee: Callable[..., Any], examples: List[Tuple[int, str]]
+    ) -> None:
         self.capture.input_source = "example"
         errors = []
         for line, text in examples:

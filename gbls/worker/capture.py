@@ -34,6 +34,8 @@ import torch._dynamo.exc as dynamo_exc
 import torch._dynamo.symbolic_convert as symbolic_convert
 
 Emit = Callable[[Dict[str, Any]], None]
+# (path, code name as Dynamo saw it, line, start byte column, end byte column)
+RawFrame = Tuple[str, str, int, Optional[int], Optional[int]]
 
 TORCH_DIR = os.path.dirname(torch.__file__) + os.sep
 WORKER_DIR = os.path.dirname(os.path.abspath(__file__)) + os.sep
@@ -57,9 +59,7 @@ def base_name(code_name: str) -> str:
 
 
 def is_user_file(filename: str) -> bool:
-    return not (
-        filename.startswith((TORCH_DIR, WORKER_DIR, STDLIB_DIR)) or filename.startswith("<")
-    )
+    return not (filename.startswith((TORCH_DIR, WORKER_DIR, STDLIB_DIR)) or filename.startswith("<"))
 
 
 class Target:
@@ -104,7 +104,7 @@ class Target:
 class Translation:
     """One frame Dynamo is translating, and the compiled target whose call it belongs to."""
 
-    def __init__(self, code: types.CodeType, target: Optional[Target], prefix: List[Tuple]) -> None:
+    def __init__(self, code: types.CodeType, target: Optional[Target], prefix: List[RawFrame]) -> None:
         self.code = code
         self.target = target
         # Frames above the translated one, outermost first: (path, raw code name, line, col, end_col)
@@ -127,7 +127,7 @@ class Capture:
     # -- installation -------------------------------------------------------------------
 
     def install(self) -> "Capture":
-        torch.compile = self.compile  # type: ignore[assignment]
+        torch.compile = self.compile
         capture = self
 
         original_format = dynamo_exc.format_graph_break_message
@@ -153,14 +153,14 @@ class Capture:
 
         symbolic_convert.InstructionTranslatorBase.log_graph_break = log_graph_break  # type: ignore[method-assign]
 
-        original_error_msg = convert_frame.format_error_msg
+        original_error_msg = convert_frame.format_error_msg  # type: ignore[attr-defined]
 
         def format_error_msg(exc: Exception, code: types.CodeType, *args: Any, **kwargs: Any) -> str:
             if isinstance(exc, dynamo_exc.Unsupported) and not exc.logged:
                 capture.record_break(exc, skipped=True)
             return original_error_msg(exc, code, *args, **kwargs)
 
-        convert_frame.format_error_msg = format_error_msg
+        convert_frame.format_error_msg = format_error_msg  # type: ignore[attr-defined]
 
         wrapper = convert_frame.CatchErrorsWrapper
         original_call = wrapper.__call__
@@ -251,15 +251,15 @@ class Capture:
     def begin_translation(self, frame: Any) -> None:
         code = frame.f_code
         stack = []
-        outer = sys._getframe(2)
+        outer: Optional[types.FrameType] = sys._getframe(2)
         while outer is not None:
             stack.append(outer)
             outer = outer.f_back
         stack.reverse()
         target = None
-        prefix: List[Tuple] = []
-        for index, outer in enumerate(stack):
-            target = self.generated.get(outer.f_code)
+        prefix: List[RawFrame] = []
+        for index, caller in enumerate(stack):
+            target = self.generated.get(caller.f_code)
             if target is not None:
                 prefix = [_position(f) for f in stack[index:] if self._in_chain(f.f_code)]
                 break
@@ -272,7 +272,7 @@ class Capture:
                 {
                     "event": "call",
                     "target": target.number,
-                    "inputs": _describe_arguments(code, frame),
+                    "inputs": _describe_arguments(frame.f_code, frame),
                     "source": self.input_source,
                 }
             )
@@ -396,7 +396,8 @@ def _load_gb_ids() -> Dict[str, str]:
 def _documentation_link(gb_type: str, gb_id: Optional[str]) -> Optional[str]:
     link = getattr(dynamo_exc, "get_gbid_documentation_link", None)
     if link is not None:
-        return link(gb_type)
+        found: Optional[str] = link(gb_type)
+        return found
     if gb_id is None:
         return None
     return f"{GRAPH_BREAK_SITE}gb{gb_id[2:]}.html"
@@ -418,14 +419,14 @@ def _describe_target(model: Any) -> Tuple[Any, str, Optional[types.CodeType]]:
     function = inspect.unwrap(model) if callable(model) else model
     code = getattr(function, "__code__", None)
     if code is None:
-        code = getattr(getattr(type(model), "__call__", None), "__code__", None)
+        code = getattr(type(model).__call__, "__code__", None)
     qualname = getattr(function, "__qualname__", "")
     kind = "method" if "." in qualname.replace("<locals>.", "") else "function"
     return function, kind, code
 
 
 def _call_site() -> Tuple[str, int]:
-    frame = sys._getframe(2)
+    frame: Optional[types.FrameType] = sys._getframe(2)
     while frame is not None and not is_user_file(frame.f_code.co_filename):
         frame = frame.f_back
     if frame is None:
@@ -433,7 +434,7 @@ def _call_site() -> Tuple[str, int]:
     return frame.f_code.co_filename, frame.f_lineno
 
 
-def _position(frame: types.FrameType) -> Tuple:
+def _position(frame: types.FrameType) -> RawFrame:
     code = frame.f_code
     column = end_column = None
     if hasattr(code, "co_positions") and frame.f_lasti >= 0:
@@ -444,9 +445,9 @@ def _position(frame: types.FrameType) -> Tuple:
     return (code.co_filename, code.co_name, frame.f_lineno, column, end_column)
 
 
-def _collapse(frames: List[Tuple]) -> List[List[Any]]:
+def _collapse(frames: List[RawFrame]) -> List[List[Any]]:
     """Drop the generated caller of each resume function and name frames as the user wrote them."""
-    kept: List[Tuple] = []
+    kept: List[RawFrame] = []
     for frame in frames:
         path, name = frame[0], frame[1]
         if (
@@ -496,7 +497,15 @@ def _graph_lines(gm: torch.fx.GraphModule, code: types.CodeType) -> List[int]:
 def describe_value(value: Any) -> str:
     if isinstance(value, torch.Tensor):
         dtype = str(value.dtype).replace("torch.", "")
-        short = {"float32": "f32", "float64": "f64", "float16": "f16", "bfloat16": "bf16", "int64": "i64", "int32": "i32", "bool": "bool"}
+        short = {
+            "float32": "f32",
+            "float64": "f64",
+            "float16": "f16",
+            "bfloat16": "bf16",
+            "int64": "i64",
+            "int32": "i32",
+            "bool": "bool",
+        }
         return f"{short.get(dtype, dtype)}[{', '.join(str(size) for size in value.shape)}]"
     text = repr(value)
     return text if len(text) <= 24 else text[:21] + "..."

@@ -48,7 +48,8 @@ def evaluate_example(arguments: str, namespace: Dict[str, Any]) -> Call:
     """Evaluate ``arguments`` as the inside of a call, in the module's namespace."""
     scope = dict(namespace)
     scope["__gbls_call__"] = lambda *args, **kwargs: (args, kwargs)
-    return eval(f"__gbls_call__({arguments})", scope)  # noqa: S307 - the user's own declared example
+    call: Call = eval(f"__gbls_call__({arguments})", scope)
+    return call
 
 
 def synthesized_calls(function: Any, module: Optional[torch.nn.Module] = None) -> Iterator[Tuple[Call, str]]:
@@ -64,7 +65,8 @@ def synthesized_calls(function: Any, module: Optional[torch.nn.Module] = None) -
     parameters = [
         p
         for p in signature.parameters.values()
-        if p.name != "self" and p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)
+        if p.name != "self"
+        and p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)
         and p.default is inspect.Parameter.empty
     ]
     for shape, dtype in _tensor_candidates(module):

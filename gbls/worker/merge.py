@@ -65,7 +65,7 @@ def merge(
         for event in events
         if event["event"] == "target" and path in (event["path"], event["call_path"])
     }
-    names = {number: target["name"] for number, target in targets.items()}
+    names = {number: target["qualname"] for number, target in targets.items()}
     functions = _functions(events, targets)
     breaks = _breaks([e for e in events if e["event"] == "break" and e["target"] in targets], names)
     graphs = tuple(

@@ -10,7 +10,7 @@ from __future__ import annotations
 import dataclasses
 import json
 from dataclasses import dataclass, field
-from typing import Any, Optional, Tuple
+from typing import Any, Dict, Optional, Tuple
 
 PROTOCOL_VERSION = 1
 
@@ -99,6 +99,7 @@ class StaticTarget:
     qualname: str
     kind: str  # function | method | module
     line: int
+    first_line: int
     in_main_block: bool = False
 
 
@@ -145,7 +146,7 @@ def _build(cls: Any, data: Any) -> Any:
         if f is None:
             continue
         kwargs[name] = _convert(f.type, value)
-    return cls(**kwargs)
+    return cls(**kwargs)  # type: ignore[operator]
 
 
 _NESTED = {
@@ -177,18 +178,19 @@ def encode(kind: str, **fields: Any) -> str:
     """One protocol line: a message of the given kind, dataclass fields turned into JSON objects."""
     payload = {"v": PROTOCOL_VERSION, "type": kind}
     for name, value in fields.items():
-        payload[name] = dataclasses.asdict(value) if dataclasses.is_dataclass(value) else value
+        is_instance = dataclasses.is_dataclass(value) and not isinstance(value, type)
+        payload[name] = dataclasses.asdict(value) if is_instance else value
     return json.dumps(payload, separators=(",", ":"))
 
 
-def decode(line: str) -> dict:
+def decode(line: str) -> Dict[str, Any]:
     """Parse one protocol line, refusing a peer that speaks another version."""
     message = json.loads(line)
     version = message.get("v") if isinstance(message, dict) else None
     if version != PROTOCOL_VERSION:
         raise ValueError(f"gbls worker protocol version {version!r}, expected {PROTOCOL_VERSION}")
-    return message
+    return message  # type: ignore[no-any-return]
 
 
-def from_dict(cls: Any, data: dict) -> Any:
+def from_dict(cls: Any, data: Dict[str, Any]) -> Any:
     return _build(cls, data)

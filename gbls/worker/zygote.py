@@ -68,7 +68,9 @@ class Output:
 
     def text(self) -> str:
         middle = f"\n[gbls: {self.dropped} bytes of output dropped]\n" if self.dropped else ""
-        return (bytes(self.head).decode("utf-8", "replace") + middle + bytes(self.tail).decode("utf-8", "replace"))
+        return (
+            bytes(self.head).decode("utf-8", "replace") + middle + bytes(self.tail).decode("utf-8", "replace")
+        )
 
 
 class Child:
@@ -130,7 +132,8 @@ class Child:
         if self.ended_by == "processes":
             return Failure(
                 "crashed",
-                f"the analysis started more than {settings.max_processes} processes (a fork bomb?) and was stopped",
+                f"the analysis started more than {settings.max_processes} processes (a fork bomb?) "
+                "and was stopped",
             )
         reported = [e for e in self.events if e["event"] == "failure"]
         finished = any(e["event"] == "done" for e in self.events)
@@ -150,7 +153,10 @@ class Child:
         if not finished:
             code = os.WEXITSTATUS(status) if os.WIFEXITED(status) else status
             first = reported[0] if reported else None
-            message = f"the analysed code ended the process with exit code {code} (os._exit?) before the analysis finished"
+            message = (
+                f"the analysed code ended the process with exit code {code} (os._exit?) "
+                "before the analysis finished"
+            )
             return Failure("exit", message, first["line"] if first else None)
         if reported:
             first = reported[0]
@@ -333,8 +339,16 @@ class Zygote:
         self._kill_orphans()
 
 
-def _child(request: Request, events_fd: int, output_fd: int, scratch: str, protocol_fd: int, sandboxed: bool) -> None:
+def _child(
+    request: Request, events_fd: int, output_fd: int, scratch: str, protocol_fd: int, sandboxed: bool
+) -> None:
     """The forked child: isolate, limit, analyse, and never return."""
+
+    def emit(event: Dict[str, Any]) -> None:
+        data = (json.dumps(event, default=str) + "\n").encode()
+        while data:
+            data = data[os.write(events_fd, data) :]
+
     code = 70
     try:
         os.setsid()
@@ -353,18 +367,23 @@ def _child(request: Request, events_fd: int, output_fd: int, scratch: str, proto
         if not sandboxed:
             _unshare_network()
         _limit(request.settings)
-
-        def emit(event: Dict[str, Any]) -> None:
-            data = (json.dumps(event, default=str) + "\n").encode()
-            while data:
-                data = data[os.write(events_fd, data) :]
-
         from .analyse import run
 
         run(request, emit)
         code = 0
-    except BaseException:
+    except BaseException as error:  # a bug in gbls, not in the analysed code
         traceback.print_exc()
+        try:
+            emit(
+                {
+                    "event": "failure",
+                    "kind": "worker",
+                    "message": f"gbls's worker failed: {type(error).__name__}: {error}",
+                }
+            )
+            emit({"event": "done"})
+        except OSError:
+            pass
     finally:
         try:
             sys.stdout.flush()
@@ -484,7 +503,10 @@ def main() -> None:
     try:
         version = warm_up()
     except Exception as error:
-        print(protocol.encode("fatal", message=f"torch could not be imported: {type(error).__name__}: {error}"), flush=True)
+        print(
+            protocol.encode("fatal", message=f"torch could not be imported: {type(error).__name__}: {error}"),
+            flush=True,
+        )
         return
     zygote = Zygote(version, sandboxed)
     zygote.send(

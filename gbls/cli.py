@@ -1,0 +1,142 @@
+"""The ``gbls`` command: ``gbls check PATH…`` for CI and ``gbls serve`` for editors.
+
+Exit codes of ``check``, as ruff's: 0 no graph break, 1 graph breaks found, 2 a file could not
+be analysed or gbls itself failed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import dataclasses
+import os
+import sys
+from collections.abc import Iterator
+
+from . import __version__, output
+from .analysis import analyse
+from .ranges import Span
+from .report import FileReport, decode_source
+from .sandbox import launch
+from .settings import SANDBOX_MODES, Settings
+from .workerclient import Worker, WorkerError
+
+SKIPPED_FOLDERS = {"__pycache__", "node_modules", "site-packages", "build", "dist"}
+PARALLEL = max(1, min(4, os.cpu_count() or 1))
+
+
+def python_files(paths: list[str]) -> Iterator[str]:
+    """Named files as given; in folders, the .py files that mention compile (the only ones with targets)."""
+    for path in paths:
+        if not os.path.isdir(path):
+            yield os.path.abspath(path)
+            continue
+        for folder, subfolders, files in os.walk(path):
+            subfolders[:] = sorted(
+                d
+                for d in subfolders
+                if not d.startswith(".") and d not in SKIPPED_FOLDERS and "venv" not in d
+            )
+            for name in sorted(files):
+                if name.endswith(".py"):
+                    full = os.path.abspath(os.path.join(folder, name))
+                    with open(full, "rb") as handle:
+                        if b"compile" in handle.read():
+                            yield full
+
+
+def _unreadable(path: str, error: OSError) -> FileReport:
+    return FileReport(
+        path=path,
+        status="error",
+        message=f"cannot read the file: {error.strerror or error}",
+        failure_kind="io",
+        failure_span=Span(1, 0, 1, 0),
+        functions=(),
+        breaks=(),
+        output="",
+        torch="",
+        seconds=0.0,
+    )
+
+
+async def check(paths: list[str], settings: Settings, fmt: str) -> int:
+    files = list(python_files(paths))
+    workspace = os.getcwd()
+    folders = [workspace, *sorted({os.path.dirname(path) for path in files})]
+    worker = Worker(lambda: launch(settings.interpreter or None, folders, settings.sandbox))
+    try:
+        info = await worker.start()
+    except (WorkerError, RuntimeError) as error:
+        print(f"gbls: {error}", file=sys.stderr)
+        return 2
+    if worker.note:
+        print(f"gbls: {worker.note}", file=sys.stderr)
+    limit = asyncio.Semaphore(PARALLEL)
+
+    async def one(path: str) -> FileReport:
+        try:
+            with open(path, "rb") as handle:
+                source = decode_source(handle.read())
+        except OSError as error:
+            return _unreadable(path, error)
+        async with limit:
+            return await analyse(worker, path, source, settings, workspace)
+
+    try:
+        reports = list(await asyncio.gather(*(one(path) for path in files)))
+    finally:
+        await worker.stop()
+    if fmt == "json":
+        sys.stdout.write(output.to_json(reports, info.torch))
+    elif fmt == "sarif":
+        sys.stdout.write(output.sarif(reports))
+    elif fmt == "github":
+        sys.stdout.write(output.github(reports))
+    else:
+        sys.stdout.write(output.text(reports))
+    if any(report.status != "ok" for report in reports):
+        return 2
+    return 1 if any(report.breaks for report in reports) else 0
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="gbls", description="Graph breaks of torch.compile, found by Dynamo itself."
+    )
+    parser.add_argument("--version", action="version", version=f"gbls {__version__}")
+    commands = parser.add_subparsers(dest="command", required=True)
+
+    check_parser = commands.add_parser("check", help="analyse files or folders and report graph breaks")
+    check_parser.add_argument("paths", nargs="+", metavar="PATH")
+    check_parser.add_argument("--python", default="", help="interpreter with the torch to analyse with")
+    check_parser.add_argument("--format", choices=("text", "json", "sarif", "github"), default="text")
+    check_parser.add_argument("--timeout", type=float, default=Settings.timeout, help="seconds per file")
+    check_parser.add_argument("--memory-mb", type=int, default=Settings.memory_mb, help="memory per analysis")
+    check_parser.add_argument("--run-main", action="store_true", help="also run the `__main__` block")
+    check_parser.add_argument("--sandbox", choices=SANDBOX_MODES, default="auto")
+
+    commands.add_parser("serve", help="run the language server over stdio")
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    arguments = _parser().parse_args(argv)
+    if arguments.command == "serve":
+        from .server import serve
+
+        serve()
+        return 0
+    settings = dataclasses.replace(
+        Settings(),
+        interpreter=arguments.python,
+        timeout=arguments.timeout,
+        memory_mb=arguments.memory_mb,
+        run_main=arguments.run_main,
+        sandbox=arguments.sandbox,
+    )
+    return asyncio.run(check(arguments.paths, settings, arguments.format))
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,224 @@
+"""``gbls check`` output formats: text (like ruff), JSON, SARIF 2.1.0 and GitHub annotations.
+
+Lines and columns are 1-based here; ends are exclusive.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from typing import Any
+
+from . import __version__
+from .ranges import Span
+from .report import BreakReport, FileReport, Location
+
+INFORMATION_URI = "https://github.com/gbls/gbls"
+
+
+def _relative(path: str) -> str:
+    try:
+        relative = os.path.relpath(path)
+    except ValueError:
+        return path
+    return path if relative.startswith("..") else relative
+
+
+def _where(span: Span) -> str:
+    return f"{span.line}:{span.column + 1}"
+
+
+def _status(report: FileReport) -> str:
+    return report.status if report.status in ("ok", "timeout") else "error"
+
+
+def text(reports: list[FileReport]) -> str:
+    lines: list[str] = []
+    for report in reports:
+        path = _relative(report.path)
+        for brk in report.breaks:
+            lines.append(f"{path}:{_where(brk.span)}: {brk.code} {_text_message(brk)}")
+        for function in report.functions:
+            if not function.analysed:
+                lines.append(
+                    f"{path}:{_where(function.span)}: not analysed: {function.qualname}: {function.reason}"
+                )
+        if report.message and report.failure_span is not None:
+            lines.append(f"{path}:{_where(report.failure_span)}: error: {report.message}")
+    breaks = sum(len(r.breaks) for r in reports)
+    failed = sum(1 for r in reports if _status(r) != "ok")
+    files = len(reports)
+    summary = f"Found {breaks} graph break{'s' * (breaks != 1)} in {files} file{'s' * (files != 1)}"
+    if failed:
+        summary += f" ({failed} could not be fully analysed)"
+    lines.append(summary + ".")
+    return "\n".join(lines) + "\n"
+
+
+def _text_message(brk: BreakReport) -> str:
+    where = f"in {brk.function}"
+    if brk.via:
+        where += f" via {' → '.join(brk.via)}"
+    if brk.effect == "eager":
+        where += f"; {brk.function} runs entirely in eager mode"
+    count = f" (hit {brk.count} times)" if brk.count > 1 else ""
+    return f"{brk.title} [{where}]{count}"
+
+
+def _range(span: Span) -> dict[str, Any]:
+    return {
+        "start": {"line": span.line, "column": span.column + 1},
+        "end": {"line": span.end_line, "column": span.end_column + 1},
+    }
+
+
+def _frame(location: Location) -> dict[str, Any]:
+    span = location.span
+    return {
+        "path": location.path,
+        "function": location.function,
+        "line": span.line,
+        "column": span.column + 1,
+        "end_line": span.end_line,
+        "end_column": span.end_column + 1,
+    }
+
+
+def to_json(reports: list[FileReport], torch_version: str) -> str:
+    files = []
+    for report in reports:
+        files.append(
+            {
+                "path": report.path,
+                "status": _status(report),
+                "message": report.message,
+                "functions": [
+                    {
+                        "name": f.name,
+                        "qualname": f.qualname,
+                        "line": f.line,
+                        "analysed": f.analysed,
+                        "reason": f.reason,
+                        "inputs": f.inputs,
+                        "input_source": f.input_source,
+                        "graphs": len(f.graphs),
+                        "ops": f.ops,
+                        "breaks": f.breaks,
+                    }
+                    for f in report.functions
+                ],
+                "breaks": [
+                    {
+                        "function": b.function,
+                        "gb_type": b.gb_type,
+                        "gb_id": b.gb_id,
+                        "url": b.url,
+                        "explanation": b.explanation,
+                        "hints": list(b.hints),
+                        "context": b.context,
+                        "effect": b.effect,
+                        "range": _range(b.span),
+                        "chain": [_frame(location) for location in b.chain],
+                        "count": b.count,
+                    }
+                    for b in report.breaks
+                ],
+            }
+        )
+    return json.dumps({"gbls": __version__, "torch": torch_version, "files": files}, indent=2) + "\n"
+
+
+def _region(span: Span) -> dict[str, int]:
+    return {
+        "startLine": span.line,
+        "startColumn": span.column + 1,
+        "endLine": span.end_line,
+        "endColumn": span.end_column + 1,
+    }
+
+
+def _physical(path: str, span: Span) -> dict[str, Any]:
+    return {"physicalLocation": {"artifactLocation": {"uri": _relative(path)}, "region": _region(span)}}
+
+
+def sarif(reports: list[FileReport]) -> str:
+    rules: dict[str, dict[str, Any]] = {}
+    results = []
+    for report in reports:
+        for brk in report.breaks:
+            rules.setdefault(
+                brk.code,
+                {
+                    "id": brk.code,
+                    "name": brk.gb_type,
+                    "shortDescription": {"text": brk.gb_type},
+                    **({"helpUri": brk.url} if brk.url else {}),
+                },
+            )
+            results.append(
+                {
+                    "ruleId": brk.code,
+                    "level": "warning",
+                    "message": {"text": f"{brk.message}. {brk.explanation}"},
+                    "locations": [_physical(report.path, brk.span)],
+                    "relatedLocations": [
+                        {
+                            "id": index,
+                            **_physical(location.path, location.span),
+                            "message": {"text": location.function},
+                        }
+                        for index, location in enumerate(brk.chain)
+                    ],
+                }
+            )
+        if report.message and report.failure_span is not None:
+            results.append(
+                {
+                    "ruleId": "analysis-failed",
+                    "level": "error",
+                    "message": {"text": report.message},
+                    "locations": [_physical(report.path, report.failure_span)],
+                }
+            )
+    document = {
+        "$schema": "https://json.schemastore.org/sarif-2.1.0.json",
+        "version": "2.1.0",
+        "runs": [
+            {
+                "tool": {
+                    "driver": {
+                        "name": "gbls",
+                        "version": __version__,
+                        "informationUri": INFORMATION_URI,
+                        "rules": sorted(rules.values(), key=lambda rule: rule["id"]),
+                    }
+                },
+                "columnKind": "unicodeCodePoints",
+                "results": results,
+            }
+        ],
+    }
+    return json.dumps(document, indent=2) + "\n"
+
+
+def _escape(value: str) -> str:
+    return value.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
+
+
+def github(reports: list[FileReport]) -> str:
+    lines = []
+    for report in reports:
+        path = _relative(report.path)
+        for brk in report.breaks:
+            s = brk.span
+            lines.append(
+                f"::warning title=gbls ({brk.code}),file={path},line={s.line},col={s.column + 1},"
+                f"endLine={s.end_line},endColumn={s.end_column + 1}::"
+                + _escape(f"{path}:{_where(s)}: {brk.code} {_text_message(brk)}")
+            )
+        if report.message and report.failure_span is not None:
+            s = report.failure_span
+            lines.append(
+                f"::error title=gbls,file={path},line={s.line},col={s.column + 1}::" + _escape(report.message)
+            )
+    return "\n".join(lines) + ("\n" if lines else "")

@@ -1,0 +1,116 @@
+"""How the worker is started: inside bubblewrap where it works, with an environment cut to size.
+
+bwrap gives the worker no network, a read-only root file system (the workspace included) and a
+private /tmp, and kills it with its parent. Without bwrap the worker still gets everything the
+worker itself enforces (rlimits, process groups, timeouts, closed stdin, a scratch directory,
+and a network namespace where the kernel allows one), and gbls says once that bwrap is missing.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+import sys
+from dataclasses import dataclass
+from functools import lru_cache
+from pathlib import Path
+
+WORKER_MAIN = Path(__file__).parent / "worker" / "__main__.py"
+
+PASSED_VARIABLES = {
+    "PATH", "HOME", "USER", "LOGNAME", "LANG", "LANGUAGE", "TZ", "TERM",
+    "PYTHONPATH", "PYTHONHOME", "VIRTUAL_ENV", "CONDA_PREFIX", "CONDA_DEFAULT_ENV",
+    "LD_LIBRARY_PATH", "OMP_NUM_THREADS", "MKL_NUM_THREADS",
+}  # fmt: skip
+PASSED_PREFIXES = ("LC_", "TORCH", "PYTORCH", "CONDA_")
+# Never passed on, whatever the prefix: the user's code does not need the user's credentials.
+SECRET = re.compile(r"TOKEN|SECRET|PASSW|CREDENTIAL|API_?KEY|PRIVATE|AUTH|SESSION|COOKIE", re.IGNORECASE)
+# TORCH_LOGS and friends would print Dynamo's own logs into the captured output for every analysis.
+DROPPED = {"TORCH_LOGS", "TORCH_TRACE", "TORCH_COMPILE_DEBUG", "TORCHDYNAMO_VERBOSE"}
+
+
+@dataclass(frozen=True)
+class Launch:
+    command: tuple[str, ...]
+    environment: dict[str, str]
+    sandbox: str  # bwrap | none
+    note: str  # what the user should know about the sandbox, said once
+
+
+def worker_environment(workspace: str, base: dict[str, str] | None = None) -> dict[str, str]:
+    """The variables the analysed code plausibly needs, without secrets, with the workspace importable."""
+    source = dict(os.environ if base is None else base)
+    environment = {
+        name: value
+        for name, value in source.items()
+        if (name in PASSED_VARIABLES or name.startswith(PASSED_PREFIXES))
+        and not SECRET.search(name)
+        and name not in DROPPED
+    }
+    paths = [workspace] + [p for p in environment.get("PYTHONPATH", "").split(os.pathsep) if p]
+    environment["PYTHONPATH"] = os.pathsep.join(dict.fromkeys(paths))
+    environment["CUDA_VISIBLE_DEVICES"] = ""
+    environment["PYTHONDONTWRITEBYTECODE"] = "1"
+    environment["PYTHONUNBUFFERED"] = "1"
+    environment.setdefault("OMP_NUM_THREADS", "1")
+    return environment
+
+
+@lru_cache(maxsize=1)
+def bwrap_works() -> bool:
+    """bwrap may be installed yet refused by the kernel (no user namespaces): try it once."""
+    bwrap = shutil.which("bwrap")
+    if bwrap is None:
+        return False
+    try:
+        probe = subprocess.run(
+            [bwrap, *_bwrap_arguments([]), "true"],
+            capture_output=True,
+            timeout=10,
+        )
+    except (OSError, subprocess.TimeoutExpired):
+        return False
+    return probe.returncode == 0
+
+
+def _bwrap_arguments(folders: list[str]) -> list[str]:
+    arguments = [
+        "--unshare-all",
+        "--die-with-parent",
+        "--ro-bind", "/", "/",
+        "--dev", "/dev",
+        "--proc", "/proc",
+        "--tmpfs", "/tmp",
+        "--tmpfs", "/dev/shm",
+    ]  # fmt: skip
+    for folder in folders:  # a workspace under /tmp must still be seen through the private /tmp
+        arguments += ["--ro-bind-try", folder, folder]
+    return [*arguments, "--chdir", "/"]
+
+
+def launch(interpreter: str | None, folders: list[str], mode: str = "auto") -> Launch:
+    """The command and environment that start the worker; ``mode`` is auto, bwrap or off.
+
+    ``folders`` are the workspace folders: visible (read-only) to the analysed code and importable.
+    """
+    python = interpreter or sys.executable
+    folders = [os.path.abspath(folder) for folder in folders] or [os.getcwd()]
+    environment = worker_environment(folders[0])
+    worker = [python, str(WORKER_MAIN)]
+    if mode != "off" and bwrap_works():
+        bwrap = shutil.which("bwrap") or "bwrap"
+        environment["GBLS_SANDBOX"] = "bwrap"
+        return Launch((bwrap, *_bwrap_arguments(folders), *worker), environment, "bwrap", "")
+    if mode == "bwrap":
+        raise RuntimeError(
+            "the sandbox setting asks for bwrap, but bubblewrap is missing or does not work here"
+        )
+    note = (
+        "gbls runs the analysed code without bubblewrap: install `bubblewrap` for a read-only file system "
+        "and no network; rlimits, timeouts and process isolation still apply"
+        if mode != "off"
+        else "gbls sandbox is off: only rlimits, timeouts and process isolation apply"
+    )
+    return Launch(tuple(worker), environment, "none", note)

@@ -1,0 +1,176 @@
+"""The server's side of the worker: start it warm, send requests, cancel them, survive its death.
+
+Every call is a coroutine; nothing here blocks the event loop. If the worker process itself
+dies (the analyses run in its children, so this is rare), every pending request gets an error
+result naming what happened and the next request starts a fresh worker.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import itertools
+import logging
+import os
+import signal
+from collections import deque
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from .sandbox import Launch
+from .worker import protocol
+from .worker.protocol import Failure, Request, Result
+
+log = logging.getLogger(__name__)
+
+START_TIMEOUT = 180.0  # import torch on a cold disk can take a while
+LINE_LIMIT = 256 * 1024 * 1024
+
+
+@dataclass(frozen=True)
+class WorkerInfo:
+    torch: str
+    python: str
+    executable: str
+    sandbox: str
+
+
+class WorkerError(Exception):
+    """The worker could not be started (no such interpreter, no torch, bwrap refused)."""
+
+
+class Worker:
+    def __init__(self, launch: Callable[[], Launch]) -> None:
+        self._launch = launch
+        self._process: asyncio.subprocess.Process | None = None
+        self._pending: dict[str, tuple[asyncio.Future[Result], str]] = {}
+        self._ready: asyncio.Future[WorkerInfo] | None = None
+        self._reader: asyncio.Task[None] | None = None
+        self._stderr_reader: asyncio.Task[None] | None = None
+        self._stderr: deque[str] = deque(maxlen=40)
+        self._ids = itertools.count(1)
+        self._lock = asyncio.Lock()
+        self.info: WorkerInfo | None = None
+        self.note = ""
+
+    async def start(self) -> WorkerInfo:
+        async with self._lock:
+            if self._process is not None and self._process.returncode is None and self._ready is not None:
+                return await self._ready
+            launch = self._launch()
+            self.note = launch.note
+            try:
+                self._process = await asyncio.create_subprocess_exec(
+                    *launch.command,
+                    stdin=asyncio.subprocess.PIPE,
+                    stdout=asyncio.subprocess.PIPE,
+                    stderr=asyncio.subprocess.PIPE,
+                    env=launch.environment,
+                    start_new_session=True,
+                    limit=LINE_LIMIT,
+                )
+            except OSError as error:
+                raise WorkerError(f"cannot start the worker ({launch.command[0]}): {error}") from error
+            self._ready = asyncio.get_running_loop().create_future()
+            self._reader = asyncio.create_task(self._read(self._process, self._ready))
+            self._stderr_reader = asyncio.create_task(self._read_stderr(self._process))
+            try:
+                self.info = await asyncio.wait_for(asyncio.shield(self._ready), START_TIMEOUT)
+            except asyncio.TimeoutError as error:
+                await self.stop()
+                raise WorkerError("the worker did not start in time (import torch took too long)") from error
+            return self.info
+
+    async def analyse(self, request: Request) -> Result:
+        await self.start()
+        process = self._process
+        assert process is not None and process.stdin is not None
+        future: asyncio.Future[Result] = asyncio.get_running_loop().create_future()
+        self._pending[request.id] = (future, request.path)
+        try:
+            process.stdin.write((protocol.encode("analyse", request=request) + "\n").encode())
+            await process.stdin.drain()
+            return await asyncio.shield(future)
+        except asyncio.CancelledError:
+            await self.cancel(request.id)
+            raise
+        except (BrokenPipeError, ConnectionResetError):
+            return self._worker_failure(request.path)
+        finally:
+            self._pending.pop(request.id, None)
+
+    async def cancel(self, request_id: str) -> None:
+        process = self._process
+        if process is None or process.returncode is not None or process.stdin is None:
+            return
+        with contextlib.suppress(BrokenPipeError, ConnectionResetError):
+            process.stdin.write((protocol.encode("cancel", id=request_id) + "\n").encode())
+            await process.stdin.drain()
+
+    def new_id(self) -> str:
+        return str(next(self._ids))
+
+    async def stop(self) -> None:
+        process, self._process = self._process, None
+        if process is None:
+            return
+        if process.returncode is None:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(process.pid, signal.SIGKILL)
+            await process.wait()
+        if self._reader is not None:
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._reader
+
+    async def _read(self, process: asyncio.subprocess.Process, ready: asyncio.Future[WorkerInfo]) -> None:
+        assert process.stdout is not None
+        while True:
+            try:
+                line = await process.stdout.readline()
+            except (ValueError, asyncio.LimitOverrunError):
+                continue
+            if not line:
+                break
+            try:
+                message = protocol.decode(line.decode())
+            except ValueError as error:
+                log.warning("gbls worker sent an unreadable line: %s", error)
+                continue
+            kind = message["type"]
+            if kind == "ready":
+                info = WorkerInfo(
+                    message["torch"], message["python"], message["executable"], message["sandbox"]
+                )
+                if not ready.done():
+                    ready.set_result(info)
+            elif kind == "fatal" and not ready.done():
+                ready.set_exception(WorkerError(message["message"]))
+            elif kind == "result" and message["id"] in self._pending:
+                future, _ = self._pending[message["id"]]
+                if not future.done():
+                    future.set_result(protocol.from_dict(Result, message["result"]))
+        await process.wait()
+        if not ready.done():
+            tail = "\n".join(self._stderr).strip()
+            ready.set_exception(
+                WorkerError(f"the worker exited while starting: {tail or process.returncode}")
+            )
+        for future, path in list(self._pending.values()):
+            if not future.done():
+                future.set_result(self._worker_failure(path))
+        if self._process is process:
+            self._process = None
+
+    async def _read_stderr(self, process: asyncio.subprocess.Process) -> None:
+        assert process.stderr is not None
+        async for line in process.stderr:
+            text = line.decode("utf-8", "replace").rstrip()
+            self._stderr.append(text)
+            log.debug("worker: %s", text)
+
+    def _worker_failure(self, path: str) -> Result:
+        tail = "\n".join(list(self._stderr)[-5:]).strip()
+        message = "the gbls worker process died; a fresh one starts with the next analysis"
+        return Result(
+            path=path, status=protocol.ERROR, failure=Failure("worker", f"{message}. {tail}".strip())
+        )

@@ -1,0 +1,154 @@
+"""``gbls check`` as users and CI run it: a real process, real output formats, real exit codes."""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from .conftest import FIXTURES
+
+ROOT = Path(__file__).parent.parent
+ENGINE = FIXTURES / "engine"
+Runs = dict[str, subprocess.CompletedProcess[str]]
+
+
+def gbls(*arguments: str) -> subprocess.Popen[str]:
+    return subprocess.Popen(
+        [sys.executable, "-m", "gbls", "check", *arguments],
+        cwd=ROOT,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+
+
+@pytest.fixture(scope="module")
+def runs() -> dict[str, subprocess.CompletedProcess[str]]:
+    """Every CLI run of this module, started together: each pays for its own worker start."""
+    started = {
+        "demo": gbls("examples/demo.py"),
+        "json": gbls("--format", "json", str(ENGINE / "deep_helpers.py"), str(ENGINE / "clean.py")),
+        "sarif": gbls("--format", "sarif", str(ENGINE / "cross_module.py")),
+        "github": gbls("--format", "github", "--python", sys.executable, str(ENGINE / "print_body.py")),
+        "clean": gbls(str(ENGINE / "clean.py")),
+        "broken": gbls(str(ENGINE / "syntax_error.py"), str(ENGINE / "missing_file.py")),
+    }
+    finished = {}
+    for name, process in started.items():
+        out, err = process.communicate(timeout=600)
+        finished[name] = subprocess.CompletedProcess(process.args, process.returncode, out, err)
+    return finished
+
+
+def test_readme_quick_start_output_is_what_gbls_prints(runs: Runs) -> None:
+    demo = runs["demo"]
+    assert demo.returncode == 1, demo.stderr
+    readme = (ROOT / "README.md").read_text()
+    printed = demo.stdout.strip()
+    assert printed in readme
+    assert printed.splitlines()[0] == (
+        "examples/demo.py:20:9: GB0059 Failed to trace builtin operator (print)"
+        " [in preprocess via normalize → log_stats]"
+    )
+
+
+def test_ci_runs_the_readme_test_command_verbatim() -> None:
+    readme = (ROOT / "README.md").read_text()
+    blocks = re.findall(r"```sh\n(.*?)\n```", readme, re.S)
+    quick_start = [block for block in blocks if "\n" not in block]
+    assert quick_start[0].endswith("gbls check examples/demo.py")
+    test_command = quick_start[1]
+    assert "pytest" in test_command
+    assert test_command in (ROOT / ".ci" / "run").read_text().splitlines()
+
+
+def test_json_output(runs: Runs) -> None:
+    result = runs["json"]
+    assert result.returncode == 1, result.stderr
+    document = json.loads(result.stdout)
+    assert document["gbls"] and document["torch"].startswith("2.")
+    deep, clean = document["files"]
+    assert (deep["status"], clean["status"], clean["breaks"]) == ("ok", "ok", [])
+    assert clean["functions"][0] | {"inputs": None} == {
+        "name": "fused",
+        "qualname": "fused",
+        "line": 5,
+        "analysed": True,
+        "reason": "",
+        "inputs": None,
+        "input_source": "module",
+        "graphs": 1,
+        "ops": 4,
+        "breaks": 0,
+    }
+    (brk,) = deep["breaks"]
+    assert (brk["function"], brk["gb_id"], brk["count"]) == ("g", "GB0059", 1)
+    assert brk["url"].endswith("/gb/gb0059.html")
+    # `    z = normalize(y)`: 1-based columns, end exclusive.
+    assert brk["range"] == {"start": {"line": 17, "column": 9}, "end": {"line": 17, "column": 21}}
+    assert [(f["function"], f["line"], f["column"], f["end_column"]) for f in brk["chain"]] == [
+        ("g", 17, 9, 21),
+        ("normalize", 11, 12, 24),
+        ("log_stats", 5, 5, 28),
+    ]
+    assert brk["hints"] and brk["explanation"] and brk["context"]
+
+
+def test_sarif_output(runs: Runs) -> None:
+    result = runs["sarif"]
+    assert result.returncode == 1, result.stderr
+    run = json.loads(result.stdout)["runs"][0]
+    assert run["tool"]["driver"]["rules"][0]["id"] == "GB0059"
+    assert run["tool"]["driver"]["rules"][0]["helpUri"].endswith("gb0059.html")
+    (finding,) = run["results"]
+    region = finding["locations"][0]["physicalLocation"]["region"]
+    assert (region["startLine"], region["startColumn"], region["endColumn"]) == (9, 12, 22)
+    related = [r["physicalLocation"]["artifactLocation"]["uri"] for r in finding["relatedLocations"]]
+    assert related[-1].endswith("helpers_lib.py")
+
+
+def test_github_annotations_with_an_explicit_interpreter(runs: Runs) -> None:
+    result = runs["github"]
+    assert result.returncode == 1, result.stderr
+    assert result.stdout.startswith(
+        "::warning title=gbls (GB0059),file=tests/fixtures/engine/print_body.py,line=7,col=5,"
+    )
+
+
+def test_exit_codes(runs: Runs) -> None:
+    assert runs["clean"].returncode == 0
+    assert runs["clean"].stdout.strip() == "Found 0 graph breaks in 1 file."
+    broken = runs["broken"]
+    assert broken.returncode == 2
+    assert "syntax_error.py:5:13: error: SyntaxError: expected ':'" in broken.stdout
+    assert "missing_file.py" in broken.stdout and "No such file" in broken.stdout
+
+
+def test_folders_are_walked_for_files_that_compile(tmp_path: Path) -> None:
+    from gbls.cli import python_files
+
+    (tmp_path / "pkg").mkdir()
+    (tmp_path / "pkg" / "model.py").write_text("import torch\nf = torch.compile(lambda x: x)\n")
+    (tmp_path / "pkg" / "plain.py").write_text("x = 1\n")
+    (tmp_path / ".venv").mkdir()
+    (tmp_path / ".venv" / "site.py").write_text("torch.compile\n")
+    assert list(python_files([str(tmp_path)])) == [str(tmp_path / "pkg" / "model.py")]
+
+
+def test_no_interpreter_is_an_error_not_a_crash() -> None:
+    result = subprocess.run(
+        [sys.executable, "-m", "gbls", "check", "--python", "/nonexistent/python", "examples/demo.py"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert result.returncode == 2
+    assert result.stderr.startswith("gbls: ")
+    assert shutil.which("gbls") is not None

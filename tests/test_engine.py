@@ -1,0 +1,325 @@
+"""The core engine against torch's own graph-break log, on real fixture files and the real translator."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+import torch
+
+from gbls.report import BreakReport, FileReport
+from gbls.worker.protocol import EAGER, SPLIT
+
+from .conftest import FIXTURES, Analyse
+from .torchlog import LoggedBreak, logged_breaks
+
+ENGINE = FIXTURES / "engine"
+TORCH_DIR = os.path.dirname(torch.__file__)
+
+
+def stripped_columns(path: Path, line: int, start: int, end: int) -> tuple[int, int]:
+    text = path.read_text().splitlines()[line - 1]
+    indent = len(text) - len(text.lstrip())
+    return start - indent, end - indent
+
+
+def assert_agrees_with_torch(report: FileReport, fixture: Path) -> None:
+    """Every break gbls reports is in torch's log at the same place, with the same chain and count."""
+    logged = logged_breaks(fixture)
+    for brk in report.breaks:
+        if brk.effect == EAGER and not brk.chain[0].span.column:
+            continue  # a frame refused before its first instruction has no traceback in the log
+        root = brk.root
+        at_root = [e for e in logged if e.at == (root.path, root.span.line) and brk.gb_id in e.gb_ids]
+        assert at_root, f"{brk.gb_id} at {root.path}:{root.span.line} is not in torch's log"
+        # Above the compiled function the log shows the module's call site and nn.Module's call
+        # machinery: neither is part of the chain.
+        stacks = [
+            (entry, [f for f in entry.stack if f.function != "<module>" and not f.path.startswith(TORCH_DIR)])
+            for entry in at_root
+            if not entry.suppressed
+        ]
+        full = [
+            (entry, stack) for entry, stack in stacks if stack and stack[0].function == brk.chain[0].function
+        ]
+        if not full:
+            # torch prints a stack once per place; a second compiled function reaching the same
+            # helper gets "user stack suppressed": its chain is asserted by the test itself.
+            assert any(entry.suppressed for entry in at_root)
+            continue
+        first, stack = full[0]
+        assert [(f.path, f.function, f.line) for f in stack] == [
+            (loc.path, loc.function, loc.span.line) for loc in brk.chain
+        ]
+        for frame, location in zip(stack, brk.chain, strict=True):
+            span = location.span
+            if frame.carets is not None:
+                start, end = stripped_columns(Path(location.path), span.line, span.column, span.end_column)
+                # Dynamo's frames have no end line, so Python 3.11 draws their carets to the end of the
+                # line: the start is exact, the end only bounds ours (span_text checks it exactly).
+                assert frame.carets[0] == start
+                assert end <= frame.carets[1] or span.end_line > span.line
+        assert brk.count == count_in_log(logged, first)
+
+
+def count_in_log(logged: list[LoggedBreak], first: LoggedBreak) -> int:
+    """Compilations of the frame that first logged the break: recompiles count, re-entries do not."""
+    return len({e.compile_id for e in logged if e.frame_id == first.frame_id and e.at == first.at})
+
+
+def only(report: FileReport, function: str) -> BreakReport:
+    found = [b for b in report.breaks if b.function == function]
+    assert len(found) == 1, found
+    return found[0]
+
+
+def summary(report: FileReport, qualname: str):  # type: ignore[no-untyped-def]
+    return next(f for f in report.functions if f.qualname == qualname)
+
+
+def span_text(path: Path, brk: BreakReport) -> str:
+    span = brk.span
+    assert span.line == span.end_line
+    return path.read_text().splitlines()[span.line - 1][span.column : span.end_column]
+
+
+async def test_print_in_compiled_body(analyse_file: Analyse) -> None:
+    fixture = ENGINE / "print_body.py"
+    report = await analyse_file(fixture)
+    brk = only(report, "scale")
+    assert (brk.gb_id, brk.gb_type, brk.count, brk.effect) == (
+        "GB0059",
+        "Failed to trace builtin operator",
+        1,
+        SPLIT,
+    )
+    assert brk.url == "https://meta-pytorch.github.io/compile-graph-break-site/gb/gb0059.html"
+    assert (brk.span.line, brk.span.column, brk.span.end_column) == (7, 4, 29)
+    assert span_text(fixture, brk) == 'print("scaling", y.shape)'
+    assert brk.reason == "print" and brk.via == ()
+    assert "print" in brk.explanation and brk.hints
+    scale = summary(report, "scale")
+    assert (scale.analysed, scale.input_source, scale.inputs) == (True, "module", "x: f32[4]")
+    assert (len(scale.graphs), scale.ops, scale.breaks) == (2, 2, 1)
+    assert_agrees_with_torch(report, fixture)
+
+
+async def test_break_two_calls_deep_is_one_root_cause_at_the_split(analyse_file: Analyse) -> None:
+    fixture = ENGINE / "deep_helpers.py"
+    report = await analyse_file(fixture)
+    assert len(report.breaks) == 1
+    brk = only(report, "g")
+    assert brk.via == ("normalize", "log_stats") and brk.count == 1
+    assert span_text(fixture, brk) == "normalize(y)"
+    assert [(loc.function, loc.span.line) for loc in brk.chain] == [
+        ("g", 17),
+        ("normalize", 11),
+        ("log_stats", 5),
+    ]
+    assert brk.message == "Failed to trace builtin operator (print) (via normalize → log_stats)"
+    # The graphs of the re-entered callees run inside g's call, so they are g's.
+    assert {graph.frame for graph in summary(report, "g").graphs} == {"g", "normalize", "log_stats"}
+    assert_agrees_with_torch(report, fixture)
+
+
+async def test_break_through_a_helper_in_another_module(analyse_file: Analyse) -> None:
+    fixture = ENGINE / "cross_module.py"
+    report = await analyse_file(fixture)
+    brk = only(report, "uses_lib")
+    lib = str(ENGINE / "helpers_lib.py")
+    assert [(loc.path, loc.function, loc.span.line) for loc in brk.chain] == [
+        (str(fixture), "uses_lib", 9),
+        (lib, "via_lib", 7),
+        (lib, "report", 2),
+    ]
+    assert span_text(fixture, brk) == "via_lib(y)"
+    assert brk.root.span == brk.chain[-1].span and brk.root.span.column == 4
+    assert_agrees_with_torch(report, fixture)
+
+
+async def test_branch_then_item_are_two_breaks_in_the_original_function(analyse_file: Analyse) -> None:
+    fixture = ENGINE / "branch_item.py"
+    report = await analyse_file(fixture)
+    assert [(b.function, b.gb_id, b.span.line) for b in report.breaks] == [
+        ("branchy", "GB0170", 6),
+        ("branchy", "GB0124", 8),
+    ]
+    branch, item = report.breaks
+    assert span_text(fixture, branch) == "x.sum() > 0" and branch.reason == "x.sum() > 0"
+    assert span_text(fixture, item) == "x.sum().item()" and item.reason == "x.sum().item"
+    assert [loc.function for loc in item.chain] == ["branchy"]  # the resume function maps back
+    assert_agrees_with_torch(report, fixture)
+
+
+async def test_explicit_graph_break(analyse_file: Analyse) -> None:
+    fixture = ENGINE / "explicit_break.py"
+    report = await analyse_file(fixture)
+    brk = only(report, "split")
+    assert (brk.gb_id, brk.span.line) == ("GB0025", 8)
+    assert span_text(fixture, brk) == "torch._dynamo.graph_break()"
+    assert_agrees_with_torch(report, fixture)
+
+
+async def test_disabled_callee(analyse_file: Analyse) -> None:
+    fixture = ENGINE / "disabled_callee.py"
+    report = await analyse_file(fixture)
+    brk = only(report, "uses_disabled")
+    assert (brk.gb_id, brk.span.line, brk.reason) == ("GB0098", 11, "eager_only")
+    assert span_text(fixture, brk) == "eager_only(x * 2)"
+    assert_agrees_with_torch(report, fixture)
+
+
+async def test_dynamic_shape_operator(analyse_file: Analyse) -> None:
+    fixture = ENGINE / "dynamic_shapes.py"
+    report = await analyse_file(fixture)
+    brk = only(report, "positives")
+    assert (brk.gb_id, brk.gb_type, brk.reason) == ("GB0036", "Dynamic shape operator", "torch.nonzero")
+    assert_agrees_with_torch(report, fixture)
+
+
+async def test_compiled_modules(analyse_file: Analyse) -> None:
+    fixture = ENGINE / "compiled_module.py"
+    report = await analyse_file(fixture)
+    assert [(b.function, b.gb_id, b.span.line) for b in report.breaks] == [
+        ("Net", "GB0059", 12),
+        ("Decorated.forward", "GB0025", 24),
+    ]
+    net = summary(report, "Net")
+    assert (net.kind, net.analysed, net.inputs, net.line) == ("module", True, "x: f32[2, 8]", 28)
+    assert summary(report, "Decorated.forward").kind == "method"
+    assert_agrees_with_torch(report, fixture)
+
+
+async def test_module_compile_method(analyse_file: Analyse) -> None:
+    fixture = ENGINE / "method_compile.py"
+    report = await analyse_file(fixture)
+    brk = only(report, "Block")
+    assert (brk.gb_id, brk.span.line, span_text(fixture, brk)) == ("GB0036", 12, "y.nonzero()")
+    assert_agrees_with_torch(report, fixture)
+
+
+async def test_aliases_are_all_found_and_re_compile_is_not(analyse_file: Analyse) -> None:
+    fixture = ENGINE / "aliases.py"
+    report = await analyse_file(fixture)
+    assert [(f.qualname, f.analysed) for f in report.functions] == [
+        ("via_factory", True),
+        ("via_module_alias", True),
+        ("via_import_alias", True),
+        ("plain", True),
+    ]
+    assert [(b.function, b.gb_id) for b in report.breaks] == [
+        ("via_factory", "GB0059"),
+        ("via_module_alias", "GB0124"),
+        ("via_import_alias", "GB0025"),
+        ("plain", "GB0036"),
+    ]
+    assert_agrees_with_torch(report, fixture)
+
+
+async def test_uncalled_functions_get_inputs_or_a_reason(analyse_file: Analyse) -> None:
+    report = await analyse_file(ENGINE / "uncalled.py")
+    annotated = summary(report, "annotated")
+    assert (annotated.analysed, annotated.input_source) == (True, "synthesized")
+    assert annotated.inputs == "x: f32[8], scale: 0.5"
+    declared = summary(report, "declared")
+    assert (declared.analysed, declared.input_source, declared.inputs) == (
+        True,
+        "example",
+        "x: f32[4, 6], n: 2",
+    )
+    assert [(b.function, b.gb_id) for b in report.breaks] == [("annotated", "GB0170"), ("declared", "GB0059")]
+    matrix = summary(report, "needs_matrix")
+    assert not matrix.analysed
+    assert "inputs invalid" in matrix.reason and "# gbls: example(...)" in matrix.reason
+    bad = summary(report, "bad_example")
+    assert not bad.analysed and "example at line 25" in bad.reason and "inputs invalid" in bad.reason
+    assert report.status == "ok"
+
+
+async def test_clean_function_has_one_graph_and_no_break(analyse_file: Analyse) -> None:
+    report = await analyse_file(ENGINE / "clean.py")
+    assert report.breaks == ()
+    fused = summary(report, "fused")
+    assert (fused.analysed, len(fused.graphs), fused.breaks, fused.ops) == (True, 1, 0, 4)
+    assert logged_breaks(ENGINE / "clean.py") == []
+
+
+async def test_frames_dropped_to_eager_are_reported_as_such(analyse_file: Analyse) -> None:
+    fixture = ENGINE / "loop_break.py"
+    report = await analyse_file(fixture)
+    loop, generator = report.breaks
+    assert (loop.function, loop.gb_id, loop.effect, loop.span.line) == ("loopy", "GB0059", EAGER, 7)
+    assert loop.eager_reason.startswith("graph break in loop")
+    assert "runs entirely in eager mode" in loop.message
+    assert (generator.function, generator.gb_type, generator.effect) == (
+        "generate",
+        "Attempt to trace generator",
+        EAGER,
+    )
+    assert (generator.span.line, span_text(fixture, generator)) == (13, "generate")
+    assert summary(report, "loopy").graphs == ()
+    assert_agrees_with_torch(report, fixture)
+
+
+async def test_helper_reached_from_two_compiled_functions_breaks_each(analyse_file: Analyse) -> None:
+    fixture = ENGINE / "two_callers.py"
+    report = await analyse_file(fixture)
+    assert [(b.function, b.via, b.span.line, b.count) for b in report.breaks] == [
+        ("first", ("middle", "shared"), 15, 1),
+        ("second", ("middle", "shared"), 21, 1),
+    ]
+    assert_agrees_with_torch(report, fixture)
+
+
+async def test_recompiles_count_the_same_root_cause(analyse_file: Analyse) -> None:
+    fixture = ENGINE / "recompile.py"
+    report = await analyse_file(fixture)
+    assert only(report, "twice").count == 2
+    assert_agrees_with_torch(report, fixture)
+
+
+async def test_user_output_is_captured_not_printed(
+    analyse_file: Analyse, capfd: pytest.CaptureFixture[str]
+) -> None:
+    report = await analyse_file(ENGINE / "output_noise.py")
+    assert "module says hello" in report.output and "module complains" in report.output
+    assert "inside compiled" in report.output
+    out, err = capfd.readouterr()
+    assert "module says hello" not in out + err
+
+
+async def test_syntax_error_is_reported_where_it_is(analyse_file: Analyse) -> None:
+    report = await analyse_file(ENGINE / "syntax_error.py")
+    assert (report.status, report.failure_kind) == ("error", "syntax")
+    assert report.message.startswith("SyntaxError")
+    assert report.failure_span is not None and report.failure_span.line == 5
+
+
+async def test_breaks_before_the_module_raised_are_kept(analyse_file: Analyse) -> None:
+    report = await analyse_file(ENGINE / "raises_after_break.py")
+    assert (report.status, report.failure_kind) == ("error", "raised")
+    assert report.failure_span is not None and report.failure_span.line == 11
+    assert [b.gb_id for b in report.breaks] == ["GB0059"]
+
+
+async def test_unsaved_buffer_text_is_analysed(analyse_file: Analyse) -> None:
+    fixture = ENGINE / "clean.py"
+    edited = fixture.read_text().replace("z = x * y + 1", "z = x * y + 1\n    print(z)")
+    report = await analyse_file(fixture, source=edited)
+    assert [(b.gb_id, b.span.line) for b in report.breaks] == [("GB0059", 7)]
+
+
+async def test_each_analysis_sees_a_fresh_sibling_module(analyse_file: Analyse, tmp_path: Path) -> None:
+    sibling = tmp_path / "sibling.py"
+    main = tmp_path / "main.py"
+    main.write_text(
+        "import torch\nfrom sibling import step\n\n\n"
+        "@torch.compile\ndef run(x):\n    return step(x)\n\n\nrun(torch.randn(2))\n"
+    )
+    sibling.write_text("def step(x):\n    return x + 1\n")
+    assert (await analyse_file(main)).breaks == ()
+    # Same size, same second: a .pyc check by mtime and size would miss this edit.
+    sibling.write_text("def step(x):\n    print(x)\n    return x\n")
+    report = await analyse_file(main)
+    assert [(b.gb_id, b.via) for b in report.breaks] == [("GB0059", ("step",))]
