@@ -18,6 +18,7 @@ Where the hooks sit (torch 2.13; see ``_hook_points`` for the version switch):
 
 from __future__ import annotations
 
+import functools
 import inspect
 import json
 import os
@@ -127,14 +128,24 @@ class Capture:
     # -- installation -------------------------------------------------------------------
 
     def install(self) -> "Capture":
+        """Patch torch.compile and hook Dynamo, by what this torch version has (see the module doc)."""
         torch.compile = self.compile
-        capture = self
+        self._hook_messages()
+        self._hook_break_log()
+        self._hook_error_messages()
+        self._hook_frame_callback()
+        convert_frame.register_bytecode_hook(self.bytecode_hook)
+        return self
 
-        original_format = dynamo_exc.format_graph_break_message
+    def _hook_messages(self) -> None:
+        original = getattr(dynamo_exc, "format_graph_break_message", None)
+        if original is None:  # before ~2.7 breaks are plain text: parse_break_text reads them
+            return
+        structured = self.structured
 
         def format_graph_break_message(gb_type: str, context: str, explanation: str, hints: List[str]) -> str:
-            text = original_format(gb_type, context, explanation, hints)
-            capture.structured[text] = {
+            text: str = original(gb_type, context, explanation, hints)
+            structured[text] = {
                 "gb_type": gb_type,
                 "context": context,
                 "explanation": explanation,
@@ -144,36 +155,58 @@ class Capture:
 
         dynamo_exc.format_graph_break_message = format_graph_break_message
 
-        original_log = symbolic_convert.InstructionTranslatorBase.log_graph_break
+    def _hook_break_log(self) -> None:
+        capture = self
+        translator = symbolic_convert.InstructionTranslatorBase
+        if hasattr(translator, "log_graph_break"):
+            original_method = translator.log_graph_break
 
-        def log_graph_break(self: Any, code_options: Any, reason: str, exc: Any) -> None:
-            if not exc.logged:
-                capture.record_break(exc, skipped=bool(getattr(exc, "skip_frame", False)))
-            return original_log(self, code_options, reason, exc)
+            def log_graph_break(self: Any, code_options: Any, reason: str, exc: Any) -> None:
+                if not exc.logged:
+                    capture.record_break(exc, skipped=bool(getattr(exc, "skip_frame", False)))
+                return original_method(self, code_options, reason, exc)
 
-        symbolic_convert.InstructionTranslatorBase.log_graph_break = log_graph_break  # type: ignore[method-assign]
+            translator.log_graph_break = log_graph_break  # type: ignore[method-assign]
+            return
+        # torch 2.4-2.6: a module function, with the reason text and the user stack but no exception.
+        original_function = symbolic_convert.log_graph_break  # type: ignore[attr-defined]
 
-        original_error_msg = convert_frame.format_error_msg  # type: ignore[attr-defined]
+        def log_graph_break_text(
+            code_options: Any, reason: str = "", exc_info: bool = False, user_stack: Any = None
+        ) -> Any:
+            capture.record_break(types.SimpleNamespace(msg=reason, real_stack=user_stack), skipped=False)
+            return original_function(code_options, reason, exc_info, user_stack)
+
+        symbolic_convert.log_graph_break = log_graph_break_text  # type: ignore[attr-defined]
+
+    def _hook_error_messages(self) -> None:
+        capture = self
+        original = convert_frame.format_error_msg  # type: ignore[attr-defined]
 
         def format_error_msg(exc: Exception, code: types.CodeType, *args: Any, **kwargs: Any) -> str:
-            if isinstance(exc, dynamo_exc.Unsupported) and not exc.logged:
+            if isinstance(exc, dynamo_exc.Unsupported) and not getattr(exc, "logged", False):
                 capture.record_break(exc, skipped=True)
-            return original_error_msg(exc, code, *args, **kwargs)
+            return original(exc, code, *args, **kwargs)
 
         convert_frame.format_error_msg = format_error_msg  # type: ignore[attr-defined]
 
-        wrapper = convert_frame.CatchErrorsWrapper
+    def _hook_frame_callback(self) -> None:
+        translate = self.translate
+        wrapper = getattr(convert_frame, "CatchErrorsWrapper", None)
+        if wrapper is None:  # older torch: the callback is a closure made by catch_errors_wrapper
+            factory = convert_frame.catch_errors_wrapper
+
+            def catch_errors_wrapper(*args: Any, **kwargs: Any) -> Any:
+                return functools.partial(translate, factory(*args, **kwargs))
+
+            convert_frame.catch_errors_wrapper = catch_errors_wrapper
+            return
         original_call = wrapper.__call__
         original_skip = wrapper._handle_skip
+        capture = self
 
-        def call(self: Any, frame: Any, cache_entry: Any, frame_state: Any) -> Any:
-            if not is_user_file(frame.f_code.co_filename):
-                return original_call(self, frame, cache_entry, frame_state)
-            capture.begin_translation(frame)
-            try:
-                return original_call(self, frame, cache_entry, frame_state)
-            finally:
-                capture.translations.pop()
+        def call(self: Any, frame: Any, *args: Any) -> Any:
+            return translate(functools.partial(original_call, self), frame, *args)
 
         def handle_skip(self: Any, result: Any, frame: Any) -> Any:
             reason = result.skip_reason or ""
@@ -181,10 +214,18 @@ class Capture:
                 capture.record_skip(frame.f_code, reason)
             return original_skip(self, result, frame)
 
-        wrapper.__call__ = call  # type: ignore[method-assign]
-        wrapper._handle_skip = handle_skip  # type: ignore[method-assign]
-        convert_frame.register_bytecode_hook(self.bytecode_hook)
-        return self
+        wrapper.__call__ = call
+        wrapper._handle_skip = handle_skip
+
+    def translate(self, callback: Callable[..., Any], frame: Any, *args: Any) -> Any:
+        """Dynamo's frame callback, told which compiled target's call the frame runs in."""
+        if not is_user_file(frame.f_code.co_filename):
+            return callback(frame, *args)
+        self.begin_translation(frame)
+        try:
+            return callback(frame, *args)
+        finally:
+            self.translations.pop()
 
     # -- torch.compile --------------------------------------------------------------------
 
@@ -292,7 +333,7 @@ class Capture:
         if translation is None or translation.target is None:
             return
         frames = list(translation.prefix)
-        for summary in getattr(exc, "real_stack", None) or []:
+        for summary in exc.real_stack or []:
             frames.append(
                 (
                     summary.filename,
@@ -312,7 +353,7 @@ class Capture:
                 "compile_id": _compile_id(),
                 "direct": _runs_own_code(translation.code, translation.target),
                 "skipped": skipped,
-                "messages": [self.message(text) for text in exc.msg.split(NESTED_BREAK_SEPARATOR)],
+                "messages": [self.message(text) for text in str(exc.msg).split(NESTED_BREAK_SEPARATOR)],
                 "chain": _collapse(frames),
             }
         )
