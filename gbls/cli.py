@@ -54,6 +54,7 @@ def _unreadable(path: str, error: OSError) -> FileReport:
         failure_span=Span(1, 0, 1, 0),
         functions=(),
         breaks=(),
+        suppressed=(),
         output="",
         torch="",
         seconds=0.0,

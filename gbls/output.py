@@ -104,6 +104,7 @@ def to_json(reports: list[FileReport], torch_version: str) -> str:
                         "graphs": len(f.graphs),
                         "ops": f.ops,
                         "breaks": f.breaks,
+                        "suppressed": f.suppressed,
                     }
                     for f in report.functions
                 ],

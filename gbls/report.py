@@ -8,7 +8,10 @@ exclusive); the LSP layer converts to UTF-16 and the CLI to 1-based columns.
 from __future__ import annotations
 
 import ast
+import io
 import os
+import re
+import tokenize
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -17,6 +20,8 @@ from .ranges import Span, byte_to_char, line_text, span_of
 from .worker.protocol import EAGER, OK, Break, Frame, Function, Graph, Result
 
 SourceOf = Callable[[str], str | None]
+
+SUPPRESSION = re.compile(r"#\s*gbls:\s*ignore(?:\[([A-Za-z0-9_,\s]*)\])?")
 
 
 @dataclass(frozen=True)
@@ -84,6 +89,7 @@ class FunctionReport:
     fullgraph: bool
     graphs: tuple[Graph, ...]
     breaks: int
+    suppressed: int
     span: Span  # where its lens and hover anchor: the def name, or the compile call
     hover_spans: tuple[Span, ...]
 
@@ -101,6 +107,7 @@ class FileReport:
     failure_span: Span | None
     functions: tuple[FunctionReport, ...]
     breaks: tuple[BreakReport, ...]
+    suppressed: tuple[BreakReport, ...]
     output: str
     torch: str
     seconds: float
@@ -133,13 +140,14 @@ def build(
     def text_of(other: str) -> str:
         return source if other == path else source_of(other) or ""
 
-    breaks = tuple(
-        sorted(
-            (_break_report(path, brk, text_of, sites) for brk in result.breaks),
-            key=lambda b: (b.span.line, b.span.column, b.gb_type),
-        )
+    every = sorted(
+        (_break_report(path, brk, text_of, sites) for brk in result.breaks),
+        key=lambda b: (b.span.line, b.span.column, b.gb_type),
     )
-    functions = _functions(path, source, result, sites, breaks)
+    ignored = suppressions(source)
+    breaks = tuple(b for b in every if not is_suppressed(b, ignored))
+    suppressed = tuple(b for b in every if is_suppressed(b, ignored))
+    functions = _functions(path, source, result, sites, breaks, suppressed)
     failure = result.failure
     failure_span = None
     if failure is not None:
@@ -152,10 +160,35 @@ def build(
         failure_span=failure_span,
         functions=functions,
         breaks=breaks,
+        suppressed=suppressed,
         output=result.output,
         torch=result.torch,
         seconds=result.seconds,
     )
+
+
+def suppressions(source: str) -> dict[int, frozenset[str] | None]:
+    """``# gbls: ignore[GB0059, GB0124]`` comments by line; ``None`` for a bare ``# gbls: ignore``."""
+    found: dict[int, frozenset[str] | None] = {}
+    try:
+        for token in tokenize.generate_tokens(io.StringIO(source).readline):
+            if token.type == tokenize.COMMENT:
+                match = SUPPRESSION.search(token.string)
+                if match:
+                    codes = match.group(1)
+                    found[token.start[0]] = (
+                        frozenset(c.strip().upper() for c in codes.split(",") if c.strip()) if codes else None
+                    )
+    except (tokenize.TokenError, SyntaxError):
+        pass
+    return found
+
+
+def is_suppressed(brk: BreakReport, ignored: dict[int, frozenset[str] | None]) -> bool:
+    if brk.span.line not in ignored:
+        return False
+    codes = ignored[brk.span.line]
+    return codes is None or brk.code in codes
 
 
 def _failure_span(source: str, line: int, column: int | None, point: bool) -> Span:
@@ -245,7 +278,12 @@ def _site_for(function: Function, sites: tuple[CompiledSite, ...]) -> CompiledSi
 
 
 def _functions(
-    path: str, source: str, result: Result, sites: tuple[CompiledSite, ...], breaks: tuple[BreakReport, ...]
+    path: str,
+    source: str,
+    result: Result,
+    sites: tuple[CompiledSite, ...],
+    breaks: tuple[BreakReport, ...],
+    suppressed: tuple[BreakReport, ...],
 ) -> tuple[FunctionReport, ...]:
     reports: list[FunctionReport] = []
     used: set[CompiledSite] = set()
@@ -256,13 +294,13 @@ def _functions(
                 continue
             used.add(site)
         graphs = tuple(g for g in result.graphs if g.function == function.qualname)
-        reports.append(_function_report(path, source, function, site, graphs, breaks))
+        reports.append(_function_report(path, source, function, site, graphs, breaks, suppressed))
     for site in sites:
         if site not in used and not any(_site_for(f, (site,)) for f in result.functions):
             used.add(site)
             reason = "the analysis stopped before reaching it" if result.status != OK else "it never ran"
             stub = Function(site.name, site.qualname, path, site.first_line, site.kind, reason=reason)
-            reports.append(_function_report(path, source, stub, site, (), breaks))
+            reports.append(_function_report(path, source, stub, site, (), breaks, suppressed))
     reports.sort(key=lambda report: report.span.line)
     return tuple(reports)
 
@@ -274,6 +312,7 @@ def _function_report(
     site: CompiledSite | None,
     graphs: tuple[Graph, ...],
     breaks: tuple[BreakReport, ...],
+    suppressed: tuple[BreakReport, ...],
 ) -> FunctionReport:
     if site is not None:
         anchor = site.call_span if site.call_span and not site.decorator_span else site.name_span
@@ -301,6 +340,7 @@ def _function_report(
         fullgraph=function.fullgraph,
         graphs=graphs,
         breaks=sum(1 for b in breaks if b.function == function.qualname),
+        suppressed=sum(1 for b in suppressed if b.function == function.qualname),
         span=span,
         hover_spans=hover,
     )

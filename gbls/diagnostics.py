@@ -1,0 +1,178 @@
+"""A file report as LSP diagnostics: one per root-cause break, plus not-analysed and failure notes.
+
+Also the root-cause side: a Hint where a break's root cause lies (the ``print`` in a helper),
+published on whatever open document holds that line.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from lsprotocol import types as lsp
+from pygls import uris
+
+from .ranges import Span, char_to_utf16, line_text
+from .report import BreakReport, FileReport
+from .worker.protocol import EAGER
+
+SOURCE = "gbls"
+SEVERITY = {
+    "error": lsp.DiagnosticSeverity.Error,
+    "warning": lsp.DiagnosticSeverity.Warning,
+    "information": lsp.DiagnosticSeverity.Information,
+    "hint": lsp.DiagnosticSeverity.Hint,
+}
+LinesOf = Callable[[str], list[str]]
+FAILURE_SEVERITY = {"syntax": lsp.DiagnosticSeverity.Error, "timeout": lsp.DiagnosticSeverity.Warning}
+
+
+def to_range(span: Span, lines: list[str]) -> lsp.Range:
+    """A character span as an LSP range, whose columns count UTF-16 code units."""
+    return lsp.Range(
+        start=lsp.Position(span.line - 1, char_to_utf16(line_text(lines, span.line), span.column)),
+        end=lsp.Position(span.end_line - 1, char_to_utf16(line_text(lines, span.end_line), span.end_column)),
+    )
+
+
+def to_span(range_: lsp.Range, lines: list[str]) -> Span:
+    """An LSP range back as a character span."""
+
+    def column(line: int, units: int) -> int:
+        text = line_text(lines, line + 1)
+        count = 0
+        for index, character in enumerate(text):
+            if count >= units:
+                return index
+            count += 2 if ord(character) > 0xFFFF else 1
+        return len(text)
+
+    return Span(
+        range_.start.line + 1,
+        column(range_.start.line, range_.start.character),
+        range_.end.line + 1,
+        column(range_.end.line, range_.end.character),
+    )
+
+
+def break_data(brk: BreakReport, path: str) -> dict[str, Any]:
+    """What code actions need, carried in the diagnostic's ``data``. ``path``: the analysed file."""
+    return {
+        "kind": "break",
+        "path": path,
+        "function": brk.function,
+        "gb_id": brk.gb_id,
+        "gb_type": brk.gb_type,
+        "effect": brk.effect,
+        "line": brk.span.line,
+        "chain": [
+            {"path": location.path, "function": location.function, "span": list(_span_tuple(location.span))}
+            for location in brk.chain
+        ],
+    }
+
+
+def _span_tuple(span: Span) -> tuple[int, int, int, int]:
+    return (span.line, span.column, span.end_line, span.end_column)
+
+
+def _location(path: str, span: Span, lines_of: LinesOf) -> lsp.Location:
+    return lsp.Location(uri=uris.from_fs_path(path) or path, range=to_range(span, lines_of(path)))
+
+
+def _related(brk: BreakReport, lines_of: LinesOf) -> list[lsp.DiagnosticRelatedInformation]:
+    related = []
+    last = len(brk.chain) - 1
+    for index, location in enumerate(brk.chain):
+        if index == 0:
+            text = f"graph of {brk.function} splits here"
+        elif index == last:
+            text = f"root cause in {location.function}: {brk.gb_type}"
+        else:
+            text = f"via {location.function}"
+        related.append(
+            lsp.DiagnosticRelatedInformation(
+                location=_location(location.path, location.span, lines_of), message=text
+            )
+        )
+    return related
+
+
+def file_diagnostics(
+    report: FileReport, source: str, severity: str, lines_of: LinesOf
+) -> list[lsp.Diagnostic]:
+    """The analysed document's own diagnostics. ``lines_of(path)`` gives another file's lines."""
+    lines = source.splitlines()
+    level = SEVERITY.get(severity, lsp.DiagnosticSeverity.Warning)
+    found = []
+    for brk in report.breaks:
+        found.append(
+            lsp.Diagnostic(
+                range=to_range(brk.span, lines),
+                message=brk.message,
+                severity=level,
+                code=brk.code,
+                code_description=lsp.CodeDescription(href=brk.url) if brk.url else None,
+                source=SOURCE,
+                related_information=_related(brk, lines_of),
+                data=break_data(brk, report.path),
+            )
+        )
+    for function in report.functions:
+        if not function.analysed:
+            found.append(
+                lsp.Diagnostic(
+                    range=to_range(function.span, lines),
+                    message=(
+                        f"{function.qualname} not analysed: {function.reason}. Declare inputs with "
+                        "`# gbls: example(...)` above it."
+                        if "gbls: example" not in function.reason
+                        else f"{function.qualname} not analysed: {function.reason}"
+                    ),
+                    severity=lsp.DiagnosticSeverity.Information,
+                    source=SOURCE,
+                    data={"kind": "not-analysed", "function": function.qualname},
+                )
+            )
+    if report.message and report.failure_span is not None:
+        found.append(
+            lsp.Diagnostic(
+                range=to_range(report.failure_span, lines),
+                message=f"gbls could not analyse this file: {report.message}",
+                severity=FAILURE_SEVERITY.get(report.failure_kind, lsp.DiagnosticSeverity.Error),
+                source=SOURCE,
+                code=f"analysis-{report.failure_kind}",
+                data={"kind": "failure", "failure": report.failure_kind},
+            )
+        )
+    return found
+
+
+def root_cause_hints(report: FileReport, path: str, lines_of: LinesOf) -> list[lsp.Diagnostic]:
+    """Hints at the root causes of ``report``'s breaks that lie in the open document ``path``."""
+    lines = lines_of(path)
+    hints = []
+    for brk in report.breaks:
+        root = brk.root
+        if root.path != path or (root.path == report.path and root.span == brk.span):
+            continue
+        via = f" (via {' → '.join(brk.via[:-1])})" if len(brk.via) > 1 else ""
+        effect = " and makes it run entirely in eager mode" if brk.effect == EAGER else ""
+        hints.append(
+            lsp.Diagnostic(
+                range=to_range(root.span, lines),
+                message=f"{brk.gb_type}: breaks the graph of `{brk.function}`{via}{effect}",
+                severity=lsp.DiagnosticSeverity.Hint,
+                code=brk.code,
+                code_description=lsp.CodeDescription(href=brk.url) if brk.url else None,
+                source=SOURCE,
+                related_information=[
+                    lsp.DiagnosticRelatedInformation(
+                        location=_location(report.path, brk.span, lines_of),
+                        message=f"the graph of {brk.function} splits here",
+                    )
+                ],
+                data=dict(break_data(brk, report.path), kind="root-cause"),
+            )
+        )
+    return hints

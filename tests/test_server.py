@@ -1,0 +1,241 @@
+"""The language server over LSP: a real gbls server process driven by pytest-lsp's client."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import sys
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+import pytest_lsp
+from lsprotocol import types as lsp
+from pygls import uris
+from pytest_lsp import ClientServerConfig, LanguageClient, client_capabilities
+
+from .conftest import FIXTURES
+
+LSP = FIXTURES / "lsp"
+ENGINE = FIXTURES / "engine"
+
+
+class Recorder(dict[str, Any]):
+    """The client's diagnostics dict, remembering every publication, not just the last."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.history: list[tuple[str, Any]] = []
+
+    def __setitem__(self, uri: str, diagnostics: Any) -> None:
+        self.history.append((uri, diagnostics))
+        super().__setitem__(uri, diagnostics)
+
+
+def uri_of(path: Path) -> str:
+    return uris.from_fs_path(str(path)) or ""
+
+
+@pytest_lsp.fixture(
+    scope="session",
+    config=ClientServerConfig(server_command=[sys.executable, "-m", "gbls"]),
+)
+async def client(lsp_client: LanguageClient) -> AsyncIterator[LanguageClient]:
+    lsp_client.diagnostics = Recorder()
+    lsp_client.set_configuration({"debounceMs": 200}, section="gbls")
+    await lsp_client.initialize_session(
+        lsp.InitializeParams(
+            capabilities=client_capabilities("visual-studio-code"),
+            workspace_folders=[lsp.WorkspaceFolder(uri=uri_of(FIXTURES), name="fixtures")],
+            initialization_options={"gbls": {"timeout": 60}},
+        )
+    )
+    yield lsp_client
+    await lsp_client.shutdown_session()
+
+
+async def open_and_wait(client: LanguageClient, path: Path, text: str | None = None) -> list[lsp.Diagnostic]:
+    uri = uri_of(path)
+    client.text_document_did_open(
+        lsp.DidOpenTextDocumentParams(
+            lsp.TextDocumentItem(uri=uri, language_id="python", version=1, text=text or path.read_text())
+        )
+    )
+    return await diagnostics_for(client, uri)
+
+
+async def diagnostics_for(client: LanguageClient, uri: str, timeout: float = 120) -> list[lsp.Diagnostic]:
+    recorder: Recorder = client.diagnostics  # type: ignore[assignment]
+    seen = len(recorder.history)
+    async with asyncio.timeout(timeout):
+        while True:
+            for published_uri, diagnostics in recorder.history[seen:]:
+                if published_uri == uri:
+                    return list(diagnostics)
+            await asyncio.sleep(0.05)
+
+
+def close(client: LanguageClient, path: Path) -> None:
+    client.text_document_did_close(lsp.DidCloseTextDocumentParams(lsp.TextDocumentIdentifier(uri_of(path))))
+
+
+async def test_diagnostics_ranges_related_information_and_links(client: LanguageClient) -> None:
+    diagnostics = await open_and_wait(client, LSP / "main.py")
+    breaks = [d for d in diagnostics if d.code == "GB0059"]
+    assert len(breaks) == 1
+    brk = breaks[0]
+    assert brk.range == lsp.Range(lsp.Position(8, 8), lsp.Position(8, 17))  # `middle(y)`
+    assert brk.severity == lsp.DiagnosticSeverity.Warning and brk.source == "gbls"
+    assert brk.message == "Failed to trace builtin operator (print) (via middle → helper)"
+    assert brk.code_description is not None
+    assert (
+        brk.code_description.href == "https://meta-pytorch.github.io/compile-graph-break-site/gb/gb0059.html"
+    )
+    related = brk.related_information or []
+    assert [(r.location.uri, r.location.range.start.line) for r in related] == [
+        (uri_of(LSP / "main.py"), 8),
+        (uri_of(LSP / "helpers.py"), 6),
+        (uri_of(LSP / "helpers.py"), 1),
+    ]
+    assert related[1].location.range == lsp.Range(lsp.Position(6, 11), lsp.Position(6, 24))
+    assert brk.data["chain"][-1]["function"] == "helper"
+    (not_analysed,) = [d for d in diagnostics if d.severity == lsp.DiagnosticSeverity.Information]
+    assert not_analysed.range.start.line == 18 and "needs_matrix not analysed" in not_analysed.message
+    assert "inputs invalid" in not_analysed.message
+
+
+async def test_hover_on_a_break_and_on_a_function(client: LanguageClient) -> None:
+    uri = uri_of(LSP / "main.py")
+    hover = await client.text_document_hover_async(
+        lsp.HoverParams(lsp.TextDocumentIdentifier(uri), lsp.Position(8, 10))
+    )
+    assert hover is not None
+    text = hover.contents.value  # type: ignore[union-attr]
+    assert "**Failed to trace builtin operator**" in text
+    assert "[GB0059](https://meta-pytorch.github.io/compile-graph-break-site/gb/gb0059.html)" in text
+    assert "`print`" in text and "**Hints**" in text
+    assert f"[`helper` helpers.py:2]({uri_of(LSP / 'helpers.py')}#L2)" in text
+    assert "**How `g` splits**" in text and "graph 1 · 1 op (line 8) → break at line 9" in text
+    summary = await client.text_document_hover_async(
+        lsp.HoverParams(lsp.TextDocumentIdentifier(uri), lsp.Position(6, 5))
+    )
+    assert summary is not None
+    assert "**`g`** · compiled function" in summary.contents.value  # type: ignore[union-attr]
+    assert "1 break" in summary.contents.value  # type: ignore[union-attr]
+    nothing = await client.text_document_hover_async(
+        lsp.HoverParams(lsp.TextDocumentIdentifier(uri), lsp.Position(0, 0))
+    )
+    assert nothing is None
+
+
+async def test_code_lens_per_compiled_function(client: LanguageClient) -> None:
+    uri = uri_of(LSP / "main.py")
+    found = await client.text_document_code_lens_async(lsp.CodeLensParams(lsp.TextDocumentIdentifier(uri)))
+    titles = {lens.range.start.line: lens.command.title for lens in found or [] if lens.command}
+    assert titles[5].startswith("gbls: 5 graphs · 1 break · ")
+    assert titles[12] == "gbls: fullgraph-clean · 1 graph"
+    assert titles[17].startswith("gbls: not analysed: no synthesized input worked")
+
+
+async def test_code_actions_include_suppression(client: LanguageClient) -> None:
+    uri = uri_of(LSP / "main.py")
+    diagnostics = client.diagnostics[uri]
+    brk = next(d for d in diagnostics if d.code == "GB0059")
+    actions = await client.text_document_code_action_async(
+        lsp.CodeActionParams(
+            lsp.TextDocumentIdentifier(uri), brk.range, lsp.CodeActionContext(diagnostics=[brk])
+        )
+    )
+    titles = [a.title for a in actions or [] if isinstance(a, lsp.CodeAction)]
+    assert "Suppress GB0059 on this line (# gbls: ignore[GB0059])" in titles
+    edit = next(a for a in actions or [] if isinstance(a, lsp.CodeAction) and "GB0059" in a.title).edit
+    assert edit is not None and edit.changes is not None
+    (text_edit,) = edit.changes[uri]
+    assert text_edit.new_text == "    z = middle(y)  # gbls: ignore[GB0059]"
+
+
+async def test_root_cause_side_gets_a_hint(client: LanguageClient) -> None:
+    diagnostics = await open_and_wait(client, LSP / "helpers.py")
+    (hint,) = [d for d in diagnostics if d.severity == lsp.DiagnosticSeverity.Hint]
+    assert hint.range.start.line == 1
+    assert hint.message == "Failed to trace builtin operator: breaks the graph of `g` (via middle)"
+    close(client, LSP / "helpers.py")
+
+
+async def test_report_command_and_progress(client: LanguageClient) -> None:
+    uri = uri_of(LSP / "main.py")
+    report = await client.workspace_execute_command_async(
+        lsp.ExecuteCommandParams(command="gbls.showReport", arguments=[uri, "g"])
+    )
+    assert report.startswith("# gbls report: main.py") and "## g" in report and "### line 9" in report
+    kinds = [
+        [getattr(value, "kind", None) for value in values] for values in client.progress_reports.values()
+    ]
+    assert ["begin", "end"] in kinds
+
+
+async def test_only_the_last_version_is_published_under_rapid_edits(client: LanguageClient) -> None:
+    path = ENGINE / "clean.py"
+    uri = uri_of(path)
+    await open_and_wait(client, path)
+    recorder: Recorder = client.diagnostics  # type: ignore[assignment]
+    seen = len(recorder.history)
+    text = path.read_text()
+    for version in range(2, 7):
+        text = text.replace("    return torch.relu(z)", f"    print({version})\n    return torch.relu(z)", 1)
+        client.text_document_did_change(
+            lsp.DidChangeTextDocumentParams(
+                lsp.VersionedTextDocumentIdentifier(uri=uri, version=version),
+                [lsp.TextDocumentContentChangeWholeDocument(text=text)],
+            )
+        )
+        # Longer than the debounce: each analysis starts, and the next edit must stop it.
+        await asyncio.sleep(0.3)
+    diagnostics = await diagnostics_for(client, uri)
+    await asyncio.sleep(1.0)  # a stale result would arrive now
+    published = [d for u, d in recorder.history[seen:] if u == uri]
+    assert len(published) == 1
+    # Version 6 has five prints, each a break; any earlier version has fewer.
+    assert [(d.code, d.range.start.line) for d in diagnostics] == [("GB0059", line) for line in range(6, 11)]
+    close(client, path)
+
+
+async def test_syntax_error_gets_one_diagnostic_where_it_is(client: LanguageClient) -> None:
+    (diagnostic,) = await open_and_wait(client, LSP / "broken.py")
+    assert diagnostic.severity == lsp.DiagnosticSeverity.Error
+    assert diagnostic.range.start.line == 4
+    assert "SyntaxError" in diagnostic.message
+    close(client, LSP / "broken.py")
+
+
+async def test_closing_clears_diagnostics(client: LanguageClient) -> None:
+    path = ENGINE / "print_body.py"
+    assert await open_and_wait(client, path)
+    close(client, path)
+    assert await diagnostics_for(client, uri_of(path)) == []
+
+
+async def test_server_never_imports_torch(client: LanguageClient) -> None:
+    server = [
+        pid
+        for pid in os.listdir("/proc")
+        if pid.isdigit() and _parent(pid) == os.getpid() and b"gbls" in _cmdline(pid)
+    ]
+    assert server
+    for pid in server:
+        maps = Path(f"/proc/{pid}/maps").read_text()
+        assert "libtorch" not in maps
+
+
+def _parent(pid: str) -> int:
+    try:
+        return int(Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[1])
+    except OSError:
+        return -1
+
+
+def _cmdline(pid: str) -> bytes:
+    try:
+        return Path(f"/proc/{pid}/cmdline").read_bytes()
+    except OSError:
+        return b""
