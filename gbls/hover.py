@@ -37,9 +37,8 @@ def break_markdown(brk: BreakReport, function: FunctionReport | None) -> str:
     code = f"[{brk.code}]({brk.url})" if brk.url else brk.code
     parts = [f"{heading} · {code}" + (f" · hit {brk.count} times" if brk.count > 1 else "")]
     if brk.effect == EAGER:
-        parts.append(
-            f"⚠ `{brk.function}` runs entirely in eager mode: {brk.eager_reason or 'Dynamo skipped the frame'}"
-        )
+        why = brk.eager_reason or "Dynamo skipped the frame"
+        parts.append(f"⚠ `{brk.function}` runs entirely in eager mode: {why}")
     parts.append(brk.explanation)
     if brk.hints:
         parts.append("**Hints**\n" + "\n".join(f"- {hint}" for hint in brk.hints))
@@ -91,7 +90,9 @@ def function_markdown(function: FunctionReport, report: FileReport) -> str:
         lines.append("Declare inputs with a comment above it: `# gbls: example(torch.randn(4, 8))`")
         return "\n\n".join(lines)
     breaks = tuple(b for b in report.breaks if b.function == function.qualname)
-    counts = f"{_plural(len(function.graphs), 'graph')} · {_plural(len(breaks), 'break')} · {_plural(function.ops, 'op')}"
+    counts = " · ".join(
+        (_plural(len(function.graphs), "graph"), _plural(len(breaks), "break"), _plural(function.ops, "op"))
+    )
     if function.suppressed:
         counts += f" · {function.suppressed} suppressed"
     lines.append(counts)

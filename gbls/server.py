@@ -73,6 +73,7 @@ class GblsServer(LanguageServer):
         self._worker: Worker | None = None
         self._worker_key: tuple[str, str] | None = None
         self._worker_start: asyncio.Task[Any] | None = None
+        self._stopping: asyncio.Task[None] | None = None
         self._said_sandbox_note = False
 
     # -- documents --------------------------------------------------------------------------
@@ -94,8 +95,7 @@ class GblsServer(LanguageServer):
         key = self.settings.worker_key()
         if self._worker is None or key != self._worker_key:
             if self._worker is not None:
-                old = self._worker
-                asyncio.create_task(old.stop())
+                self._stopping = asyncio.create_task(self._worker.stop())
             settings = self.settings
             folders = self.folders or [os.getcwd()]
             self._worker = Worker(lambda: launch(settings.interpreter or None, folders, settings.sandbox))
@@ -177,7 +177,9 @@ class GblsServer(LanguageServer):
         )
         cancelled = self.work_done_progress.tokens.get(token)
         if cancelled is not None:
-            cancelled.add_done_callback(lambda future: future.cancelled() and self.scheduler.cancel(uri))
+            cancelled.add_done_callback(
+                lambda future: self.scheduler.cancel(uri) if future.cancelled() else None
+            )
         return token
 
     def _progress_end(self, token: str | None) -> None:
@@ -336,7 +338,7 @@ def code_lens(ls: GblsServer, params: lsp.CodeLensParams) -> list[lsp.CodeLens]:
     lsp.CodeActionOptions(code_action_kinds=[lsp.CodeActionKind.QuickFix], resolve_provider=False),
 )
 def code_action(ls: GblsServer, params: lsp.CodeActionParams) -> list[lsp.CodeAction]:
-    return code_actions(params.text_document.uri, params.context.diagnostics, ls.text_of)
+    return code_actions(params.text_document.uri, list(params.context.diagnostics), ls.text_of)
 
 
 @server.command(ANALYSE_FILE)
