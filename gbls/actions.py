@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import re
 from collections.abc import Callable
 from typing import Any
@@ -9,11 +10,15 @@ from typing import Any
 from lsprotocol import types as lsp
 from pygls import uris
 
-from .ranges import char_to_utf16, line_text
+from .diagnostics import to_range
+from .fixes import Broken, Fix, fixes_for, fullgraph_fix
+from .ranges import Span, char_to_utf16, line_text
+from .report import FileReport
 
 IGNORE = re.compile(r"#\s*gbls:\s*ignore(\[([A-Za-z0-9_,\s]*)\])?")
 
 TextOf = Callable[[str], str | None]
+SHOW_LOCATION = "gbls.showLocation"
 
 
 def line_edit(source: str, line: int, new_text: str) -> lsp.TextEdit:
@@ -74,13 +79,83 @@ def suppression_actions(
     return actions
 
 
-def code_actions(uri: str, diagnostics: list[lsp.Diagnostic], text_of: TextOf) -> list[lsp.CodeAction]:
+def _uri(path: str) -> str:
+    return uris.from_fs_path(path) or path
+
+
+def fix_action(
+    fix: Fix, text_of: TextOf, diagnostic: lsp.Diagnostic | None, preferred: bool
+) -> lsp.CodeAction:
+    changes: dict[str, list[lsp.TextEdit]] = {}
+    for edit in fix.edits:
+        lines = (text_of(edit.path) or "").splitlines()
+        changes.setdefault(_uri(edit.path), []).append(lsp.TextEdit(to_range(edit.span, lines), edit.text))
+    return lsp.CodeAction(
+        title=fix.title,
+        kind=lsp.CodeActionKind.QuickFix,
+        diagnostics=[diagnostic] if diagnostic else None,
+        is_preferred=preferred or None,
+        edit=lsp.WorkspaceEdit(changes=changes),
+    )
+
+
+def _go_to_root(broken: Broken, text_of: TextOf) -> lsp.Command:
+    """A bare command, not a CodeAction: it edits nothing, and clients show it among the quick fixes."""
+    root = broken.root
+    lines = (text_of(root.path) or "").splitlines()
+    where = f"{root.function} ({os.path.basename(root.path)}:{root.span.line})"
+    return lsp.Command(
+        title=f"Go to the root cause in {where}",
+        command=SHOW_LOCATION,
+        arguments=[_uri(root.path), to_range(root.span, lines)],
+    )
+
+
+def _overlaps(span: Span, range_: Span) -> bool:
+    return (span.line, span.column) <= (range_.end_line, range_.end_column) and (
+        range_.line,
+        range_.column,
+    ) <= (
+        span.end_line,
+        span.end_column,
+    )
+
+
+def code_actions(
+    uri: str,
+    diagnostics: list[lsp.Diagnostic],
+    text_of: TextOf,
+    report: FileReport | None = None,
+    selection: Span | None = None,
+) -> list[lsp.CodeAction | lsp.Command]:
+    """Fixes and suppressions for the gbls diagnostics in ``diagnostics``, and ``fullgraph=True`` for
+    break-free compiled functions under ``selection``."""
     path = uris.to_fs_path(uri) or uri
-    actions: list[lsp.CodeAction] = []
+    actions: list[lsp.CodeAction | lsp.Command] = []
     for diagnostic in diagnostics:
         data = diagnostic.data
-        if diagnostic.source != "gbls" or not isinstance(data, dict):
+        if (
+            diagnostic.source != "gbls"
+            or not isinstance(data, dict)
+            or data.get("kind") not in ("break", "root-cause")
+        ):
             continue
-        if data.get("kind") in ("break", "root-cause"):
-            actions += suppression_actions(data, str(data.get("path", path)), text_of, diagnostic)
+        broken = Broken.from_data(data)
+        for index, fix in enumerate(fixes_for(broken, text_of)):
+            actions.append(fix_action(fix, text_of, diagnostic, preferred=index == 0))
+        if len(broken.chain) > 1 and data["kind"] == "break":
+            actions.append(_go_to_root(broken, text_of))
+        actions += suppression_actions(data, str(data.get("path", path)), text_of, diagnostic)
+    source = text_of(path)
+    if report is not None and selection is not None and source is not None:
+        for function in report.functions:
+            clean = function.analysed and function.breaks == 0 and len(function.graphs) == 1
+            if (
+                clean
+                and not function.fullgraph
+                and any(_overlaps(s, selection) for s in function.hover_spans)
+            ):
+                lock_in = fullgraph_fix(path, source, function.decorator, function.call)
+                if lock_in is not None:
+                    actions.append(fix_action(lock_in, text_of, None, preferred=False))
     return actions

@@ -15,6 +15,7 @@ from collections.abc import Iterator
 
 from . import __version__, output
 from .analysis import analyse
+from .fixes import Broken, Edit, apply, fixes_for
 from .ranges import Span
 from .report import FileReport, decode_source
 from .sandbox import launch
@@ -61,7 +62,47 @@ def _unreadable(path: str, error: OSError) -> FileReport:
     )
 
 
-async def check(paths: list[str], settings: Settings, fmt: str) -> int:
+def apply_safe_fixes(reports: list[FileReport]) -> list[str]:
+    """Apply every safe fix, once per edit, without overlaps; say what was fixed, like ``ruff --fix``."""
+    texts: dict[str, str] = {}
+
+    def text_of(path: str) -> str | None:
+        if path not in texts:
+            try:
+                with open(path, encoding="utf-8") as handle:
+                    texts[path] = handle.read()
+            except (OSError, UnicodeDecodeError):
+                return None
+        return texts[path]
+
+    chosen: dict[str, list[Edit]] = {}
+    said: list[str] = []
+    for report in reports:
+        for brk in report.breaks:
+            for fix in fixes_for(Broken.of(brk, report.path), text_of):
+                if not fix.safe:
+                    continue
+                new = [e for e in fix.edits if e not in chosen.get(e.path, [])]
+                if any(_overlap(e, other) for e in new for other in chosen.get(e.path, [])):
+                    continue
+                for edit in new:
+                    chosen.setdefault(edit.path, []).append(edit)
+                said.append(
+                    f"Fixed {brk.code} in {output.relative(report.path)}:{brk.span.line}: {fix.title}"
+                )
+                break
+    for path, edits in chosen.items():
+        with open(path, "w", encoding="utf-8") as handle:
+            handle.write(apply(texts[path], edits))
+    return said
+
+
+def _overlap(one: Edit, other: Edit) -> bool:
+    a, b = one.span, other.span
+    return (a.line, a.column) < (b.end_line, b.end_column) and (b.line, b.column) < (a.end_line, a.end_column)
+
+
+async def check(paths: list[str], settings: Settings, fmt: str, fix: bool = False) -> int:
     files = list(python_files(paths))
     workspace = os.getcwd()
     folders = [workspace, *sorted({os.path.dirname(path) for path in files})]
@@ -86,6 +127,11 @@ async def check(paths: list[str], settings: Settings, fmt: str) -> int:
 
     try:
         reports = list(await asyncio.gather(*(one(path) for path in files)))
+        if fix:
+            fixed = apply_safe_fixes(reports)
+            if fixed:  # say what changed, then report what is left as the translator now sees it
+                print("\n".join(fixed), file=sys.stdout if fmt == "text" else sys.stderr)
+                reports = list(await asyncio.gather(*(one(path) for path in files)))
     finally:
         await worker.stop()
     if fmt == "json":
@@ -116,6 +162,9 @@ def _parser() -> argparse.ArgumentParser:
     check_parser.add_argument("--memory-mb", type=int, default=Settings.memory_mb, help="memory per analysis")
     check_parser.add_argument("--run-main", action="store_true", help="also run the `__main__` block")
     check_parser.add_argument("--sandbox", choices=SANDBOX_MODES, default="auto")
+    check_parser.add_argument(
+        "--fix", action="store_true", help="apply the safe fixes, then report what is left"
+    )
 
     commands.add_parser("serve", help="run the language server over stdio")
     return parser
@@ -136,7 +185,7 @@ def main(argv: list[str] | None = None) -> int:
         run_main=arguments.run_main,
         sandbox=arguments.sandbox,
     )
-    return asyncio.run(check(arguments.paths, settings, arguments.format))
+    return asyncio.run(check(arguments.paths, settings, arguments.format, arguments.fix))
 
 
 if __name__ == "__main__":

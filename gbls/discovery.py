@@ -286,3 +286,19 @@ class _Finder:
                 in_main_block=scope.in_main,
             )
         return None
+
+
+def definition_of(source: str, path: str, line: int, byte_column: int) -> tuple[str, int] | None:
+    """Where the name at ``line``/``byte_column`` is defined, when that is a workspace file, not a library."""
+    text = source.splitlines()[line - 1] if 0 < line <= len(source.splitlines()) else ""
+    column = len(text.encode("utf-8")[:byte_column].decode("utf-8", "ignore"))
+    with _jedi_lock:
+        try:
+            found = jedi.Script(source, path=path).goto(line, column, follow_imports=True)
+        except Exception:
+            return None
+    for definition in found:
+        module = str(definition.module_path or "")
+        if definition.type == "function" and module.endswith(".py") and "-packages" not in module:
+            return module, definition.line
+    return None

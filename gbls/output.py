@@ -16,7 +16,7 @@ from .report import BreakReport, FileReport, Location
 INFORMATION_URI = "https://github.com/gbls/gbls"
 
 
-def _relative(path: str) -> str:
+def relative(path: str) -> str:
     try:
         relative = os.path.relpath(path)
     except ValueError:
@@ -35,7 +35,7 @@ def _status(report: FileReport) -> str:
 def text(reports: list[FileReport]) -> str:
     lines: list[str] = []
     for report in reports:
-        path = _relative(report.path)
+        path = relative(report.path)
         for brk in report.breaks:
             lines.append(f"{path}:{_where(brk.span)}: {brk.code} {_text_message(brk)}")
         for function in report.functions:
@@ -139,7 +139,7 @@ def _region(span: Span) -> dict[str, int]:
 
 
 def _physical(path: str, span: Span) -> dict[str, Any]:
-    return {"physicalLocation": {"artifactLocation": {"uri": _relative(path)}, "region": _region(span)}}
+    return {"physicalLocation": {"artifactLocation": {"uri": relative(path)}, "region": _region(span)}}
 
 
 def sarif(reports: list[FileReport]) -> str:
@@ -209,7 +209,7 @@ def _escape(value: str) -> str:
 def github(reports: list[FileReport]) -> str:
     lines = []
     for report in reports:
-        path = _relative(report.path)
+        path = relative(report.path)
         for brk in report.breaks:
             s = brk.span
             lines.append(

@@ -91,7 +91,12 @@ class FunctionReport:
     breaks: int
     suppressed: int
     span: Span  # where its lens and hover anchor: the def name, or the compile call
-    hover_spans: tuple[Span, ...]
+    decorator: Span | None
+    call: Span | None
+
+    @property
+    def hover_spans(self) -> tuple[Span, ...]:
+        return tuple(s for s in (self.span, self.decorator, self.call) if s is not None)
 
     @property
     def ops(self) -> int:
@@ -314,18 +319,17 @@ def _function_report(
     breaks: tuple[BreakReport, ...],
     suppressed: tuple[BreakReport, ...],
 ) -> FunctionReport:
+    decorator = call = None
     if site is not None:
         anchor = site.call_span if site.call_span and not site.decorator_span else site.name_span
-        hover = tuple(
-            _char_span(source, s) for s in (site.name_span, site.decorator_span, site.call_span) if s
-        )
         span = _char_span(source, anchor)
+        decorator = _char_span(source, site.decorator_span) if site.decorator_span else None
+        call = _char_span(source, site.call_span) if site.call_span else None
         line = site.line
     else:
         text = line_text(source.splitlines(), function.line)
         start = len(text) - len(text.lstrip())
         span = Span(function.line, start, function.line, len(text))
-        hover = (span,)
         line = function.line
     return FunctionReport(
         name=function.name,
@@ -342,5 +346,6 @@ def _function_report(
         breaks=sum(1 for b in breaks if b.function == function.qualname),
         suppressed=sum(1 for b in suppressed if b.function == function.qualname),
         span=span,
-        hover_spans=hover,
+        decorator=decorator,
+        call=call,
     )

@@ -21,7 +21,7 @@ from pygls import uris
 from pygls.lsp.server import LanguageServer
 
 from . import __version__
-from .actions import code_actions
+from .actions import SHOW_LOCATION, code_actions
 from .analysis import analyse
 from .codelens import SHOW_REPORT, lenses
 from .diagnostics import file_diagnostics, root_cause_hints, to_span
@@ -337,8 +337,13 @@ def code_lens(ls: GblsServer, params: lsp.CodeLensParams) -> list[lsp.CodeLens]:
     lsp.TEXT_DOCUMENT_CODE_ACTION,
     lsp.CodeActionOptions(code_action_kinds=[lsp.CodeActionKind.QuickFix], resolve_provider=False),
 )
-def code_action(ls: GblsServer, params: lsp.CodeActionParams) -> list[lsp.CodeAction]:
-    return code_actions(params.text_document.uri, list(params.context.diagnostics), ls.text_of)
+def code_action(ls: GblsServer, params: lsp.CodeActionParams) -> list[lsp.CodeAction | lsp.Command]:
+    uri = params.text_document.uri
+    record = ls.records.get(uri)
+    selection = to_span(params.range, record.source.splitlines()) if record else None
+    return code_actions(
+        uri, list(params.context.diagnostics), ls.text_of, record.report if record else None, selection
+    )
 
 
 @server.command(ANALYSE_FILE)
@@ -353,6 +358,11 @@ def show_report(ls: GblsServer, *arguments: Any) -> str:
     if record is None:
         return "gbls has not analysed this file yet."
     return function_report(record.report, str(arguments[1]) if len(arguments) > 1 else None)
+
+
+@server.command(SHOW_LOCATION)
+async def show_location(ls: GblsServer, uri: str, selection: lsp.Range) -> None:
+    await ls.window_show_document_async(lsp.ShowDocumentParams(uri=uri, take_focus=True, selection=selection))
 
 
 @server.command(RESTART_WORKER)

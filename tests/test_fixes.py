@@ -1,0 +1,340 @@
+"""Every quick fix, for real: offered by the LSP server, applied, re-analysed by the real translator."""
+
+from __future__ import annotations
+
+import asyncio
+import shutil
+import subprocess
+import sys
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import pytest
+import pytest_lsp
+from lsprotocol import types as lsp
+from pygls import uris
+from pytest_lsp import ClientServerConfig, LanguageClient, client_capabilities
+
+from gbls.diagnostics import to_span
+from gbls.fixes import Edit, apply
+
+from .conftest import FIXTURES
+from .test_server import Recorder, diagnostics_for
+
+FIXES = FIXTURES / "fixes"
+
+
+@pytest.fixture(scope="session")
+def workspace(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A copy of the fix fixtures: the fixes edit files on disk."""
+    folder = tmp_path_factory.mktemp("fixes")
+    shutil.copytree(FIXES, folder, dirs_exist_ok=True)
+    return folder
+
+
+@pytest_lsp.fixture(scope="session", config=ClientServerConfig(server_command=[sys.executable, "-m", "gbls"]))
+async def client(lsp_client: LanguageClient, workspace: Path) -> AsyncIterator[LanguageClient]:
+    lsp_client.diagnostics = Recorder()
+    await lsp_client.initialize_session(
+        lsp.InitializeParams(
+            capabilities=client_capabilities("visual-studio-code"),
+            workspace_folders=[lsp.WorkspaceFolder(uri=uri(workspace), name="fixes")],
+            initialization_options={"gbls": {"timeout": 60, "analyseOnChange": True, "debounceMs": 100}},
+        )
+    )
+    yield lsp_client
+    await lsp_client.shutdown_session()
+
+
+def uri(path: Path) -> str:
+    return uris.from_fs_path(str(path)) or ""
+
+
+class Session:
+    """One fixture file open in the editor, copied so that each test edits its own."""
+
+    def __init__(self, client: LanguageClient, workspace: Path, name: str, copy_as: str) -> None:
+        self.client = client
+        self.path = workspace / copy_as
+        shutil.copy(workspace / name, self.path)
+        self.version = 1
+
+    @property
+    def uri(self) -> str:
+        return uri(self.path)
+
+    async def open(self) -> list[lsp.Diagnostic]:
+        self.client.text_document_did_open(
+            lsp.DidOpenTextDocumentParams(
+                lsp.TextDocumentItem(
+                    uri=self.uri, language_id="python", version=1, text=self.path.read_text()
+                )
+            )
+        )
+        return await diagnostics_for(self.client, self.uri)
+
+    async def actions(self, diagnostic: lsp.Diagnostic) -> list[lsp.CodeAction | lsp.Command]:
+        found = await self.client.text_document_code_action_async(
+            lsp.CodeActionParams(
+                lsp.TextDocumentIdentifier(self.uri),
+                diagnostic.range,
+                lsp.CodeActionContext(diagnostics=[diagnostic]),
+            )
+        )
+        return list(found or [])
+
+    async def apply(self, action: lsp.CodeAction) -> list[lsp.Diagnostic]:
+        """Apply the action's edit as an editor would: the open file by a change, others on disk."""
+        assert action.edit is not None and action.edit.changes is not None
+        waiting = asyncio.ensure_future(diagnostics_for(self.client, self.uri))
+        for changed_uri, edits in action.edit.changes.items():
+            path = Path(uris.to_fs_path(changed_uri) or changed_uri)
+            text = path.read_text()
+            lines = text.splitlines()
+            path.write_text(
+                apply(text, [Edit(str(path), to_span(e.range, lines), e.new_text) for e in edits])
+            )
+        self.version += 1
+        self.client.text_document_did_change(
+            lsp.DidChangeTextDocumentParams(
+                lsp.VersionedTextDocumentIdentifier(uri=self.uri, version=self.version),
+                [lsp.TextDocumentContentChangeWholeDocument(text=self.path.read_text())],
+            )
+        )
+        return await waiting
+
+    def close(self) -> None:
+        self.client.text_document_did_close(
+            lsp.DidCloseTextDocumentParams(lsp.TextDocumentIdentifier(self.uri))
+        )
+
+
+def titled(actions: list[lsp.CodeAction | lsp.Command], prefix: str) -> lsp.CodeAction:
+    matching = [action for action in actions if action.title.startswith(prefix)]
+    assert len(matching) == 1, [action.title for action in actions]
+    assert isinstance(matching[0], lsp.CodeAction)
+    return matching[0]
+
+
+def codes(diagnostics: list[lsp.Diagnostic]) -> list[object]:
+    return [d.code for d in diagnostics if d.severity == lsp.DiagnosticSeverity.Warning]
+
+
+async def fix_and_check(
+    client: LanguageClient, workspace: Path, name: str, code: str, title: str, copy_as: str | None = None
+) -> tuple[Session, list[lsp.Diagnostic]]:
+    session = Session(client, workspace, name, copy_as or f"fixed_{name}")
+    before = await session.open()
+    (diagnostic,) = [d for d in before if d.code == code]
+    after = await session.apply(titled(await session.actions(diagnostic), title))
+    assert code not in codes(after), after
+    return session, after
+
+
+async def test_remove_print(client: LanguageClient, workspace: Path) -> None:
+    session, after = await fix_and_check(
+        client, workspace, "print_call.py", "GB0059", "Remove the print() call"
+    )
+    assert "print(" not in session.path.read_text()
+    assert after == []
+    session.close()
+
+
+async def test_register_print_as_reorderable(client: LanguageClient, workspace: Path) -> None:
+    session, after = await fix_and_check(
+        client,
+        workspace,
+        "print_call.py",
+        "GB0059",
+        "Let Dynamo move print() after the graph",
+        "reordered.py",
+    )
+    text = session.path.read_text()
+    assert text.splitlines()[1] == "torch._dynamo.config.reorderable_logging_functions.add(print)"
+    assert 'print("scaled", y)' in text and after == []
+    session.close()
+
+
+async def test_remove_logger_call_keeps_the_block(client: LanguageClient, workspace: Path) -> None:
+    session, after = await fix_and_check(
+        client, workspace, "logger_call.py", "GB0291", "Remove the log.info() call"
+    )
+    assert "    if True:\n        pass\n" in session.path.read_text()
+    assert after == []
+    session.close()
+
+
+async def test_capture_scalar_outputs_is_inserted_once_after_the_imports(
+    client: LanguageClient, workspace: Path
+) -> None:
+    session, after = await fix_and_check(
+        client, workspace, "item_call.py", "GB0124", "Enable torch._dynamo.config.capture_scalar_outputs"
+    )
+    lines = session.path.read_text().splitlines()
+    assert lines[:5] == [
+        '"""Scalars out of tensors."""',
+        "",
+        "import torch as T",
+        "from torch import nn",
+        "T._dynamo.config.capture_scalar_outputs = True",
+    ]
+    assert after == []
+    session.close()
+
+
+async def test_capture_dynamic_output_shape_ops_adds_the_torch_import(
+    client: LanguageClient, workspace: Path
+) -> None:
+    session, after = await fix_and_check(
+        client,
+        workspace,
+        "nonzero_call.py",
+        "GB0036",
+        "Enable torch._dynamo.config.capture_dynamic_output_shape_ops",
+    )
+    lines = session.path.read_text().splitlines()
+    assert lines[1:3] == ["import torch", "torch._dynamo.config.capture_dynamic_output_shape_ops = True"]
+    assert after == []
+    session.close()
+
+
+async def test_remove_explicit_graph_break(client: LanguageClient, workspace: Path) -> None:
+    session, after = await fix_and_check(
+        client, workspace, "explicit_break.py", "GB0025", "Remove the explicit torch._dynamo.graph_break()"
+    )
+    assert "graph_break" not in session.path.read_text() and after == []
+    session.close()
+
+
+async def test_fix_at_the_root_cause_in_another_file(client: LanguageClient, workspace: Path) -> None:
+    session = Session(client, workspace, "propagated.py", "fixed_propagated.py")
+    (diagnostic,) = [d for d in await session.open() if d.code == "GB0059"]
+    actions = await session.actions(diagnostic)
+    (go,) = [a for a in actions if a.title == "Go to the root cause in announce (fix_helpers.py:5)"]
+    assert isinstance(go, lsp.Command) and go.command == "gbls.showLocation"
+    assert go.arguments is not None and go.arguments[0] == uri(workspace / "fix_helpers.py")
+    await client.workspace_execute_command_async(lsp.ExecuteCommandParams(go.command, go.arguments))
+    shown = client.shown_documents[-1]
+    assert shown.uri == uri(workspace / "fix_helpers.py") and shown.selection is not None
+    assert shown.selection.start == lsp.Position(4, 4)
+    remove = titled(actions, "Remove the print() call")
+    assert remove.edit is not None and list(remove.edit.changes or {}) == [uri(workspace / "fix_helpers.py")]
+    helpers = (workspace / "fix_helpers.py").read_text()
+    try:
+        assert await session.apply(remove) == []
+    finally:
+        (workspace / "fix_helpers.py").write_text(helpers)
+    session.close()
+
+
+async def test_drop_disable_decorator_in_the_workspace(client: LanguageClient, workspace: Path) -> None:
+    session = Session(client, workspace, "disabled.py", "fixed_disabled.py")
+    (diagnostic,) = [d for d in await session.open() if d.code == "GB0098"]
+    remove = titled(await session.actions(diagnostic), "Remove @torch.compiler.disable from opaque")
+    helpers = (workspace / "fix_helpers.py").read_text()
+    try:
+        after = await session.apply(remove)
+        assert "torch.compiler.disable" not in (workspace / "fix_helpers.py").read_text()
+        assert after == []
+    finally:
+        (workspace / "fix_helpers.py").write_text(helpers)
+    session.close()
+
+
+async def test_branch_rewritten_with_where(client: LanguageClient, workspace: Path) -> None:
+    session, after = await fix_and_check(
+        client, workspace, "branch_where.py", "GB0170", "Rewrite the branch with torch.where"
+    )
+    assert "    y = torch.where(y.sum() > 0, y - 1, y)\n    return y.relu()" in session.path.read_text()
+    assert after == []
+    session.close()
+
+
+async def test_conditional_expression_rewritten_with_where(client: LanguageClient, workspace: Path) -> None:
+    session, after = await fix_and_check(
+        client, workspace, "ifexp_where.py", "GB0170", "Rewrite the conditional expression with torch.where"
+    )
+    assert "return torch.where(a.mean() > b.mean(), a, b)" in session.path.read_text()
+    assert after == []
+    session.close()
+
+
+async def test_branch_rewritten_with_cond(client: LanguageClient, workspace: Path) -> None:
+    session, after = await fix_and_check(
+        client, workspace, "branch_cond.py", "GB0170", "Rewrite the branch with torch.cond"
+    )
+    text = session.path.read_text()
+    assert "    def _true_branch(h):\n        h = h.sin()\n        g = h * 2\n        return g, h\n" in text
+    assert "    g, h = torch.cond(h.sum() > 0, _true_branch, _false_branch, (h,))\n" in text
+    assert after == []
+    session.close()
+
+
+async def test_suppression_comment_is_honoured(client: LanguageClient, workspace: Path) -> None:
+    session, _ = await fix_and_check(
+        client, workspace, "explicit_break.py", "GB0025", "Suppress GB0025 on this line", "suppressed.py"
+    )
+    assert "    torch._dynamo.graph_break()  # gbls: ignore[GB0025]" in session.path.read_text()
+    lenses = await client.text_document_code_lens_async(
+        lsp.CodeLensParams(lsp.TextDocumentIdentifier(session.uri))
+    )
+    assert [lens.command.title for lens in lenses or [] if lens.command] == [
+        "gbls: 2 graphs · 0 breaks · 2 ops · 1 suppressed"
+    ]
+    session.close()
+
+
+async def test_fullgraph_lock_in_for_break_free_functions(client: LanguageClient, workspace: Path) -> None:
+    session = Session(client, workspace, "clean_lock.py", "locked.py")
+    assert await session.open() == []
+    titles = []
+    for line, column in ((3, 2), (8, 2), (17, 20)):  # two decorators and a compile call
+        position = lsp.Position(line, column)
+        found = await client.text_document_code_action_async(
+            lsp.CodeActionParams(
+                lsp.TextDocumentIdentifier(session.uri),
+                lsp.Range(position, position),
+                lsp.CodeActionContext(diagnostics=[]),
+            )
+        )
+        (action,) = [a for a in found or [] if isinstance(a, lsp.CodeAction)]
+        titles.append(action.title)
+        assert await session.apply(action) == []
+    assert titles == ["Lock in one graph with fullgraph=True"] * 3
+    text = session.path.read_text()
+    assert "@torch.compile(fullgraph=True)\ndef fused" in text
+    assert "@torch.compile(dynamic=True, fullgraph=True)\ndef also_fused" in text
+    assert "fast_plain = torch.compile(plain, fullgraph=True)" in text
+    session.close()
+
+
+async def test_a_fix_applied_twice_never_duplicates_its_line(client: LanguageClient, workspace: Path) -> None:
+    session = Session(client, workspace, "item_call.py", "twice.py")
+    (stale,) = [d for d in await session.open() if d.code == "GB0124"]
+    enable = titled(await session.actions(stale), "Enable torch._dynamo.config.capture_scalar_outputs")
+    assert await session.apply(enable) == []
+    # A second click on the diagnostic the editor still shows: the flag is set, nothing to add.
+    titles = [action.title for action in await session.actions(stale)]
+    assert not any(title.startswith("Enable") for title in titles)
+    assert session.path.read_text().count("capture_scalar_outputs") == 1
+    session.close()
+
+
+def test_check_fix_applies_the_safe_fixes(tmp_path: Path) -> None:
+    for name in ("item_call.py", "explicit_break.py", "print_call.py"):
+        shutil.copy(FIXES / name, tmp_path / name)
+    command = [sys.executable, "-m", "gbls", "check", "--fix", str(tmp_path)]
+    first = subprocess.run(command, capture_output=True, text=True, timeout=300, cwd=tmp_path)
+    assert (
+        "Fixed GB0124 in item_call.py:9: Enable torch._dynamo.config.capture_scalar_outputs" in first.stdout
+    )
+    assert (
+        "Fixed GB0025 in explicit_break.py:7: Remove the explicit torch._dynamo.graph_break()" in first.stdout
+    )
+    # Removing a print changes what the program does: not a safe fix, so it stays, and is reported.
+    assert "print_call.py:7:5: GB0059" in first.stdout
+    assert first.returncode == 1
+    assert "capture_scalar_outputs = True" in (tmp_path / "item_call.py").read_text()
+    second = subprocess.run(command, capture_output=True, text=True, timeout=300, cwd=tmp_path)
+    assert "Fixed" not in second.stdout
+    assert (tmp_path / "item_call.py").read_text().count("capture_scalar_outputs") == 1
