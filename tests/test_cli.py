@@ -86,6 +86,7 @@ def test_json_output(runs: Runs) -> None:
         "graphs": 1,
         "ops": 4,
         "breaks": 0,
+        "suppressed": 0,
     }
     (brk,) = deep["breaks"]
     assert (brk["function"], brk["gb_id"], brk["count"]) == ("g", "GB0059", 1)
