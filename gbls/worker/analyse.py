@@ -7,19 +7,27 @@ the module did not call itself is called with declared example inputs, or with s
 
 from __future__ import annotations
 
+import errno
+import faulthandler
 import importlib
 import importlib.machinery
+import io
+import linecache
 import os
 import re
+import signal
+import socket
 import sys
+import tokenize
 import traceback
 import types
-from typing import Any, Callable, Dict, List, Optional, Tuple
+from typing import Any, Callable, Dict, List, NoReturn, Optional, Tuple
 
 import torch
+from torch._dynamo.symbolic_convert import InstructionTranslatorBase
 
 from . import inputs
-from .capture import Capture, Emit, Target
+from .capture import Capture, Emit, Target, base_name
 from .protocol import Request, StaticTarget
 
 
@@ -41,13 +49,17 @@ class Attempts:
         self.emit_raw({"event": "discard", "attempt": self.current})
 
 
-def run(request: Request, emit: Emit) -> None:
+def run(request: Request, emit: Emit, offline: bool) -> None:
+    """Analyse ``request``; ``offline``: the sandbox has cut the network (for clearer messages)."""
+    path = request.path
+    _name_the_line(path, emit)
+    # Tracebacks and Dynamo read the buffer's lines, not the file's: it may be unsaved or deleted.
+    linecache.cache[path] = (len(request.source), None, request.source.splitlines(True), path)
     attempts = Attempts(emit)
     capture = Capture(attempts.emit).install()
-    path = request.path
     _fresh_imports([request.workspace or os.path.dirname(path)])
     module = _new_module(path, request.settings.run_main)
-    failure = _execute(request.source, path, module)
+    failure = _encoding_failure(path) or _execute(request, module, offline)
     if failure is not None:
         emit(dict(failure, event="failure"))
     lines = request.source.splitlines()
@@ -57,8 +69,55 @@ def run(request: Request, emit: Emit) -> None:
             runner.run(target)
     for static in request.targets:
         if not any(_matches(static, target) for target in capture.targets):
-            runner.run_static(static)
+            runner.run_static(static, stopped=failure is not None)
     emit({"event": "done"})
+
+
+def _name_the_line(path: str, emit: Emit) -> None:
+    """Find the analysed file's line for the endings that leave no Python exception behind."""
+    # A crash (segfault, abort) prints the stack it died in: the parent reads the line from it.
+    faulthandler.enable(file=sys.stderr, all_threads=False)
+
+    def stuck(signum: int, frame: Optional[types.FrameType]) -> None:
+        emit(dict(_where(frame, path), event="stuck"))
+
+    # On timeout the parent sends SIGUSR1: the handler names the line, or the line Dynamo is
+    # tracing; if the code is stuck in C and the handler never runs, faulthandler's dump still does.
+    signal.signal(signal.SIGUSR1, stuck)
+    faulthandler.register(signal.SIGUSR1, file=sys.stderr, all_threads=False, chain=True)
+
+    real_exit = os._exit
+
+    def exit_now(status: int) -> NoReturn:
+        emit({"event": "exit", "code": status, "line": _where(sys._getframe(1), path)["line"]})
+        real_exit(status)
+
+    os._exit = exit_now
+    forked: List[bool] = []
+
+    def before_fork() -> None:
+        if not forked:
+            forked.append(True)
+            emit({"event": "fork", "line": _where(sys._getframe(1), path)["line"]})
+
+    os.register_at_fork(before=before_fork)
+
+
+def _where(frame: Optional[types.FrameType], path: str) -> Dict[str, Any]:
+    """The innermost line of ``path`` on the stack, and the function Dynamo is tracing there, if any."""
+    line = None
+    while frame is not None:
+        translator = frame.f_locals.get("self") if frame.f_code.co_name in ("step", "run") else None
+        if (
+            isinstance(translator, InstructionTranslatorBase)
+            and translator.f_code.co_filename == path
+            and (getattr(translator, "lineno", 0) or 0) > 0
+        ):
+            return {"line": translator.lineno, "tracing": base_name(translator.f_code.co_name)}
+        if line is None and frame.f_code.co_filename == path:
+            line = frame.f_lineno
+        frame = frame.f_back
+    return {"line": line, "tracing": ""}
 
 
 def _matches(static: StaticTarget, target: Target) -> bool:
@@ -67,8 +126,31 @@ def _matches(static: StaticTarget, target: Target) -> bool:
     return target.name == static.name and target.line == static.first_line
 
 
-def _execute(source: str, path: str, module: types.ModuleType) -> Optional[Dict[str, Any]]:
+def _encoding_failure(path: str) -> Optional[Dict[str, Any]]:
+    """Python refuses to import a file that is not in its declared encoding (UTF-8 by default)."""
+    try:
+        with open(path, "rb") as handle:
+            data = handle.read()
+    except OSError:
+        return None  # deleted or unreadable: the buffer is all there is
+    try:
+        encoding, _ = tokenize.detect_encoding(io.BytesIO(data).readline)
+        data.decode(encoding)
+        return None
+    except SyntaxError as error:
+        line, message = error.lineno or 1, str(error.msg)
+    except UnicodeDecodeError as error:
+        line = data[: error.start].count(b"\n") + 1
+        message = (
+            f"the file is not valid {error.encoding} (byte 0x{data[error.start]:02x} on line {line}), "
+            "so Python cannot import it; save it as UTF-8 or declare its encoding (PEP 263)"
+        )
+    return {"kind": "syntax", "message": message, "line": line, "column": None}
+
+
+def _execute(request: Request, module: types.ModuleType, offline: bool) -> Optional[Dict[str, Any]]:
     """Run the module body; the failure that stopped it, if any."""
+    source, path = request.source, request.path
     try:
         code = compile(source, path, "exec", dont_inherit=True)
     except SyntaxError as error:
@@ -80,19 +162,55 @@ def _execute(source: str, path: str, module: types.ModuleType) -> Optional[Dict[
         exec(code, module.__dict__)
     except SystemExit as error:
         return _failure(
-            "exit",
-            f"the module called sys.exit({error.code!r}) while being imported; analysis stops there",
-            error,
-            path,
+            "exit", f"the module called sys.exit({error.code!r}) while being imported", error, path
         )
     except BaseException as error:
-        kind = "raised"
-        if isinstance(error, ImportError):
-            kind = "import"
-        elif isinstance(error, MemoryError):
-            kind = "memory"
-        return _failure(kind, _describe_error(error), error, path)
+        kind, message = _explain(error, request.settings.memory_mb, offline)
+        return _failure(kind, message, error, path)
     return None
+
+
+def _explain(error: BaseException, memory_mb: int, offline: bool) -> Tuple[str, str]:
+    """What kind of failure ``error`` is, in words that say what the sandbox had to do with it."""
+    described = _describe_error(error)
+    if isinstance(error, EOFError):
+        return "stdin", f"read from stdin (input()), which is closed during analysis ({described})"
+    if isinstance(error, MemoryError) or "can't allocate memory" in str(error):
+        asked = re.search(r"tried to allocate (\d+) bytes", str(error))
+        size = f" allocating {int(asked.group(1)) / 2**30:.1f} GB" if asked else ""
+        return "memory", f"ran out of memory (limit {memory_mb} MB){size}"
+    if isinstance(error, ImportError):
+        return "import", described
+    cause = _os_error(error)
+    if offline and cause is not None and _is_network(cause):
+        return "network", f"network access is blocked in the gbls sandbox ({_describe_error(cause)})"
+    if cause is not None and cause.errno == errno.EROFS:
+        return "write", (
+            "writing outside the scratch directory (tempfile.gettempdir()) is refused in the gbls "
+            f"sandbox ({_describe_error(cause)})"
+        )
+    return "raised", described
+
+
+def _os_error(error: BaseException) -> Optional[OSError]:
+    """The OSError behind ``error``: itself, its cause or context, or a URLError's reason."""
+    seen = 0
+    current: Optional[BaseException] = error
+    while current is not None and seen < 10:
+        if isinstance(current, OSError) and current.errno is not None:
+            return current
+        reason = getattr(current, "reason", None)
+        if isinstance(reason, OSError):
+            return reason
+        current = current.__cause__ or current.__context__
+        seen += 1
+    return None
+
+
+def _is_network(error: OSError) -> bool:
+    if isinstance(error, socket.gaierror):
+        return True
+    return error.errno in (errno.ENETUNREACH, errno.EHOSTUNREACH, errno.ECONNREFUSED, errno.EADDRNOTAVAIL)
 
 
 def _failure(kind: str, message: str, error: BaseException, path: str) -> Dict[str, Any]:
@@ -110,8 +228,6 @@ def _describe_error(error: BaseException) -> str:
         return f"inputs invalid: {found.group(2) if found else 'the shapes do not fit the code'}"
     text = str(error).strip().splitlines()
     first = text[0] if text else ""
-    if isinstance(error, EOFError):
-        first += " (stdin is closed during analysis)"
     return f"{type(error).__name__}: {first}" if first else type(error).__name__
 
 
@@ -139,10 +255,15 @@ class _Runner:
         else:
             self._run_synthesized(target, callee, signature_of, module)
 
-    def run_static(self, static: StaticTarget) -> None:
-        """Compile and run a target whose ``torch.compile`` call never ran (e.g. in ``main()``)."""
+    def run_static(self, static: StaticTarget, stopped: bool) -> None:
+        """Compile and run a target whose ``torch.compile`` call never ran (e.g. in ``main()``).
+
+        ``stopped``: the module failed before its end.
+        """
         reason = "its torch.compile call did not run while the module was imported"
-        if static.in_main_block:
+        if stopped:
+            reason = "the module stopped before its torch.compile call ran"
+        elif static.in_main_block:
             reason = (
                 'its torch.compile call is in the `if __name__ == "__main__":` block '
                 "(turn on gbls's run-main setting to run it)"
@@ -232,7 +353,7 @@ class _Runner:
             try:
                 args, kwargs = inputs.evaluate_example(text, self.namespace)
                 callee(*args, **kwargs)
-            except Exception as error:
+            except (Exception, SystemExit) as error:
                 self.attempts.discard()
                 target.called = False
                 errors.append(f"the example at line {line} raised {_describe_error(error)}")
@@ -249,7 +370,7 @@ class _Runner:
             try:
                 callee(*args, **kwargs)
                 return
-            except Exception as error:
+            except (Exception, SystemExit) as error:
                 self.attempts.discard()
                 target.called = False
                 last_error = _describe_error(error)

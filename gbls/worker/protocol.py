@@ -85,7 +85,9 @@ class Function:
 class Failure:
     """Why an analysis stopped early, and where in the analysed file if known."""
 
-    kind: str  # syntax | import | raised | exit | timeout | crashed | memory | cancelled | worker
+    # syntax | import | raised | exit | stdin | memory | network | write | timeout | crashed | processes
+    # | flood | cancelled | worker
+    kind: str
     message: str
     line: Optional[int] = None
     column: Optional[int] = None

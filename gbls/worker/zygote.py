@@ -3,18 +3,18 @@
 Speaks the protocol on stdin/stdout (JSON lines). Each ``analyse`` request forks a child from
 this warm, never-used-by-user-code parent, so every analysis starts from a clean state without
 paying for ``import torch``. The child runs in its own session and process group with rlimits
-(address space, CPU, open files, file size, no core dumps), stdin closed, stdout and stderr
-captured through a pipe (bounded here), a scratch directory of its own, and, when no outer
-sandbox cut it already, no network. The parent enforces the wall-clock timeout and a process
-count, answers cancels, kills the whole group when a child ends, and, as a subreaper, kills
-whatever escaped the group. Events the child streamed before it died are kept.
+(address space, CPU, open files, file size, processes, no core dumps), stdin closed, stdout and
+stderr captured through a pipe (bounded here), a scratch directory of its own, and, when no
+outer sandbox cut it already, no network. The parent enforces the wall-clock timeout and a
+process count, answers cancels, and when a child ends kills its whole group and, as a
+subreaper, every process that escaped the group. Events the child streamed before it died are
+kept, and every way it can end is put in words.
 """
 
 from __future__ import annotations
 
 import ctypes
 import ctypes.util
-import faulthandler
 import json
 import os
 import re
@@ -26,7 +26,7 @@ import sys
 import tempfile
 import time
 import traceback
-from typing import Any, Dict, List, Optional
+from typing import Any, Dict, List, Optional, Set
 
 from . import protocol
 from .protocol import Failure, Request, Result
@@ -35,10 +35,28 @@ PR_SET_PDEATHSIG = 1
 PR_SET_CHILD_SUBREAPER = 36
 CLONE_NEWUSER = 0x10000000
 CLONE_NEWNET = 0x40000000
-KILL_GRACE = 0.5  # seconds between the traceback dump and SIGKILL on timeout
+KILL_GRACE = 0.5  # seconds between asking a timed-out child where it is and SIGKILL
 WATCH_INTERVAL = 0.25  # seconds between process counts
+PIPE_GRACE = 1.0  # seconds to wait for a dead child's pipes to reach end of file
+SWEEP_ROUNDS = 200  # kill-and-look rounds, 10 ms apart, until no stray process is left
 TAIL_BYTES = 16 * 1024
+EVENTS_LIMIT = 64 * 1024 * 1024
+FILE_SIZE_LIMIT = 1 << 30
+# Ended by the parent, besides protocol.TIMEOUT and protocol.CANCELLED.
+PROCESSES = "processes"
+FLOOD = "flood"
 
+CRASHES = {
+    "SIGSEGV": "crashed with a segmentation fault (SIGSEGV)",
+    "SIGBUS": "crashed with a bus error (SIGBUS)",
+    "SIGFPE": "crashed with a floating-point exception (SIGFPE)",
+    "SIGILL": "crashed with an illegal instruction (SIGILL)",
+    "SIGABRT": "aborted (SIGABRT), e.g. by a failed check in C++ code",
+    "SIGKILL": "was killed (SIGKILL), most likely because the machine ran out of memory",
+}
+
+# The real one: the analysis wraps os._exit to learn which line called it.
+_exit = os._exit
 _libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6", use_errno=True)
 
 
@@ -78,18 +96,26 @@ class Child:
         self.request = request
         self.pid = pid
         self.scratch = scratch
-        self.open_fds = {events_fd, output_fd}
+        self.streams = {events_fd: "events", output_fd: "output"}
         self.partial = b""
+        self.event_bytes = 0
         self.events: List[Dict[str, Any]] = []
         self.output = Output(request.settings.max_output)
         self.started = time.monotonic()
         self.deadline = self.started + request.settings.timeout
-        self.ended_by = ""  # timeout | cancelled | processes
+        self.ended_by = ""  # timeout | cancelled | processes | flood
         self.kill_at: Optional[float] = None
         self.status: Optional[int] = None
         self.exited_at: Optional[float] = None
 
-    def feed_events(self, data: bytes) -> None:
+    def feed(self, fd: int, data: bytes) -> None:
+        if self.streams[fd] == "output":
+            self.output.feed(data)
+            return
+        self.event_bytes += len(data)
+        if self.event_bytes > EVENTS_LIMIT:
+            self.stop(FLOOD)
+            return
         lines = (self.partial + data).split(b"\n")
         self.partial = lines.pop()
         for line in lines:
@@ -97,6 +123,11 @@ class Child:
                 self.events.append(json.loads(line))
             except ValueError:
                 continue
+
+    def stop(self, reason: str) -> None:
+        if not self.ended_by and self.status is None:
+            self.ended_by = reason
+            _kill_group(self.pid)
 
     def result(self, torch_version: str) -> Result:
         from .merge import merge
@@ -121,51 +152,61 @@ class Child:
             seconds=round(time.monotonic() - self.started, 3),
         )
 
+    def _last(self, kind: str) -> Optional[Dict[str, Any]]:
+        found = [event for event in self.events if event["event"] == kind]
+        return found[-1] if found else None
+
     def _failure(self) -> Optional[Failure]:
         settings = self.request.settings
         if self.ended_by == protocol.TIMEOUT:
-            line = _line_running(self.output.text(), self.request.path)
-            where = f"; it was running line {line}" if line else ""
-            return Failure("timeout", f"analysis timed out after {settings.timeout:g} s{where}", line)
+            return self._timeout()
         if self.ended_by == protocol.CANCELLED:
             return Failure("cancelled", "analysis cancelled: a newer request replaced it")
-        if self.ended_by == "processes":
-            return Failure(
-                "crashed",
-                f"the analysis started more than {settings.max_processes} processes (a fork bomb?) "
-                "and was stopped",
-            )
-        reported = [e for e in self.events if e["event"] == "failure"]
-        finished = any(e["event"] == "done" for e in self.events)
+        if self.ended_by == PROCESSES:
+            fork = self._last("fork")
+            line = fork["line"] if fork else None
+            where = f" (the first fork is at line {line})" if line else ""
+            message = f"started more than {settings.max_processes} processes (a fork bomb?) and was stopped"
+            return Failure("processes", message + where, line)
+        if self.ended_by == FLOOD:
+            limit = EVENTS_LIMIT >> 20
+            return Failure("flood", f"produced more than {limit} MB of graph-break events and was stopped")
         status = self.status or 0
+        line = _line_running(self.output.text(), self.request.path)
+        where = f" while running line {line}" if line else ""
         if os.WIFSIGNALED(status):
-            number = os.WTERMSIG(status)
-            name = signal.Signals(number).name
-            why = {
-                "SIGSEGV": "segmentation fault",
-                "SIGXCPU": "CPU time limit exceeded",
-                "SIGKILL": "killed, likely by the memory limit",
-                "SIGBUS": "bus error",
-                "SIGABRT": "aborted",
-            }.get(name, "killed by a signal")
-            kind = "memory" if name == "SIGKILL" else "crashed"
-            return Failure(kind, f"the analysis process crashed: {name} ({why}); breaks seen before are kept")
-        if not finished:
+            name = signal.Signals(os.WTERMSIG(status)).name
+            if name == "SIGXCPU":
+                cpu = _cpu_seconds(settings)
+                return Failure("timeout", f"used more than {cpu} s of CPU time and was stopped{where}", line)
+            message = CRASHES.get(name, f"was killed by {name}")
+            return Failure("memory" if name == "SIGKILL" else "crashed", message + where, line)
+        if not any(event["event"] == "done" for event in self.events):
+            exit_call = self._last("exit")
+            if exit_call is not None:
+                message = f"the module called os._exit({exit_call['code']}); the analysis stopped there"
+                return Failure("exit", message, exit_call["line"])
             code = os.WEXITSTATUS(status) if os.WIFEXITED(status) else status
-            first = reported[0] if reported else None
-            message = (
-                f"the analysed code ended the process with exit code {code} (os._exit?) "
-                "before the analysis finished"
-            )
-            return Failure("exit", message, first["line"] if first else None)
-        if reported:
-            first = reported[0]
+            return Failure("exit", f"the analysis process exited with code {code} before it finished", line)
+        first = next((event for event in self.events if event["event"] == "failure"), None)
+        if first is not None:
             return Failure(first["kind"], first["message"], first.get("line"), first.get("column"))
         return None
 
+    def _timeout(self) -> Failure:
+        seconds = f"timed out after {self.request.settings.timeout:g} s"
+        stuck = self._last("stuck")
+        if stuck is not None and stuck["line"] and stuck["tracing"]:
+            message = f"{seconds} while Dynamo was tracing line {stuck['line']} (in {stuck['tracing']})"
+            return Failure("timeout", message, stuck["line"])
+        # The child's own report, else the stack faulthandler printed (the child was stuck in C).
+        line = stuck["line"] if stuck is not None else None
+        line = line or _line_running(self.output.text(), self.request.path)
+        return Failure("timeout", f"{seconds} while running line {line}" if line else seconds, line)
+
 
 def _line_running(output: str, path: str) -> Optional[int]:
-    """The analysed file's innermost line in the last faulthandler dump."""
+    """The analysed file's innermost line in the last stack faulthandler printed."""
     dump = output.rsplit("(most recent call first):", 1)
     if len(dump) < 2:
         return None
@@ -222,9 +263,8 @@ class Zygote:
             self._start(protocol.from_dict(Request, message["request"]))
         elif message["type"] == "cancel":
             for child in self.children.values():
-                if child.request.id == message["id"] and not child.ended_by:
-                    child.ended_by = protocol.CANCELLED
-                    _kill_group(child.pid)
+                if child.request.id == message["id"]:
+                    child.stop(protocol.CANCELLED)
 
     def _start(self, request: Request) -> None:
         events_r, events_w = os.pipe()
@@ -239,40 +279,63 @@ class Zygote:
         os.close(output_w)
         child = Child(request, pid, events_r, output_r, scratch)
         self.children[pid] = child
-        self.selector.register(events_r, selectors.EVENT_READ, (child, "events"))
-        self.selector.register(output_r, selectors.EVENT_READ, (child, "output"))
+        self.selector.register(events_r, selectors.EVENT_READ, child)
+        self.selector.register(output_r, selectors.EVENT_READ, child)
 
-    def _read_child(self, fd: int, data_key: Any) -> None:
-        child, stream = data_key
+    def _read_child(self, fd: int, child: Child) -> None:
         try:
             data = os.read(fd, 1 << 16)
         except OSError:
             data = b""
-        if not data:
-            self._close(child, fd)
-        elif stream == "events":
-            child.feed_events(data)
+        if data:
+            child.feed(fd, data)
         else:
-            child.output.feed(data)
+            self._close(child, fd)
 
     def _close(self, child: Child, fd: int) -> None:
         self.selector.unregister(fd)
         os.close(fd)
-        child.open_fds.discard(fd)
+        del child.streams[fd]
 
-    def _reap(self) -> None:
+    def _wait(self) -> List[Child]:
+        """Reap every dead child of ours (escaped processes too); the analyses among them."""
+        ended: List[Child] = []
         while True:
             try:
                 pid, status = os.waitpid(-1, os.WNOHANG)
             except ChildProcessError:
-                return
+                return ended
             if pid == 0:
-                return
+                return ended
             child = self.children.get(pid)
             if child is not None:
                 child.status = status
                 child.exited_at = time.monotonic()
-                _kill_group(pid)  # whatever it started dies with it
+                ended.append(child)
+
+    def _reap(self) -> None:
+        ended = self._wait()
+        for child in ended:
+            _kill_group(child.pid)  # whatever it started in its group dies with it
+        if ended:
+            self._sweep()
+
+    def _sweep(self) -> None:
+        """Kill what escaped the groups (new sessions, orphans), and wait until it is gone."""
+        for _ in range(SWEEP_ROUNDS):
+            if not self._kill_strays(_children_by_parent()):
+                return
+            time.sleep(0.01)
+            for child in self._wait():
+                _kill_group(child.pid)
+
+    def _kill_strays(self, children_of: Dict[int, List[int]]) -> bool:
+        """As subreaper, orphans of every analysis become our children: none may live on."""
+        strays = [pid for pid in children_of.get(os.getpid(), []) if pid not in self.children]
+        victims = [victim for pid in strays for victim in _subtree(children_of, pid)]
+        for pid in victims:
+            _signal(pid, signal.SIGKILL)
+        return bool(victims)
 
     def _enforce(self) -> None:
         now = time.monotonic()
@@ -282,29 +345,31 @@ class Zygote:
             if not child.ended_by and now >= child.deadline:
                 child.ended_by = protocol.TIMEOUT
                 child.kill_at = now + KILL_GRACE
-                _signal(child.pid, signal.SIGUSR1)  # faulthandler dumps where it is stuck
+                _signal(child.pid, signal.SIGUSR1)  # the child reports where it is stuck
             elif child.kill_at is not None and now >= child.kill_at:
                 _kill_group(child.pid)
         if now >= self.next_watch and self.children:
             self.next_watch = now + WATCH_INTERVAL
-            sessions = _sessions()
+            children_of = _children_by_parent()
             for child in self.children.values():
-                if child.status is None and sessions.get(child.pid, 0) > child.request.settings.max_processes:
-                    child.ended_by = "processes"
-                    _kill_group(child.pid)
+                # Counted by descent, not by group or session: a new session escapes neither.
+                if child.status is None and len(_subtree(children_of, child.pid)) > (
+                    child.request.settings.max_processes
+                ):
+                    child.stop(PROCESSES)
+            self._kill_strays(children_of)
 
     def _finish(self) -> None:
         now = time.monotonic()
         for pid, child in list(self.children.items()):
             if child.status is None:
                 continue
-            if child.open_fds and now - (child.exited_at or now) < 1.0:
+            if child.streams and now - (child.exited_at or now) < PIPE_GRACE:
                 continue  # let the pipes drain
-            for fd in list(child.open_fds):
+            for fd in list(child.streams):
                 self._drain(child, fd)
             del self.children[pid]
             shutil.rmtree(child.scratch, ignore_errors=True)
-            self._kill_orphans()
             self.send(protocol.encode("result", id=child.request.id, result=child.result(self.torch_version)))
 
     def _drain(self, child: Child, fd: int) -> None:
@@ -314,37 +379,27 @@ class Zygote:
                 data = os.read(fd, 1 << 16)
                 if not data:
                     break
-                self._read_child_data(child, fd, data)
+                child.feed(fd, data)
         except OSError:
             pass
         self._close(child, fd)
 
-    def _read_child_data(self, child: Child, fd: int, data: bytes) -> None:
-        stream = self.selector.get_key(fd).data[1]
-        if stream == "events":
-            child.feed_events(data)
-        else:
-            child.output.feed(data)
-
-    def _kill_orphans(self) -> None:
-        """As subreaper, processes that escaped a child's group end up ours: none may live on."""
-        me = os.getpid()
-        for pid, parent, _ in _processes():
-            if parent == me and pid not in self.children:
-                _signal(pid, signal.SIGKILL)
-
     def _shutdown(self) -> None:
         for pid in list(self.children):
             _kill_group(pid)
-        self._kill_orphans()
+        self.children.clear()
+        self._sweep()
 
 
 def _child(
     request: Request, events_fd: int, output_fd: int, scratch: str, protocol_fd: int, sandboxed: bool
 ) -> None:
     """The forked child: isolate, limit, analyse, and never return."""
+    me = os.getpid()
 
     def emit(event: Dict[str, Any]) -> None:
+        if os.getpid() != me:  # a process the analysed code forked has no say in the result
+            return
         data = (json.dumps(event, default=str) + "\n").encode()
         while data:
             data = data[os.write(events_fd, data) :]
@@ -360,16 +415,14 @@ def _child(
         os.dup2(output_fd, 2)
         os.close(null)
         os.close(output_fd)
-        faulthandler.register(signal.SIGUSR1, file=sys.stderr, all_threads=False)
         os.chdir(scratch)
         os.environ["TMPDIR"] = scratch
         tempfile.tempdir = scratch
-        if not sandboxed:
-            _unshare_network()
+        offline = sandboxed or _unshare_network()
         _limit(request.settings)
         from .analyse import run
 
-        run(request, emit)
+        run(request, emit, offline)
         code = 0
     except BaseException as error:  # a bug in gbls, not in the analysed code
         traceback.print_exc()
@@ -389,31 +442,41 @@ def _child(
             sys.stdout.flush()
             sys.stderr.flush()
         finally:
-            os._exit(code)
+            _exit(code)
+
+
+def _cpu_seconds(settings: protocol.Settings) -> int:
+    return int(settings.timeout * 2) + 10
 
 
 def _limit(settings: protocol.Settings) -> None:
+    # Relative to what the warm parent already maps: the limit is what the analysis may add.
     memory = _vm_size() + settings.memory_mb * 1024 * 1024
     resource.setrlimit(resource.RLIMIT_AS, (memory, memory))
-    cpu = int(settings.timeout * 2) + 10
+    cpu = _cpu_seconds(settings)
     resource.setrlimit(resource.RLIMIT_CPU, (cpu, cpu + 5))
     resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
-    resource.setrlimit(resource.RLIMIT_FSIZE, (1 << 30, 1 << 30))
+    resource.setrlimit(resource.RLIMIT_FSIZE, (FILE_SIZE_LIMIT, FILE_SIZE_LIMIT))
     soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
     files = 1024 if hard == resource.RLIM_INFINITY else min(hard, 1024)
     resource.setrlimit(resource.RLIMIT_NOFILE, (min(soft, files), files))
     if os.getuid() != 0:  # the kernel does not apply RLIMIT_NPROC to root; the parent counts instead
         uid = os.getuid()
-        mine = sum(1 for pid, _, owner in _processes() if owner == uid)
+        mine = sum(1 for name in os.listdir("/proc") if name.isdigit() and _owner(name) == uid)
         limit = mine + settings.max_processes
         resource.setrlimit(resource.RLIMIT_NPROC, (limit, limit))
 
 
-def _unshare_network() -> None:
+def _owner(pid: str) -> int:
+    try:
+        return os.stat(f"/proc/{pid}").st_uid
+    except OSError:
+        return -1
+
+
+def _unshare_network() -> bool:
     """Without bwrap, still take the network away where the kernel lets us."""
-    for flags in (CLONE_NEWNET, CLONE_NEWUSER | CLONE_NEWNET):
-        if _libc.unshare(flags) == 0:
-            return
+    return any(_libc.unshare(flags) == 0 for flags in (CLONE_NEWNET, CLONE_NEWUSER | CLONE_NEWNET))
 
 
 def _vm_size() -> int:
@@ -424,37 +487,35 @@ def _vm_size() -> int:
     return 0
 
 
-def _processes() -> List[Any]:
-    """(pid, parent pid, uid) of every visible process."""
-    found = []
+def _children_by_parent() -> Dict[int, List[int]]:
+    """The live (not zombie) processes we can see, by parent pid."""
+    children: Dict[int, List[int]] = {}
     for name in os.listdir("/proc"):
         if not name.isdigit():
             continue
         try:
             with open(f"/proc/{name}/stat") as stat:
                 fields = stat.read().rsplit(")", 1)[1].split()
-            uid = os.stat(f"/proc/{name}").st_uid
         except OSError:
             continue
-        found.append((int(name), int(fields[1]), uid))
+        if fields[0] not in ("Z", "X"):
+            children.setdefault(int(fields[1]), []).append(int(name))
+    return children
+
+
+def _subtree(children_of: Dict[int, List[int]], root: int) -> List[int]:
+    """``root`` and all its live descendants."""
+    found: List[int] = []
+    seen: Set[int] = set()
+    todo = [root]
+    while todo:
+        pid = todo.pop()
+        if pid in seen:
+            continue
+        seen.add(pid)
+        found.append(pid)
+        todo.extend(children_of.get(pid, []))
     return found
-
-
-def _sessions() -> Dict[int, int]:
-    """Number of live processes per session id."""
-    counts: Dict[int, int] = {}
-    for name in os.listdir("/proc"):
-        if not name.isdigit():
-            continue
-        try:
-            with open(f"/proc/{name}/stat") as stat:
-                fields = stat.read().rsplit(")", 1)[1].split()
-        except OSError:
-            continue
-        if fields[0] != "Z":
-            session = int(fields[3])
-            counts[session] = counts.get(session, 0) + 1
-    return counts
 
 
 def _signal(pid: int, number: int) -> None:
@@ -478,7 +539,7 @@ def warm_up() -> str:
     torch.set_num_threads(1)  # fork-safe: no OpenMP pool exists when the parent forks
     import torch._dynamo
 
-    from . import capture  # noqa: F401 - imports the Dynamo modules the hooks patch
+    from . import analyse  # noqa: F401 - and with it the Dynamo modules the hooks patch
 
     class Warm(torch.nn.Module):
         def __init__(self) -> None:
