@@ -1,9 +1,10 @@
 """How the worker is started: inside bubblewrap where it works, with an environment cut to size.
 
-bwrap gives the worker no network, a read-only root file system (the workspace included) and a
-private /tmp, and kills it with its parent. Without bwrap the worker still gets everything the
-worker itself enforces (rlimits, process groups, timeouts, closed stdin, a scratch directory,
-and a network namespace where the kernel allows one), and gbls says once that bwrap is missing.
+bwrap gives the worker no network, no capabilities, its own PID namespace (nothing outlives it),
+a read-only root file system (the workspace included), and a private, size-bounded /tmp; it is
+killed with its parent. Without bwrap the worker still gets everything the worker itself
+enforces (rlimits, process groups, timeouts, closed stdin, a scratch directory, and a network
+namespace where the kernel allows one), and gbls says once that it runs without its sandbox.
 """
 
 from __future__ import annotations
@@ -18,6 +19,8 @@ from functools import lru_cache
 from pathlib import Path
 
 WORKER_MAIN = Path(__file__).parent / "worker" / "__main__.py"
+TMP_BYTES = 1 << 30
+SHM_BYTES = 256 << 20
 
 PASSED_VARIABLES = {
     "PATH", "HOME", "USER", "LOGNAME", "LANG", "LANGUAGE", "TZ", "TERM",
@@ -26,7 +29,7 @@ PASSED_VARIABLES = {
 }  # fmt: skip
 PASSED_PREFIXES = ("LC_", "TORCH", "PYTORCH", "CONDA_")
 # Never passed on, whatever the prefix: the user's code does not need the user's credentials.
-SECRET = re.compile(r"TOKEN|SECRET|PASSW|CREDENTIAL|API_?KEY|PRIVATE|AUTH|SESSION|COOKIE", re.IGNORECASE)
+SECRET = re.compile(r"TOKEN|SECRET|PASSW|CREDENTIAL|KEY|PRIVATE|AUTH|SESSION|COOKIE", re.IGNORECASE)
 # TORCH_LOGS and friends would print Dynamo's own logs into the captured output for every analysis.
 DROPPED = {"TORCH_LOGS", "TORCH_TRACE", "TORCH_COMPILE_DEBUG", "TORCHDYNAMO_VERBOSE"}
 
@@ -59,31 +62,45 @@ def worker_environment(workspace: str, base: dict[str, str] | None = None) -> di
 
 
 @lru_cache(maxsize=1)
-def bwrap_works() -> bool:
-    """bwrap may be installed yet refused by the kernel (no user namespaces): try it once."""
+def bwrap_sizes() -> bool | None:
+    """Whether bwrap works here (installed, and user namespaces allowed), and can size its tmpfs.
+
+    ``None``: no working bwrap. ``False``: a bwrap older than 0.7, without ``--size``.
+    """
     bwrap = shutil.which("bwrap")
     if bwrap is None:
-        return False
-    try:
-        probe = subprocess.run(
-            [bwrap, *_bwrap_arguments([]), "true"],
-            capture_output=True,
-            timeout=10,
-        )
-    except (OSError, subprocess.TimeoutExpired):
-        return False
-    return probe.returncode == 0
+        return None
+    for sized in (True, False):
+        try:
+            probe = subprocess.run(
+                [bwrap, *_bwrap_arguments([], sized), "true"], capture_output=True, timeout=10
+            )
+        except (OSError, subprocess.TimeoutExpired):
+            return None
+        if probe.returncode == 0:
+            return sized
+    return None
 
 
-def _bwrap_arguments(folders: list[str]) -> list[str]:
+def _bwrap_arguments(folders: list[str], sized: bool) -> list[str]:
+    def tmpfs(path: str, size: int) -> list[str]:
+        return ["--size", str(size), "--tmpfs", path] if sized else ["--tmpfs", path]
+
     arguments = [
-        "--unshare-all",
+        "--unshare-all",  # network, PID, IPC, UTS, cgroup and (where possible) user namespaces
         "--die-with-parent",
+        # Root in the sandbox could otherwise remount the read-only root read-write.
+        "--cap-drop", "ALL",
         "--ro-bind", "/", "/",
-        "--dev", "/dev",
         "--proc", "/proc",
-        "--tmpfs", "/tmp",
-        "--tmpfs", "/dev/shm",
+        "--dev", "/dev",
+        *tmpfs("/dev/shm", SHM_BYTES),
+        "--remount-ro", "/dev",
+        # Writable space is RAM: bounded, and only in /tmp (where the scratch directories are).
+        *tmpfs("/tmp", TMP_BYTES),
+        # Sockets of system services (D-Bus, Docker) accept connections through a read-only mount.
+        "--tmpfs", "/run",
+        "--remount-ro", "/run",
     ]  # fmt: skip
     for folder in folders:  # a workspace under /tmp must still be seen through the private /tmp
         arguments += ["--ro-bind-try", folder, folder]
@@ -99,18 +116,24 @@ def launch(interpreter: str | None, folders: list[str], mode: str = "auto") -> L
     folders = [os.path.abspath(folder) for folder in folders] or [os.getcwd()]
     environment = worker_environment(folders[0])
     worker = [python, str(WORKER_MAIN)]
-    if mode != "off" and bwrap_works():
+    sized = bwrap_sizes() if mode != "off" else None
+    if sized is not None:
         bwrap = shutil.which("bwrap") or "bwrap"
         environment["GBLS_SANDBOX"] = "bwrap"
-        return Launch((bwrap, *_bwrap_arguments(folders), *worker), environment, "bwrap", "")
+        return Launch((bwrap, *_bwrap_arguments(folders, sized), *worker), environment, "bwrap", "")
     if mode == "bwrap":
         raise RuntimeError(
             "the sandbox setting asks for bwrap, but bubblewrap is missing or does not work here"
         )
+    rest = (
+        "the analysed code can write wherever you can; timeouts, memory, CPU, file and process "
+        "limits, process groups, a closed stdin and (where the kernel allows) no network still apply"
+    )
+    if mode == "off":
+        return Launch(
+            tuple(worker), environment, "none", f"gbls runs without its sandbox (sandbox: off): {rest}"
+        )
     note = (
-        "gbls runs the analysed code without bubblewrap: install `bubblewrap` for a read-only file system "
-        "and no network; rlimits, timeouts and process isolation still apply"
-        if mode != "off"
-        else "gbls sandbox is off: only rlimits, timeouts and process isolation apply"
+        f"gbls runs without its sandbox because bubblewrap (bwrap) is missing or does not work here: {rest}"
     )
     return Launch(tuple(worker), environment, "none", note)
