@@ -13,6 +13,7 @@ import itertools
 import logging
 import os
 import signal
+import uuid
 from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -25,6 +26,8 @@ log = logging.getLogger(__name__)
 
 START_TIMEOUT = 180.0  # import torch on a cold disk can take a while
 LINE_LIMIT = 256 * 1024 * 1024
+MARKER = "GBLS_WORKER"  # in the environment of the worker and of everything the analyses start
+SWEEP_ROUNDS = 50  # kill-and-look rounds, 20 ms apart
 
 
 @dataclass(frozen=True)
@@ -48,6 +51,7 @@ class Worker:
         self._reader: asyncio.Task[None] | None = None
         self._stderr_reader: asyncio.Task[None] | None = None
         self._stderr: deque[str] = deque(maxlen=40)
+        self._marker = ""
         self._ids = itertools.count(1)
         self._lock = asyncio.Lock()
         self.info: WorkerInfo | None = None
@@ -59,20 +63,21 @@ class Worker:
                 return await self._ready
             launch = self._launch()
             self.note = launch.note
+            self._marker = uuid.uuid4().hex
             try:
                 self._process = await asyncio.create_subprocess_exec(
                     *launch.command,
                     stdin=asyncio.subprocess.PIPE,
                     stdout=asyncio.subprocess.PIPE,
                     stderr=asyncio.subprocess.PIPE,
-                    env=launch.environment,
+                    env={**launch.environment, MARKER: self._marker},
                     start_new_session=True,
                     limit=LINE_LIMIT,
                 )
             except OSError as error:
                 raise WorkerError(f"cannot start the worker ({launch.command[0]}): {error}") from error
             self._ready = asyncio.get_running_loop().create_future()
-            self._reader = asyncio.create_task(self._read(self._process, self._ready))
+            self._reader = asyncio.create_task(self._read(self._process, self._ready, self._marker))
             self._stderr_reader = asyncio.create_task(self._read_stderr(self._process))
             try:
                 self.info = await asyncio.wait_for(asyncio.shield(self._ready), START_TIMEOUT)
@@ -83,11 +88,13 @@ class Worker:
 
     async def analyse(self, request: Request) -> Result:
         await self.start()
-        process = self._process
-        assert process is not None and process.stdin is not None
+        process, reader = self._process, self._reader
+        assert process is not None and process.stdin is not None and reader is not None
         future: asyncio.Future[Result] = asyncio.get_running_loop().create_future()
         self._pending[request.id] = (future, request.path)
         try:
+            if reader.done():  # the worker died since it started: nobody would answer
+                return self._worker_failure(request.path, process.returncode)
             process.stdin.write((protocol.encode("analyse", request=request) + "\n").encode())
             await process.stdin.drain()
             return await asyncio.shield(future)
@@ -95,7 +102,7 @@ class Worker:
             await self.cancel(request.id)
             raise
         except (BrokenPipeError, ConnectionResetError):
-            return self._worker_failure(request.path)
+            return await asyncio.shield(future)  # the reader answers it when it sees the worker end
         finally:
             self._pending.pop(request.id, None)
 
@@ -122,7 +129,9 @@ class Worker:
             with contextlib.suppress(asyncio.CancelledError):
                 await self._reader
 
-    async def _read(self, process: asyncio.subprocess.Process, ready: asyncio.Future[WorkerInfo]) -> None:
+    async def _read(
+        self, process: asyncio.subprocess.Process, ready: asyncio.Future[WorkerInfo], marker: str
+    ) -> None:
         assert process.stdout is not None
         while True:
             try:
@@ -150,6 +159,8 @@ class Worker:
                 if not future.done():
                     future.set_result(protocol.from_dict(Result, message["result"]))
         await process.wait()
+        await _sweep(marker)
+        log.info("gbls worker ended (%s): %s", _ending(process.returncode), " | ".join(self._stderr))
         if not ready.done():
             tail = "\n".join(self._stderr).strip()
             ready.set_exception(
@@ -157,7 +168,7 @@ class Worker:
             )
         for future, path in list(self._pending.values()):
             if not future.done():
-                future.set_result(self._worker_failure(path))
+                future.set_result(self._worker_failure(path, process.returncode))
         if self._process is process:
             self._process = None
 
@@ -168,9 +179,43 @@ class Worker:
             self._stderr.append(text)
             log.debug("worker: %s", text)
 
-    def _worker_failure(self, path: str) -> Result:
-        tail = "\n".join(list(self._stderr)[-5:]).strip()
-        message = "the gbls worker process died; a fresh one starts with the next analysis"
-        return Result(
-            path=path, status=protocol.ERROR, failure=Failure("worker", f"{message}. {tail}".strip())
-        )
+    def _worker_failure(self, path: str, returncode: int | None) -> Result:
+        message = f"the gbls worker process {_ending(returncode)}; a fresh one starts with the next analysis"
+        return Result(path=path, status=protocol.ERROR, failure=Failure("worker", message))
+
+
+def _ending(returncode: int | None) -> str:
+    """How the worker ended, from its exit status (bwrap reports a signal as 128 + its number)."""
+    if returncode is None:
+        return "stopped answering"
+    number = -returncode if returncode < 0 else returncode - 128
+    if number in signal.valid_signals():
+        name = signal.Signals(number).name
+        why = {"SIGKILL": ", e.g. by the out-of-memory killer", "SIGSEGV": ": a segmentation fault"}
+        return f"was killed by {name}{why.get(name, '')}"
+    return f"exited with code {returncode}"
+
+
+async def _sweep(marker: str) -> None:
+    """Kill what outlived the worker: without bwrap's PID namespace, escaped processes can."""
+    needle = f"{MARKER}={marker}".encode()
+    for _ in range(SWEEP_ROUNDS):
+        found = [pid for pid in _pids() if needle in _environment(pid)]
+        if not found:
+            return
+        for pid in found:
+            with contextlib.suppress(OSError):
+                os.kill(pid, signal.SIGKILL)
+        await asyncio.sleep(0.02)
+
+
+def _pids() -> list[int]:
+    return [int(name) for name in os.listdir("/proc") if name.isdigit()]
+
+
+def _environment(pid: int) -> list[bytes]:
+    try:
+        with open(f"/proc/{pid}/environ", "rb") as environ:
+            return environ.read().split(b"\0")
+    except OSError:
+        return []
