@@ -323,3 +323,36 @@ async def test_each_analysis_sees_a_fresh_sibling_module(analyse_file: Analyse, 
     sibling.write_text("def step(x):\n    print(x)\n    return x\n")
     report = await analyse_file(main)
     assert [(b.gb_id, b.via) for b in report.breaks] == [("GB0059", ("step",))]
+
+
+async def test_targets_compiled_where_nothing_runs_them_are_analysed_anyway(analyse_file: Analyse) -> None:
+    fixture = ENGINE / "main_block.py"
+    report = await analyse_file(fixture)
+    tower, step = report.functions
+    assert (tower.qualname, tower.kind, tower.analysed, tower.input_source, tower.inputs) == (
+        "Tower",
+        "module",
+        True,
+        "synthesized",
+        "x: f32[2, 16]",  # the first layer is Linear(16, 8)
+    )
+    assert (step.qualname, step.analysed, step.input_source) == ("step", True, "synthesized")
+    assert [(b.function, b.gb_id) for b in report.breaks] == [("Tower", "GB0170"), ("step", "GB0059")]
+    # The print call spans four lines: the span does too.
+    printed = report.breaks[1]
+    assert (printed.span.line, printed.span.column, printed.span.end_line, printed.span.end_column) == (
+        19,
+        4,
+        22,
+        5,
+    )
+
+
+async def test_run_main_runs_the_main_block(analyse_file: Analyse) -> None:
+    from gbls.settings import Settings
+
+    report = await analyse_file(ENGINE / "main_block.py", settings=Settings(run_main=True))
+    assert [(f.qualname, f.input_source, f.inputs) for f in report.functions] == [
+        ("Tower", "module", "x: f32[4, 16]"),
+        ("step", "module", "x: f32[5]"),
+    ]
