@@ -239,3 +239,46 @@ def _cmdline(pid: str) -> bytes:
         return Path(f"/proc/{pid}/cmdline").read_bytes()
     except OSError:
         return b""
+
+
+async def test_settings_change_applies_to_the_next_publication(client: LanguageClient) -> None:
+    path = ENGINE / "explicit_break.py"
+    (before,) = await open_and_wait(client, path)
+    assert before.severity == lsp.DiagnosticSeverity.Warning
+    client.set_configuration({"debounceMs": 200, "severity": "error"}, section="gbls")
+    waiting = asyncio.ensure_future(diagnostics_for(client, uri_of(path)))
+    client.workspace_did_change_configuration(lsp.DidChangeConfigurationParams(settings=None))
+    (after,) = await waiting
+    assert after.severity == lsp.DiagnosticSeverity.Error
+    client.set_configuration({"debounceMs": 200}, section="gbls")
+    client.workspace_did_change_configuration(lsp.DidChangeConfigurationParams(settings=None))
+    await diagnostics_for(client, uri_of(path))
+    close(client, path)
+
+
+async def test_restart_worker_command(client: LanguageClient) -> None:
+    await client.workspace_execute_command_async(lsp.ExecuteCommandParams(command="gbls.restartWorker"))
+    diagnostics = await open_and_wait(client, ENGINE / "dynamic_shapes.py")
+    assert [d.code for d in diagnostics] == ["GB0036"]
+    close(client, ENGINE / "dynamic_shapes.py")
+
+
+async def test_cancelling_the_progress_stops_the_analysis(client: LanguageClient) -> None:
+    path = LSP / "slow.py"
+    known = set(client.progress_reports)
+    recorder: Recorder = client.diagnostics  # type: ignore[assignment]
+    seen = len(recorder.history)
+    client.text_document_did_open(
+        lsp.DidOpenTextDocumentParams(lsp.TextDocumentItem(uri_of(path), "python", 1, path.read_text()))
+    )
+    async with asyncio.timeout(30):
+        while not (tokens := set(client.progress_reports) - known):
+            await asyncio.sleep(0.05)
+    (token,) = tokens
+    client.window_work_done_progress_cancel(lsp.WorkDoneProgressCancelParams(token=token))
+    async with asyncio.timeout(10):
+        while [getattr(v, "kind", None) for v in client.progress_reports[token]] != ["begin", "end"]:
+            await asyncio.sleep(0.05)
+    await asyncio.sleep(1.0)
+    assert [u for u, _ in recorder.history[seen:] if u == uri_of(path)] == []  # cancelled: nothing published
+    close(client, path)
