@@ -356,3 +356,19 @@ async def test_run_main_runs_the_main_block(analyse_file: Analyse) -> None:
         ("Tower", "module", "x: f32[4, 16]"),
         ("step", "module", "x: f32[5]"),
     ]
+
+
+async def test_columns_count_characters_not_bytes(analyse_file: Analyse) -> None:
+    fixture = ENGINE / "unicode_columns.py"
+    report = await analyse_file(fixture)
+    brk = only(report, "naïve")
+    # Dynamo reports UTF-8 byte offsets (ï is 2 bytes, 🚀 is 4): the span is in characters.
+    assert (brk.span.line, brk.span.column, brk.span.end_column) == (6, 23, 38)
+    assert span_text(fixture, brk) == "print(label, x)"
+
+
+def test_spans_without_columns_cover_the_line() -> None:
+    """Python < 3.11 gives no column table: the whole line, from its first non-blank character."""
+    from gbls.ranges import Span, span_of
+
+    assert span_of("def f():\n    print(x)  \n", 2, None, None) == Span(2, 4, 2, 14)

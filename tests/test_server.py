@@ -282,3 +282,11 @@ async def test_cancelling_the_progress_stops_the_analysis(client: LanguageClient
     await asyncio.sleep(1.0)
     assert [u for u, _ in recorder.history[seen:] if u == uri_of(path)] == []  # cancelled: nothing published
     close(client, path)
+
+
+async def test_ranges_count_utf16_code_units(client: LanguageClient) -> None:
+    path = ENGINE / "unicode_columns.py"
+    (diagnostic,) = [d for d in await open_and_wait(client, path) if d.code == "GB0059"]
+    # 23 characters precede the print, and 🚀 is two UTF-16 code units.
+    assert diagnostic.range == lsp.Range(lsp.Position(5, 24), lsp.Position(5, 39))
+    close(client, path)
