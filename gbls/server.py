@@ -20,7 +20,7 @@ from lsprotocol import types as lsp
 from pygls import uris
 from pygls.lsp.server import LanguageServer
 
-from . import __version__
+from . import __version__, cache
 from .actions import SHOW_LOCATION, code_actions
 from .analysis import analyse
 from .codelens import SHOW_REPORT, lenses
@@ -69,6 +69,7 @@ class GblsServer(LanguageServer):
         self.settings = Settings()
         self.folders: list[str] = []
         self.records: dict[str, Analysed] = {}
+        self.cache: dict[str, cache.Entry] = {}
         self.scheduler = Scheduler(self.analyse_document)
         self._worker: Worker | None = None
         self._worker_key: tuple[str, str] | None = None
@@ -128,13 +129,34 @@ class GblsServer(LanguageServer):
         self._worker = None
         self.worker()
         for uri in list(self.workspace.text_documents):
-            self.scheduler.schedule(uri)
+            self.request(uri, fresh=True)
 
     # -- analysis -----------------------------------------------------------------------------
 
-    def request(self, uri: str, delay: float = 0.0) -> None:
-        if self.settings.enable:
-            self.scheduler.schedule(uri, delay)
+    def request(self, uri: str, delay: float = 0.0, fresh: bool = False) -> None:
+        """Analyse ``uri`` after ``delay``; or, when the edit cannot change the result, publish it now."""
+        if not self.settings.enable:
+            return
+        if not fresh and self._publish_from_cache(uri):
+            return
+        self.scheduler.schedule(uri, delay)
+
+    def _settings_key(self) -> tuple[Any, ...]:
+        return (self.settings.for_worker(), self.settings.worker_key())
+
+    def _publish_from_cache(self, uri: str) -> bool:
+        document = self.open_document(uri)
+        if document is None:
+            return False
+        report = cache.reuse(self.cache.get(uri), document.source, self._settings_key(), self.text_of)
+        if report is None:
+            return False
+        self.scheduler.cancel(uri)
+        previous = self.records.get(uri)
+        self.records[uri] = Analysed(document.version, document.source, report)
+        self.publish_around(uri, previous.report if previous else None, report)
+        self._status(uri, "done", report)
+        return True
 
     async def analyse_document(self, uri: str) -> None:
         document = self.open_document(uri)
@@ -158,6 +180,11 @@ class GblsServer(LanguageServer):
         self.records[uri] = Analysed(version, source, report)
         self.publish_around(uri, previous.report if previous else None, report)
         self._status(uri, "done", report)
+        if report.status == "ok":
+            others = sorted({loc.path for b in report.breaks for loc in b.chain if loc.path != path})
+            stored = cache.entry(source, self._settings_key(), others, self.text_of, report)
+            if stored is not None:
+                self.cache[uri] = stored
 
     def _folder_of(self, path: str) -> str:
         containing = [f for f in self.folders if path == f or path.startswith(f.rstrip(os.sep) + os.sep)]
@@ -348,7 +375,7 @@ def code_action(ls: GblsServer, params: lsp.CodeActionParams) -> list[lsp.CodeAc
 
 @server.command(ANALYSE_FILE)
 def analyse_file(ls: GblsServer, uri: str) -> None:
-    ls.request(uri)
+    ls.request(uri, fresh=True)
 
 
 @server.command(SHOW_REPORT)

@@ -290,3 +290,29 @@ async def test_ranges_count_utf16_code_units(client: LanguageClient) -> None:
     # 23 characters precede the print, and 🚀 is two UTF-16 code units.
     assert diagnostic.range == lsp.Range(lsp.Position(5, 24), lsp.Position(5, 39))
     close(client, path)
+
+
+async def test_comment_and_blank_line_edits_publish_from_cache_with_shifted_ranges(
+    client: LanguageClient,
+) -> None:
+    path = ENGINE / "branch_item.py"
+    uri = uri_of(path)
+    before = await open_and_wait(client, path)
+    assert [(d.code, d.range.start.line) for d in before] == [("GB0170", 5), ("GB0124", 7)]
+    analyses = len(client.progress_reports)
+    text = path.read_text().replace(
+        "@torch.compile\n", "# a comment, then a blank line\n\n@torch.compile\n", 1
+    )
+    client.text_document_did_change(
+        lsp.DidChangeTextDocumentParams(
+            lsp.VersionedTextDocumentIdentifier(uri=uri, version=2),
+            [lsp.TextDocumentContentChangeWholeDocument(text)],
+        )
+    )
+    after = await diagnostics_for(client, uri, timeout=5)
+    assert [(d.code, d.range.start.line, d.range.start.character) for d in after] == [
+        ("GB0170", 7, before[0].range.start.character),
+        ("GB0124", 9, before[1].range.start.character),
+    ]
+    assert len(client.progress_reports) == analyses  # nothing was re-analysed
+    close(client, path)
