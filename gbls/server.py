@@ -181,8 +181,11 @@ class GblsServer(LanguageServer):
         self.publish_around(uri, previous.report if previous else None, report)
         self._status(uri, "done", report)
         if report.status == "ok":
-            others = sorted({loc.path for b in report.breaks for loc in b.chain if loc.path != path})
-            stored = cache.entry(source, self._settings_key(), others, self.text_of, report)
+            reached = {loc.path for b in report.breaks for loc in b.chain if loc.path != path}
+            imported = cache.workspace_imports(path, self.folders, self.text_of)
+            stored = cache.entry(
+                source, self._settings_key(), sorted(reached | set(imported)), self.text_of, report
+            )
             if stored is not None:
                 self.cache[uri] = stored
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from gbls.cache import code_key, line_map
 
 BASE = "import torch\n\n\n@torch.compile\ndef f(x):\n    print(x)  # noisy\n    return x\n"
@@ -38,3 +40,19 @@ def test_lines_map_token_by_token() -> None:
 
 def test_untokenizable_text_has_no_key() -> None:
     assert code_key("def f(:\n    '''unterminated\n") is None
+
+
+def test_workspace_imports_are_followed_not_libraries(tmp_path: Path) -> None:
+    from gbls.cache import workspace_imports
+
+    (tmp_path / "pkg").mkdir()
+    (tmp_path / "pkg" / "__init__.py").write_text("")
+    (tmp_path / "pkg" / "layers.py").write_text("from . import blocks\nimport torch\n")
+    (tmp_path / "pkg" / "blocks.py").write_text("X = 1\n")
+    (tmp_path / "helpers.py").write_text("import os\n")
+    main = tmp_path / "main.py"
+    main.write_text("import torch\nimport helpers\nfrom pkg.layers import thing\n")
+    found = workspace_imports(str(main), [str(tmp_path)], lambda p: Path(p).read_text())
+    assert found == sorted(
+        str(tmp_path / name) for name in ("helpers.py", "pkg/__init__.py", "pkg/layers.py", "pkg/blocks.py")
+    )
