@@ -141,9 +141,10 @@ def _encoding_failure(path: str) -> Optional[Dict[str, Any]]:
         line, message = error.lineno or 1, str(error.msg)
     except UnicodeDecodeError as error:
         line = data[: error.start].count(b"\n") + 1
+        byte = f"byte 0x{data[error.start]:02x} on line {line}"
         message = (
-            f"the file is not valid {error.encoding} (byte 0x{data[error.start]:02x} on line {line}), "
-            "so Python cannot import it; save it as UTF-8 or declare its encoding (PEP 263)"
+            f"the file is not valid {error.encoding.upper()} ({byte}), so Python cannot import it; "
+            "save it as UTF-8 or declare its encoding (PEP 263)"
         )
     return {"kind": "syntax", "message": message, "line": line, "column": None}
 
@@ -173,38 +174,40 @@ def _execute(request: Request, module: types.ModuleType, offline: bool) -> Optio
 def _explain(error: BaseException, memory_mb: int, offline: bool) -> Tuple[str, str]:
     """What kind of failure ``error`` is, in words that say what the sandbox had to do with it."""
     described = _describe_error(error)
+    causes = _causes(error)
     if isinstance(error, EOFError):
         return "stdin", f"read from stdin (input()), which is closed during analysis ({described})"
-    if isinstance(error, MemoryError) or "can't allocate memory" in str(error):
-        asked = re.search(r"tried to allocate (\d+) bytes", str(error))
-        size = f" allocating {int(asked.group(1)) / 2**30:.1f} GB" if asked else ""
-        return "memory", f"ran out of memory (limit {memory_mb} MB){size}"
+    for cause in causes:
+        if isinstance(cause, MemoryError) or "can't allocate memory" in str(cause):
+            asked = re.search(r"tried to allocate (\d+) bytes", str(cause))
+            size = f" allocating {int(asked.group(1)) / 2**30:.1f} GB" if asked else ""
+            return "memory", f"ran out of memory (limit {memory_mb} MB){size}"
     if isinstance(error, ImportError):
         return "import", described
-    cause = _os_error(error)
-    if offline and cause is not None and _is_network(cause):
-        return "network", f"network access is blocked in the gbls sandbox ({_describe_error(cause)})"
-    if cause is not None and cause.errno == errno.EROFS:
-        return "write", (
-            "writing outside the scratch directory (tempfile.gettempdir()) is refused in the gbls "
-            f"sandbox ({_describe_error(cause)})"
-        )
+    for cause in causes:
+        if not isinstance(cause, OSError):
+            continue
+        if offline and _is_network(cause):
+            return "network", f"network access is blocked in the gbls sandbox ({_describe_error(cause)})"
+        if cause.errno == errno.EROFS:
+            return "write", (
+                "writing outside the scratch directory (tempfile.gettempdir()) is refused in the gbls "
+                f"sandbox ({_describe_error(cause)})"
+            )
     return "raised", described
 
 
-def _os_error(error: BaseException) -> Optional[OSError]:
-    """The OSError behind ``error``: itself, its cause or context, or a URLError's reason."""
-    seen = 0
+def _causes(error: BaseException) -> List[BaseException]:
+    """``error`` and what lies behind it: its cause or context, a URLError's reason."""
+    found: List[BaseException] = []
     current: Optional[BaseException] = error
-    while current is not None and seen < 10:
-        if isinstance(current, OSError) and current.errno is not None:
-            return current
+    while current is not None and current not in found:
+        found.append(current)
         reason = getattr(current, "reason", None)
-        if isinstance(reason, OSError):
-            return reason
+        if isinstance(reason, BaseException):
+            found.append(reason)
         current = current.__cause__ or current.__context__
-        seen += 1
-    return None
+    return found
 
 
 def _is_network(error: OSError) -> bool:
