@@ -92,6 +92,11 @@ def to_json(reports: list[FileReport], torch_version: str) -> str:
                 "path": report.path,
                 "status": _status(report),
                 "message": report.message,
+                "failure": (
+                    {"kind": report.failure_kind, "range": _range(report.failure_span)}
+                    if report.message and report.failure_span is not None
+                    else None
+                ),
                 "functions": [
                     {
                         "name": f.name,
