@@ -126,7 +126,7 @@ def file_diagnostics(
                     message=(
                         f"{function.qualname} not analysed: {function.reason}. Declare inputs with "
                         "`# gbls: example(...)` above it."
-                        if "gbls: example" not in function.reason
+                        if "gbls: example" not in function.reason and not report.message
                         else f"{function.qualname} not analysed: {function.reason}"
                     ),
                     severity=lsp.DiagnosticSeverity.Information,

@@ -384,6 +384,8 @@ def check_diagnostics(diagnostics: list[lsp.Diagnostic], expected: Fault) -> Non
         return
     (failure,) = failures
     assert failure.code == f"analysis-{expected.kind}", failure.message
+    # What stopped the analysis is the news: inputs are no cure for it.
+    assert not any("Declare inputs" in d.message for d in diagnostics)
     line = failure.range.start.line + 1
     assert line in expected.lines, failure.message
     prefix = "gbls could not analyse this file: "
