@@ -451,20 +451,27 @@ def _cpu_seconds(settings: protocol.Settings) -> int:
 
 def _limit(settings: protocol.Settings) -> None:
     # Relative to what the warm parent already maps: the limit is what the analysis may add.
-    memory = _vm_size() + settings.memory_mb * 1024 * 1024
-    resource.setrlimit(resource.RLIMIT_AS, (memory, memory))
+    _lower(resource.RLIMIT_AS, _vm_size() + settings.memory_mb * 1024 * 1024)
     cpu = _cpu_seconds(settings)
-    resource.setrlimit(resource.RLIMIT_CPU, (cpu, cpu + 5))
-    resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
-    resource.setrlimit(resource.RLIMIT_FSIZE, (FILE_SIZE_LIMIT, FILE_SIZE_LIMIT))
-    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
-    files = 1024 if hard == resource.RLIM_INFINITY else min(hard, 1024)
-    resource.setrlimit(resource.RLIMIT_NOFILE, (min(soft, files), files))
+    _lower(resource.RLIMIT_CPU, cpu, cpu + 5)  # SIGXCPU at the soft limit, SIGKILL at the hard one
+    _lower(resource.RLIMIT_CORE, 0)
+    _lower(resource.RLIMIT_FSIZE, FILE_SIZE_LIMIT)
+    _lower(resource.RLIMIT_NOFILE, 1024)
     if os.getuid() != 0:  # the kernel does not apply RLIMIT_NPROC to root; the parent counts instead
         uid = os.getuid()
         mine = sum(1 for name in os.listdir("/proc") if name.isdigit() and _owner(name) == uid)
-        limit = mine + settings.max_processes
-        resource.setrlimit(resource.RLIMIT_NPROC, (limit, limit))
+        _lower(resource.RLIMIT_NPROC, mine + settings.max_processes)
+
+
+def _lower(kind: int, soft: int, hard: Optional[int] = None) -> None:
+    """Set a limit, never above the one already in force (raising it would be refused)."""
+    current_soft, current_hard = resource.getrlimit(kind)
+
+    def capped(value: int, cap: int) -> int:
+        return value if cap == resource.RLIM_INFINITY else min(value, cap)
+
+    new_hard = capped(soft if hard is None else hard, current_hard)
+    resource.setrlimit(kind, (capped(capped(soft, current_soft), new_hard), new_hard))
 
 
 def _owner(pid: str) -> int:
