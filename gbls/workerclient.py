@@ -89,12 +89,12 @@ class Worker:
     async def analyse(self, request: Request) -> Result:
         await self.start()
         process, reader = self._process, self._reader
-        assert process is not None and process.stdin is not None and reader is not None
+        if process is None or reader is None or reader.done():  # it died or was stopped since
+            return self._worker_failure(request.path, process.returncode if process else None)
+        assert process.stdin is not None
         future: asyncio.Future[Result] = asyncio.get_running_loop().create_future()
         self._pending[request.id] = (future, request.path)
         try:
-            if reader.done():  # the worker died since it started: nobody would answer
-                return self._worker_failure(request.path, process.returncode)
             process.stdin.write((protocol.encode("analyse", request=request) + "\n").encode())
             await process.stdin.drain()
             return await asyncio.shield(future)
