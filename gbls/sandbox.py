@@ -125,15 +125,14 @@ def launch(interpreter: str | None, folders: list[str], mode: str = "auto") -> L
         raise RuntimeError(
             "the sandbox setting asks for bwrap, but bubblewrap is missing or does not work here"
         )
-    rest = (
-        "the analysed code can write wherever you can; timeouts, memory, CPU, file and process "
-        "limits, process groups, a closed stdin and (where the kernel allows) no network still apply"
+    why = (
+        "the sandbox setting is off"
+        if mode == "off"
+        else "bubblewrap (bwrap) is missing or does not work here"
     )
-    if mode == "off":
-        return Launch(
-            tuple(worker), environment, "none", f"gbls runs without its sandbox (sandbox: off): {rest}"
-        )
     note = (
-        f"gbls runs without its sandbox because bubblewrap (bwrap) is missing or does not work here: {rest}"
+        f"analysed code runs without the gbls sandbox ({why}): it can write wherever you can; timeouts, "
+        "memory, CPU, file and process limits, process groups, a closed stdin and (where the kernel "
+        "allows) no network still apply"
     )
     return Launch(tuple(worker), environment, "none", note)

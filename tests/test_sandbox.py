@@ -45,7 +45,7 @@ SECRETS = {
     "GITHUB_TOKEN": "gh",
 }
 ENVIRONMENT = {**os.environ, **SECRETS, "CUDA_VISIBLE_DEVICES": "0", "TORCH_SHOW_CPP_STACKTRACES": "0"}
-NOT_SANDBOXED = "gbls runs without its sandbox"
+NOT_SANDBOXED = "analysed code runs without the gbls sandbox"
 
 
 @dataclass(frozen=True)
@@ -311,7 +311,7 @@ def test_environment_filter() -> None:
 def test_cli_says_once_that_it_runs_without_the_sandbox(cli: CliRuns) -> None:
     off = cli.notes["off"]
     assert off.returncode == 2, off.stderr
-    assert off.stderr.count(NOT_SANDBOXED) == 1 and "(sandbox: off)" in off.stderr
+    assert off.stderr.count(NOT_SANDBOXED) == 1 and "(the sandbox setting is off)" in off.stderr
     assert "Found 1 graph break in 2 files" in off.stdout
     missing = cli.notes["missing"]
     assert missing.returncode == 2, missing.stderr
@@ -533,7 +533,7 @@ async def test_server_says_once_that_it_runs_without_the_sandbox(client: Languag
     check_diagnostics(await open_and_wait(client, shown), FAULT_TABLE[shown.name])
     close(client, shown)
     notes = [m for m in client.log_messages if NOT_SANDBOXED in m.message]
-    assert len(notes) == 1 and "(sandbox: off)" in notes[0].message
+    assert len(notes) == 1 and "(the sandbox setting is off)" in notes[0].message
     assert notes[0].type == lsp.MessageType.Warning
 
 
