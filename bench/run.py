@@ -1,0 +1,736 @@
+"""gbls benchmark: gbls against what users run today, side by side on the same files, in one run.
+
+    python bench/run.py [--quick] [--out bench/results/latest.json] [--sizes 1,10,50]
+
+Measures, on files with 1, 10 and 50 compiled functions (bench/generate.py):
+  1. ``TORCH_LOGS=graph_breaks python file.py`` (default inductor backend; cold and warm caches)
+  2. a fresh process calling ``torch._dynamo.explain`` on each compiled function
+  3. the floor: one warm process translating the file with a no-op backend (no fork, no hooks),
+     run in turn with the server's analyses so that both see the same load
+  4. ``gbls check FILE`` from cold (the whole CLI)
+  5. the language server, warm: didSave after a one-line code edit → publishDiagnostics (p50,
+     p95), and didSave of unchanged text (gbls answers from its cache)
+  6. re-analysis after a one-line edit (code, comment, blank line): didChange → publishDiagnostics
+  7. hover latency while an analysis runs (p50, p99)
+  8. server and worker RSS
+and, to see where the time goes, gbls's own pieces timed from this process (jedi discovery,
+worker round trip, report building) and the worker's child taken apart (bench/torch_side.py).
+
+Prints a table of medians, the ratios against each baseline and the targets of issue 7; writes
+the same numbers as JSON. Timings are wall-clock medians on a shared machine: expect noise.
+This process never imports torch.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import datetime
+import json
+import os
+import platform
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).parent))
+
+import generate
+from lsp import LspClient, diagnostics_for, rss_kib, worker_pid
+
+BENCH = Path(__file__).parent
+ROOT = BENCH.parent
+TORCH_SIDE = BENCH / "torch_side.py"
+DEBOUNCE_MS = 1  # gbls ignores 0 (settings accept only positive numbers); 1 ms is the smallest
+
+
+@dataclass(frozen=True)
+class Plan:
+    """How many repeats of each measurement."""
+
+    quick: bool
+    fresh_inductor_cache: bool  # empty the inductor cache first: a cold run (tens of seconds)
+    torch_logs_runs: int  # then this many warm runs
+    torch_logs_max_size: int
+    explain_runs: int
+    check_runs: int
+    save_runs: int  # side by side with as many floor runs
+    edit_runs: int  # each edit and its undo
+    hovers: int
+    pieces_runs: int
+    phases_runs: int  # 0: skip taking the worker's child apart
+
+    @staticmethod
+    def make(quick: bool) -> Plan:
+        if quick:
+            return Plan(
+                quick=True,
+                fresh_inductor_cache=False,  # bench/results/inductor-cache: warm after the first run
+                torch_logs_runs=1,
+                torch_logs_max_size=10,
+                explain_runs=1,
+                check_runs=1,
+                save_runs=5,
+                edit_runs=2,
+                hovers=100,
+                pieces_runs=2,
+                phases_runs=0,
+            )
+        return Plan(
+            quick=False,
+            fresh_inductor_cache=True,
+            torch_logs_runs=1,
+            torch_logs_max_size=50,
+            explain_runs=3,
+            check_runs=3,
+            save_runs=10,
+            edit_runs=5,
+            hovers=200,
+            pieces_runs=5,
+            phases_runs=5,
+        )
+
+
+def percentile(values: list[float], fraction: float) -> float:
+    """Nearest-rank percentile."""
+    ordered = sorted(values)
+    rank = max(1, min(len(ordered), round(fraction * len(ordered) + 0.5)))
+    return ordered[rank - 1]
+
+
+def median(values: list[float]) -> float | None:
+    return statistics.median(values) if values else None
+
+
+def say(text: str) -> None:
+    print(f"[{time.strftime('%H:%M:%S')}] {text}", file=sys.stderr, flush=True)
+
+
+def wall(command: list[str], env: dict[str, str] | None = None, cwd: Path = ROOT) -> tuple[float, str]:
+    """Wall seconds of a whole process, and its stdout."""
+    start = time.perf_counter()
+    done = subprocess.run(command, env=env, cwd=cwd, capture_output=True, text=True)
+    seconds = time.perf_counter() - start
+    if done.returncode not in (0, 1):
+        raise RuntimeError(f"{' '.join(command)} exited with {done.returncode}: {done.stderr[-2000:]}")
+    return seconds, done.stdout
+
+
+def last_json(stdout: str) -> Any:
+    return json.loads(stdout.strip().splitlines()[-1])
+
+
+# -- baselines ----------------------------------------------------------------------------------
+
+
+def torch_logs(path: Path, plan: Plan, cache: Path) -> dict[str, Any]:
+    """``TORCH_LOGS=graph_breaks python file.py``: the default (inductor) backend, as users run it.
+
+    With an inductor cache of its own: the first run in an empty one is the cold run.
+    """
+    env = {**os.environ, "TORCH_LOGS": "graph_breaks", "TORCHINDUCTOR_CACHE_DIR": str(cache)}
+    result: dict[str, Any] = {"cold": None, "warm": []}
+    if plan.fresh_inductor_cache:
+        shutil.rmtree(cache, ignore_errors=True)
+    if not cache.exists():
+        result["cold"], _ = wall([sys.executable, str(path)], env, path.parent)
+    for _ in range(plan.torch_logs_runs):
+        seconds, _ = wall([sys.executable, str(path)], env, path.parent)
+        result["warm"].append(seconds)
+    return result
+
+
+def explain(path: Path, runs: int) -> dict[str, Any]:
+    times, summary = [], None
+    for _ in range(runs):
+        seconds, stdout = wall([sys.executable, str(TORCH_SIDE), "explain", str(path)])
+        times.append(seconds)
+        summary = last_json(stdout)
+    return {"runs": times, "summary": summary}
+
+
+class Floor:
+    """The floor's warm process (bench/torch_side.py floor-server): one timed run per call."""
+
+    def __init__(self) -> None:
+        self.process = subprocess.Popen(
+            [sys.executable, str(TORCH_SIDE), "floor-server"],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.DEVNULL,
+            text=True,
+        )
+
+    def run(self, path: Path, guard_profiling: bool = True) -> float:
+        assert self.process.stdin is not None and self.process.stdout is not None
+        self.process.stdin.write(f"{path} {int(guard_profiling)}\n")
+        self.process.stdin.flush()
+        answer = self.process.stdout.readline()
+        if not answer:
+            raise RuntimeError("the floor process died")
+        return float(json.loads(answer)["seconds"])
+
+    def close(self) -> None:
+        assert self.process.stdin is not None
+        self.process.stdin.close()
+        self.process.wait()
+
+
+def check_cold(path: Path, runs: int) -> dict[str, Any]:
+    gbls = shutil.which("gbls") or "gbls"
+    times, breaks = [], None
+    for _ in range(runs):
+        seconds, stdout = wall([gbls, "check", "--format", "json", str(path)])
+        times.append(seconds)
+        breaks = sum(len(f["breaks"]) for f in json.loads(stdout)["files"])
+    return {"runs": times, "breaks": breaks}
+
+
+# -- the language server ------------------------------------------------------------------------
+
+
+class Session:
+    """One ``python -m gbls`` for every file, driven by a stdio client that stamps arrivals."""
+
+    def __init__(self, folder: Path, log: Path, debounce_ms: int) -> None:
+        self.log = open(log, "wb")
+        self.started = time.perf_counter()
+        options = {"debounceMs": debounce_ms}
+        self.client = LspClient([sys.executable, "-m", "gbls"], folder, options, self.log)
+        self.client.call(
+            "initialize",
+            {
+                "processId": os.getpid(),
+                "rootUri": folder.as_uri(),
+                "workspaceFolders": [{"uri": folder.as_uri(), "name": folder.name}],
+                "capabilities": {
+                    "window": {"workDoneProgress": True},
+                    "workspace": {"configuration": True},
+                    "textDocument": {
+                        "publishDiagnostics": {"versionSupport": True, "relatedInformation": True},
+                        "hover": {"contentFormat": ["markdown", "plaintext"]},
+                    },
+                },
+                "initializationOptions": {"gbls": options},
+            },
+        )
+        self.client.notify("initialized", {})
+        self.versions: dict[str, int] = {}
+
+    def close(self) -> None:
+        self.client.close()
+        self.log.close()
+
+    def rss(self) -> dict[str, Any]:
+        server = self.client.process.pid
+        worker = worker_pid(server)
+        return {"server": rss_kib(server), "worker": rss_kib(worker) if worker else {}}
+
+    def configure(self, **options: Any) -> None:
+        """Change settings as an editor does (didChangeConfiguration, then the server pulls them)."""
+        self.client.settings = {**self.client.settings, **options}
+        self.client.notify("workspace/didChangeConfiguration", {"settings": {"gbls": self.client.settings}})
+        time.sleep(1.0)  # the server pulls the settings and re-publishes open documents from its cache
+
+    def open(self, path: Path) -> tuple[float, list[dict[str, Any]]]:
+        """Open ``path``; seconds to its first diagnostics, and the diagnostics."""
+        uri = path.as_uri()
+        self.versions[uri] = 1
+        after = self.client.mark()
+        document = {"uri": uri, "languageId": "python", "version": 1, "text": path.read_text()}
+        sent = self.client.notify("textDocument/didOpen", {"textDocument": document})
+        arrived, message = self.client.wait(diagnostics_for(uri, 1), after, timeout=600)
+        return arrived - sent, message["params"]["diagnostics"]
+
+    def _change(self, uri: str, text: str) -> float:
+        self.versions[uri] += 1
+        document = {"uri": uri, "version": self.versions[uri]}
+        return self.client.notify(
+            "textDocument/didChange", {"textDocument": document, "contentChanges": [{"text": text}]}
+        )
+
+    def _diagnostics(self, uri: str, after: int, sent: float) -> float:
+        arrived, _ = self.client.wait(diagnostics_for(uri, self.versions[uri]), after)
+        return arrived - sent
+
+    def save(self, uri: str, text: str | None = None) -> float:
+        """didSave (after a didChange to ``text``, if given) → its diagnostics, in seconds."""
+        after = self.client.mark()
+        if text is not None:
+            self._change(uri, text)
+        sent = self.client.notify("textDocument/didSave", {"textDocument": {"uri": uri}})
+        return self._diagnostics(uri, after, sent)
+
+    def change(self, uri: str, text: str) -> float:
+        """didChange to ``text`` → its diagnostics (the server's debounce included), in seconds."""
+        after = self.client.mark()
+        sent = self._change(uri, text)
+        return self._diagnostics(uri, after, sent)
+
+    def hovers_during_analysis(
+        self, uri: str, texts: list[str], position: dict[str, int], count: int
+    ) -> dict[str, Any]:
+        """Hover back to back while analyses run; only hovers answered before the analysis ended count.
+
+        Each analysis is started by a didSave after a code edit (alternating ``texts``).
+        """
+        latencies: list[float] = []
+        answered = analyses = 0
+        while len(latencies) < count and analyses < 50:
+            after = self.client.mark()
+            self._change(uri, texts[analyses % len(texts)])
+            self.client.notify("textDocument/didSave", {"textDocument": {"uri": uri}})
+            analyses += 1
+            done = diagnostics_for(uri, self.versions[uri])
+            while not self.client.seen(done, after):
+                seconds, result = self.client.call(
+                    "textDocument/hover", {"textDocument": {"uri": uri}, "position": position}
+                )
+                if not self.client.seen(done, after):
+                    latencies.append(seconds)
+                    answered += result is not None
+            self.client.wait(done, after)
+        return {"latencies": latencies, "with_content": answered, "analyses": analyses}
+
+
+def code_edit(text: str, k: int) -> str:
+    """Change one constant in the first compiled function on even ``k``; the original text on odd."""
+    if k % 2:
+        return text
+    lines = text.splitlines(keepends=True)
+    for number, line in enumerate(lines):
+        if line.lstrip().startswith("y = x.sin() * "):
+            lines[number] = line.replace("* 1.5", "* 7.5")
+            return "".join(lines)
+    raise ValueError("no line to edit")
+
+
+def comment_edit(text: str, k: int) -> str:
+    return text.replace("# revision 0", f"# revision {k + 1}", 1)
+
+
+def blank_edit(text: str, k: int) -> str:
+    """Insert a blank line near the top on even runs (every line below moves), remove it on odd ones."""
+    return text.replace("# revision 0\n", "# revision 0\n\n", 1) if k % 2 == 0 else text
+
+
+EDITS = {"code line": code_edit, "comment": comment_edit, "blank line": blank_edit}
+NEVER_MS = 3_600_000  # a debounce so long that only didSave starts an analysis
+
+
+def language_server(paths: list[Path], plan: Plan, log: Path) -> dict[str, Any]:
+    """All files open in one server. First with a debounce that never fires (saves only), then 1 ms."""
+    floor = Floor()
+    session = Session(paths[0].parent, log, NEVER_MS)
+    results: dict[str, Any] = {name: {} for name in (p.name for p in paths)}
+    positions: dict[str, dict[str, int]] = {}
+    try:
+        for index, path in enumerate(paths):
+            say(f"LSP: open {path.name}")
+            first, diagnostics = session.open(path)
+            results[path.name] |= {"first_diagnostics": first, "diagnostics": len(diagnostics)}
+            positions[path.name] = (
+                diagnostics[0]["range"]["start"] if diagnostics else {"line": 0, "character": 0}
+            )
+            if index == 0:
+                results["start_to_first_diagnostics"] = time.perf_counter() - session.started
+                results["rss_warm_idle"] = session.rss()
+        for path in paths:
+            say(f"LSP: didSave {path.name}, side by side with the floor")
+            uri, text = path.as_uri(), path.read_text()
+            entry = results[path.name]
+            entry["save unchanged"] = [session.save(uri) for _ in range(plan.save_runs)]
+            entry["floor first run"] = floor.run(path)
+            for name in ("save after code edit", "floor", "floor, guard profiling off"):
+                entry[name] = []
+            for k in range(plan.save_runs):
+                entry["floor"].append(floor.run(path))
+                entry["floor, guard profiling off"].append(floor.run(path, guard_profiling=False))
+                entry["save after code edit"].append(session.save(uri, code_edit(text, k)))
+        session.configure(debounceMs=DEBOUNCE_MS)
+        for path in paths:
+            say(f"LSP: didChange {path.name}")
+            uri, text = path.as_uri(), path.read_text()
+            results[path.name]["edit"] = {
+                name: [session.change(uri, edit(text, k)) for k in range(plan.edit_runs * 2)]
+                for name, edit in EDITS.items()
+            }
+        for path in paths:
+            say(f"LSP: hover during analysis {path.name}")
+            uri, text = path.as_uri(), path.read_text()
+            texts = [code_edit(text, 0), text]
+            results[path.name]["hover"] = session.hovers_during_analysis(
+                uri, texts, positions[path.name], plan.hovers
+            )
+        results["rss_end"] = session.rss()
+    finally:
+        session.close()
+        floor.close()
+    return results
+
+
+# -- gbls's pieces, timed from here ----------------------------------------------------------------
+
+
+async def pieces(paths: list[Path], runs: int) -> dict[str, Any]:
+    """Discovery (jedi), the worker's round trip and the report, as the server strings them together."""
+    from gbls.analysis import static_targets
+    from gbls.diagnostics import file_diagnostics
+    from gbls.discovery import find_compiled
+    from gbls.report import build, read_source
+    from gbls.sandbox import launch
+    from gbls.settings import Settings
+    from gbls.worker.protocol import Request
+    from gbls.workerclient import Worker
+
+    settings = Settings()
+    worker = Worker(lambda: launch(None, [str(paths[0].parent)], settings.sandbox))
+    start = time.perf_counter()
+    await worker.start()
+    sandbox = worker.info.sandbox if worker.info else "unknown"
+    results: dict[str, Any] = {"worker_start": time.perf_counter() - start, "sandbox": sandbox}
+    try:
+        for path in paths:
+            source = path.read_text()
+            lines = source.splitlines()
+            times: dict[str, list[float]] = {
+                "discovery": [],
+                "worker round trip": [],
+                "child (Result.seconds)": [],
+                "report": [],
+                "diagnostics": [],
+            }
+            start = time.perf_counter()
+            find_compiled(source, str(path))
+            results.setdefault("discovery_first_call", {})[path.name] = time.perf_counter() - start
+            for _ in range(runs):
+                start = time.perf_counter()
+                sites = find_compiled(source, str(path))
+                times["discovery"].append(time.perf_counter() - start)
+                request = Request(
+                    id=worker.new_id(),
+                    path=str(path),
+                    source=source,
+                    settings=settings.for_worker(),
+                    targets=static_targets(sites),
+                    workspace=str(path.parent),
+                )
+                start = time.perf_counter()
+                result = await worker.analyse(request)
+                times["worker round trip"].append(time.perf_counter() - start)
+                times["child (Result.seconds)"].append(result.seconds)
+                start = time.perf_counter()
+                report = build(str(path), source, result, sites, read_source)
+                times["report"].append(time.perf_counter() - start)
+                start = time.perf_counter()
+                file_diagnostics(report, source, settings.severity, lambda _, lines=lines: lines)
+                times["diagnostics"].append(time.perf_counter() - start)
+            results[path.name] = times
+    finally:
+        await worker.stop()
+    return results
+
+
+def phases(path: Path, runs: int) -> dict[str, Any]:
+    _, stdout = wall([sys.executable, str(TORCH_SIDE), "phases", str(path), str(runs)])
+    return dict(last_json(stdout))
+
+
+# -- report -------------------------------------------------------------------------------------
+
+
+def seconds_text(value: float | None) -> str:
+    if value is None:
+        return "—"
+    if value < 0.01:
+        return f"{value * 1000:.1f} ms"
+    return f"{value * 1000:.0f} ms" if value < 1 else f"{value:.2f} s"
+
+
+def ratio_text(value: float | None) -> str:
+    return "—" if value is None else f"{value:.1f}x"
+
+
+WARM = "LSP didSave after a code edit → diagnostics, p50"
+
+
+def summarise(data: dict[str, Any], names: list[str]) -> dict[str, dict[str, float | None]]:
+    """Per file, the median (or a percentile) of every measurement, in seconds."""
+    rows: dict[str, dict[str, float | None]] = {}
+    for name in names:
+        lsp = data["lsp"].get(name, {})
+        logs = data["torch_logs"].get(name, {})
+        hover = lsp.get("hover", {}).get("latencies", [])
+        saves = lsp.get("save after code edit", [])
+        rows[name] = {
+            "TORCH_LOGS=graph_breaks, cold inductor cache": logs.get("cold"),
+            "TORCH_LOGS=graph_breaks, warm inductor cache": median(logs.get("warm", [])),
+            "fresh process + torch._dynamo.explain": median(data["explain"].get(name, {}).get("runs", [])),
+            "floor: warm translator, no-op backend": median(lsp.get("floor", [])),
+            "floor, guard-latency profiling off": median(lsp.get("floor, guard profiling off", [])),
+            "gbls check, cold": median(data["check"].get(name, {}).get("runs", [])),
+            "LSP didOpen → first diagnostics": lsp.get("first_diagnostics"),
+            WARM: median(saves),
+            "LSP didSave after a code edit → diagnostics, p95": percentile(saves, 0.95) if saves else None,
+            "LSP didSave, text unchanged (cached), p50": median(lsp.get("save unchanged", [])),
+            **{
+                f"LSP didChange ({kind}) → diagnostics, p50": median(times)
+                for kind, times in lsp.get("edit", {}).items()
+            },
+            "hover during analysis, p50": median(hover),
+            "hover during analysis, p99": percentile(hover, 0.99) if hover else None,
+        }
+    return rows
+
+
+def memory(data: dict[str, Any]) -> dict[str, float | None]:
+    """RSS in MiB of the server process and of the warm worker, idle after the first file and at the end."""
+    found: dict[str, float | None] = {}
+    for moment in ("rss_warm_idle", "rss_end"):
+        for process in ("server", "worker"):
+            status = data["lsp"].get(moment, {}).get(process, {})
+            for field in ("VmRSS", "VmHWM"):
+                value = status.get(field)
+                found[f"{process} {field} ({moment[4:]})"] = value / 1024 if value else None
+    return found
+
+
+BASELINES = {
+    "TORCH_LOGS (cold cache)": "TORCH_LOGS=graph_breaks, cold inductor cache",
+    "TORCH_LOGS (warm cache)": "TORCH_LOGS=graph_breaks, warm inductor cache",
+    "fresh-process explain": "fresh process + torch._dynamo.explain",
+    "floor (warm translator)": "floor: warm translator, no-op backend",
+    "floor, guard profiling off": "floor, guard-latency profiling off",
+    "gbls check (cold)": "gbls check, cold",
+}
+
+
+def ratios(rows: dict[str, dict[str, float | None]]) -> dict[str, dict[str, float | None]]:
+    """Each baseline divided by gbls's warm didSave p50 (how many times faster gbls is)."""
+    found: dict[str, dict[str, float | None]] = {}
+    for name, row in rows.items():
+        gbls = row.get(WARM)
+        found[name] = {
+            label: (row[key] / gbls if row.get(key) and gbls else None)  # type: ignore[operator]
+            for label, key in BASELINES.items()
+        }
+    return found
+
+
+def targets(rows: dict[str, dict[str, float | None]], names: list[str]) -> list[dict[str, Any]]:
+    """Issue 7's targets, judged on the 10-function file where it says so."""
+    ten = next((n for n in names if n.endswith("010.py")), names[-1])
+    row = rows[ten]
+    warm, floor_seconds = row.get(WARM), row.get("floor: warm translator, no-op backend")
+    logs = row.get("TORCH_LOGS=graph_breaks, warm inductor cache")
+    explained = row.get("fresh process + torch._dynamo.explain")
+    hover = [r["hover during analysis, p99"] for r in rows.values() if r.get("hover during analysis, p99")]
+    found = []
+
+    def target(name: str, value: float | None, limit: float, at_most: bool, unit: str) -> None:
+        met = None if value is None else (value <= limit if at_most else value >= limit)
+        found.append({"target": name, "value": value, "limit": limit, "unit": unit, "met": met})
+
+    target(
+        f"warm didSave p50 ≤ 1.5x floor ({ten})",
+        warm / floor_seconds if warm and floor_seconds else None,
+        1.5,
+        True,
+        "x",
+    )
+    target(f"warm didSave p50 ≤ 0.3 s ({ten})", warm, 0.3, True, "s")
+    target(
+        f"≥ 20x faster than TORCH_LOGS, warm cache ({ten})",
+        logs / warm if logs and warm else None,
+        20,
+        False,
+        "x",
+    )
+    target(
+        f"≥ 5x faster than fresh-process explain ({ten})",
+        explained / warm if explained and warm else None,
+        5,
+        False,
+        "x",
+    )
+    target("hover p99 ≤ 50 ms during analysis (worst file)", max(hover) if hover else None, 0.05, True, "s")
+    sized = sorted((int(n[4:7]), rows[n].get(WARM)) for n in names if rows[n].get(WARM))
+    if len(sized) >= 3:
+        (n1, t1), (n2, t2), (n3, t3) = sized[0], sized[1], sized[-1]
+        early, late = (t2 - t1) / (n2 - n1), (t3 - t2) / (n3 - n2)  # type: ignore[operator]
+        target(
+            f"cost linear in functions: per-function cost {n2}→{n3} / {n1}→{n2} ≤ 1.5",
+            late / early if early > 0 else None,
+            1.5,
+            True,
+            "x",
+        )
+    return found
+
+
+def table(rows: dict[str, dict[str, float | None]], names: list[str]) -> str:
+    labels = list(next(iter(rows.values())))
+    width = max(len(label) for label in labels) + 2
+    head = "".join(f"{generate_label(n):>12}" for n in names)
+    lines = [f"{'median wall time':<{width}}{head}"]
+    for label in labels:
+        cells = []
+        for name in names:
+            value = rows[name].get(label)
+            cells.append(f"{seconds_text(value):>12}")
+        lines.append(f"{label:<{width}}{''.join(cells)}")
+    return "\n".join(lines)
+
+
+def ratio_table(found: dict[str, dict[str, float | None]], names: list[str]) -> str:
+    labels = list(BASELINES)
+    width = max(len(label) for label in labels) + 2
+    lines = [f"{'baseline / LSP didSave p50':<{width}}" + "".join(f"{generate_label(n):>12}" for n in names)]
+    for label in labels:
+        lines.append(f"{label:<{width}}" + "".join(f"{ratio_text(found[n][label]):>12}" for n in names))
+    return "\n".join(lines)
+
+
+def generate_label(name: str) -> str:
+    count = int(name[4:7])
+    return f"{count} fn{'s' * (count != 1)}"
+
+
+def target_lines(found: list[dict[str, Any]]) -> str:
+    lines = []
+    for item in found:
+        mark = {True: "met    ", False: "NOT MET", None: "n/a    "}[item["met"]]
+        value = item["value"]
+        shown = "—" if value is None else (seconds_text(value) if item["unit"] == "s" else f"{value:.2f}x")
+        lines.append(f"  [{mark}] {item['target']}: {shown}")
+    return "\n".join(lines)
+
+
+def phase_lines(data: dict[str, Any]) -> str:
+    """The waterfall: where a warm analysis's time goes, from the floor to the editor."""
+    lines = []
+    for name, times in data.get("pieces", {}).items():
+        if isinstance(times, dict) and "discovery" in times:
+            parts = ", ".join(f"{label} {seconds_text(median(values))}" for label, values in times.items())
+            lines.append(f"  {name}, gbls's pieces: {parts}")
+    for name, found in data.get("phases", {}).items():
+        lines.append(f"  {name}, forked from a parent warmed as gbls's worker is:")
+        lines.append(f"    {'':<52}{'wall':>10}{'CPU':>10}{'faults':>10}")
+        for label, run in found["medians"].items():
+            lines.append(
+                f"    {label:<52}{seconds_text(run['wall']):>10}{seconds_text(run['cpu']):>10}"
+                f"{run['page faults']:>10.0f}"
+            )
+        lines.append(
+            "    inside gbls's child as it is (outermost calls; collections happen during translation):"
+        )
+        inside = found["inside_child"].get("gbls child", {})
+        for label, value in sorted(inside.items(), key=lambda item: -item[1]):
+            lines.append(f"      {label:<50}{seconds_text(value):>10}")
+        profile = found["profile"]
+        lines.append("    self time by category under cProfile (one run, gbls's child as it is):")
+        for label, value in profile["self_seconds_by_category"].items():
+            lines.append(f"      {label:<50}{seconds_text(value):>10}")
+        lines.append("    top functions by self time:")
+        for row in profile["top_self"][:6]:
+            lines.append(f"      {row['function'][-70:]:<72}{seconds_text(row['self']):>10}")
+    return "\n".join(lines)
+
+
+# -- main -------------------------------------------------------------------------------------------
+
+
+def git_state() -> dict[str, Any]:
+    def git(*arguments: str) -> str:
+        done = subprocess.run(["git", *arguments], cwd=ROOT, capture_output=True, text=True)
+        return done.stdout.strip()
+
+    return {"commit": git("rev-parse", "HEAD"), "dirty": bool(git("status", "--porcelain", "--", "gbls"))}
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--quick", action="store_true", help="fewer repeats, no cold TORCH_LOGS, no profile")
+    parser.add_argument("--out", type=Path, default=BENCH / "results" / "latest.json")
+    parser.add_argument("--sizes", help="numbers of compiled functions (default 1,10,50; --quick: 1,10)")
+    arguments = parser.parse_args(argv)
+    plan = Plan.make(arguments.quick)
+    sizes = tuple(int(s) for s in arguments.sizes.split(",")) if arguments.sizes else generate.SIZES
+    if arguments.quick and not arguments.sizes:
+        sizes = sizes[:2]
+    paths = generate.write(sizes)
+    names = [p.name for p in paths]
+    arguments.out.parent.mkdir(parents=True, exist_ok=True)
+    began = time.perf_counter()
+    data: dict[str, Any] = {
+        "meta": {
+            "date": datetime.datetime.now().isoformat(timespec="seconds"),
+            "quick": plan.quick,
+            "plan": plan.__dict__,
+            "python": platform.python_version(),
+            "machine": f"{platform.machine()}, {os.cpu_count()} cores",
+            "load_average_before": os.getloadavg(),
+            **git_state(),
+        },
+        "torch_logs": {},
+        "explain": {},
+        "check": {},
+    }
+    # --quick keeps its inductor caches (warm after the first run); a full run starts each file cold.
+    caches = BENCH / "results" / "inductor-cache" if plan.quick else Path(tempfile.mkdtemp(prefix="gbls-"))
+    for path in paths:
+        if int(path.name[4:7]) <= plan.torch_logs_max_size:
+            say(f"TORCH_LOGS=graph_breaks python {path.name}")
+            data["torch_logs"][path.name] = torch_logs(path, plan, caches / path.stem)
+        say(f"explain, gbls check: {path.name}")
+        data["explain"][path.name] = explain(path, plan.explain_runs)
+        data["check"][path.name] = check_cold(path, plan.check_runs)
+    if not plan.quick:
+        shutil.rmtree(caches, ignore_errors=True)
+    log = arguments.out.with_suffix(".server.log")
+    data["lsp"] = language_server(paths, plan, log)
+    say("gbls's pieces: discovery, worker round trip, report")
+    data["pieces"] = asyncio.run(pieces(paths, plan.pieces_runs))
+    data["phases"] = {}
+    if plan.phases_runs:
+        for path in paths:
+            if path.name.endswith("010.py"):
+                say(f"the worker's child taken apart: {path.name}")
+                data["phases"][path.name] = phases(path, plan.phases_runs)
+    rows = summarise(data, names)
+    data["summary"] = rows
+    data["memory"] = memory(data)
+    data["ratios"] = ratios(rows)
+    data["targets"] = targets(rows, names)
+    data["meta"]["load_average_after"] = os.getloadavg()
+    data["meta"]["seconds"] = time.perf_counter() - began
+    arguments.out.write_text(json.dumps(data, indent=1) + "\n")
+    load = ", ".join(f"{x:.1f}" for x in data["meta"]["load_average_before"])
+    print(f"gbls benchmark, {data['meta']['date']}, {data['meta']['machine']}, load average {load}")
+    print()
+    print(table(rows, names))
+    print()
+    print(ratio_table(data["ratios"], names))
+    print()
+    print("memory (MiB): " + ", ".join(f"{k} {v:.0f}" for k, v in data["memory"].items() if v))
+    print()
+    print("targets (issue 7):")
+    print(target_lines(data["targets"]))
+    print()
+    print("where the time goes (medians):")
+    print(phase_lines(data))
+    print()
+    print(f"JSON: {arguments.out}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

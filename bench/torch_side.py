@@ -1,0 +1,411 @@
+"""The benchmark's measurements that need torch; run.py starts this script in a fresh process.
+
+    python bench/torch_side.py explain FILE          the fresh-process ``torch._dynamo.explain`` baseline
+    python bench/torch_side.py phases FILE RUNS      where a gbls analysis's time goes, from a warm parent
+    python bench/torch_side.py floor-server          the warm-translator floor (no-op backend, no fork),
+                                                     one run per line ``PATH PROFILE`` on stdin
+
+The first two print one JSON object on the last line of stdout. The module's own prints go to /dev/null.
+"""
+
+from __future__ import annotations
+
+import ast
+import contextlib
+import cProfile
+import gc
+import json
+import os
+import pstats
+import selectors
+import statistics
+import sys
+import tempfile
+import time
+import types
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import torch
+import torch._dynamo
+import torch._dynamo.guards as guards
+
+Backend = Callable[[torch.fx.GraphModule, list[Any]], Callable[..., Any]]
+
+
+def noop_backend(gm: torch.fx.GraphModule, example_inputs: list[Any]) -> Callable[..., Any]:
+    return gm.forward
+
+
+@contextlib.contextmanager
+def quiet() -> Iterator[None]:
+    """The analysed module prints; keep our stdout for the one JSON line."""
+    sys.stdout.flush()
+    saved = os.dup(1)
+    null = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(null, 1)
+    os.close(null)
+    try:
+        yield
+    finally:
+        sys.stdout.flush()
+        os.dup2(saved, 1)
+        os.close(saved)
+
+
+@contextlib.contextmanager
+def compile_replaced(backend: Backend | None) -> Iterator[None]:
+    """``torch.compile`` forced to ``backend``, or (``None``) the identity: every call runs eagerly."""
+    real = torch.compile
+
+    def forced(model: Any = None, **options: Any) -> Any:
+        if model is None:
+            return lambda actual: forced(actual, **options)
+        if backend is None:
+            return model
+        options["backend"] = backend
+        options.pop("mode", None)
+        options.pop("options", None)
+        return real(model, **options)
+
+    torch.compile = forced  # type: ignore[assignment]
+    try:
+        yield
+    finally:
+        torch.compile = real
+
+
+def execute(path: str, source: str) -> types.ModuleType:
+    """Run the file's text as a fresh module, as gbls's child does (not as ``__main__``)."""
+    module = types.ModuleType(os.path.splitext(os.path.basename(path))[0])
+    module.__file__ = path
+    sys.modules[module.__name__] = module
+    exec(compile(source, path, "exec", dont_inherit=True), module.__dict__)
+    return module
+
+
+def module_calls(source: str) -> list[tuple[str, str]]:
+    """The module-level calls ``name(args)``: each compiled function's original callable and its inputs."""
+    calls = []
+    for node in ast.parse(source).body:
+        if isinstance(node, ast.Expr) and isinstance(node.value, ast.Call):
+            call = node.value
+            if isinstance(call.func, ast.Name) and call.func.id != "print":
+                arguments = ", ".join(ast.unparse(a) for a in call.args)
+                calls.append((call.func.id, f"({arguments},)" if arguments else "()"))
+    return calls
+
+
+def explain(path: str) -> dict[str, Any]:
+    """Baseline: a fresh process (this one) calls ``torch._dynamo.explain`` on every compiled function."""
+    source = open(path).read()
+    with quiet(), compile_replaced(None):
+        namespace = execute(path, source).__dict__
+        graphs = breaks = 0
+        for name, args in module_calls(source):
+            torch.manual_seed(0)
+            output = torch._dynamo.explain(namespace[name])(*eval(args, namespace))
+            graphs += output.graph_count
+            breaks += output.graph_break_count
+    return {"functions": len(module_calls(source)), "graphs": graphs, "breaks": breaks}
+
+
+def floor_server() -> None:
+    """The floor, as a warm process that stays up: run.py times it side by side with the server.
+
+    Reads lines ``PATH PROFILE`` on stdin; for each, resets Dynamo and runs the file's module with
+    a no-op backend, then answers ``{"seconds": ...}`` on one line. ``PROFILE`` 0 turns off
+    Dynamo's guard-latency profiling (a metric that flushes the CPU cache once per compiled frame).
+    """
+    answers = os.fdopen(os.dup(1), "w")
+    null = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(null, 1)  # the module's prints must not reach the answers
+    real = guards.profile_guard_manager
+    sources: dict[str, str] = {}
+    for line in sys.stdin:
+        path, profile = line.split()
+        source = sources.setdefault(path, open(path).read())
+        guards.profile_guard_manager = real if profile == "1" else (lambda *args: 0.0)
+        torch._dynamo.reset()
+        with compile_replaced(noop_backend):
+            start = time.perf_counter()
+            execute(path, source)
+            seconds = time.perf_counter() - start
+        answers.write(json.dumps({"seconds": seconds}) + "\n")
+        answers.flush()
+
+
+# -- phases: the warm gbls worker's child, taken apart ------------------------------------------
+
+
+Measured = dict[str, float]
+
+
+def _reap(pid: int, start: float) -> Measured:
+    """Wait for ``pid``: wall seconds since ``start``, its CPU seconds, its minor page faults."""
+    _, _, usage = os.wait4(pid, 0)
+    return {
+        "wall": time.perf_counter() - start,
+        "cpu": usage.ru_utime + usage.ru_stime,
+        "page faults": float(usage.ru_minflt),
+    }
+
+
+def _fork_and_wait(child: Callable[[], None]) -> Measured:
+    """Fork, run ``child`` there (it must end with os._exit), and reap it."""
+    start = time.perf_counter()
+    pid = os.fork()
+    if pid == 0:
+        try:
+            child()
+        finally:
+            os._exit(70)
+    return _reap(pid, start)
+
+
+def _floor_child(path: str, source: str) -> None:
+    with quiet(), compile_replaced(noop_backend):
+        execute(path, source)
+    os._exit(0)
+
+
+class Timed:
+    """Wraps module attributes so that the child can say how long each phase took (outermost calls)."""
+
+    def __init__(self) -> None:
+        self.seconds: dict[str, float] = {}
+        self._depth: dict[str, int] = {}
+        self._gc_start = 0.0
+        gc.callbacks.append(self._gc)
+
+    def _gc(self, phase: str, info: dict[str, int]) -> None:
+        if phase == "start":
+            self._gc_start = time.perf_counter()
+        else:
+            label = f"garbage collection (generation {info['generation']})"
+            self.seconds[label] = self.seconds.get(label, 0.0) + time.perf_counter() - self._gc_start
+
+    def wrap(self, owner: Any, attribute: str, label: str) -> None:
+        original = getattr(owner, attribute)
+
+        def timed(*args: Any, **kwargs: Any) -> Any:
+            depth = self._depth.get(label, 0)
+            self._depth[label] = depth + 1
+            start = time.perf_counter()
+            try:
+                return original(*args, **kwargs)
+            finally:
+                self._depth[label] = depth
+                if depth == 0:
+                    self.seconds[label] = self.seconds.get(label, 0.0) + time.perf_counter() - start
+
+        setattr(owner, attribute, timed)
+
+
+def _gbls_child(request: Any, events_w: int, output_w: int, report: str, profile: bool) -> None:
+    """gbls's real child code path (``zygote._child``), timed by phase, optionally under cProfile."""
+    import torch._dynamo.convert_frame as convert_frame
+
+    from gbls.worker import analyse, capture, zygote
+
+    timed = Timed()
+    timed.wrap(analyse, "_execute", "module execution (incl. translation)")
+    timed.wrap(analyse, "_fresh_imports", "import hooks")
+    timed.wrap(analyse, "_name_the_line", "signal/faulthandler setup")
+    timed.wrap(capture.Capture, "install", "hook installation")
+    timed.wrap(convert_frame, "_compile", "Dynamo translation (convert_frame._compile)")
+    timed.wrap(zygote, "_limit", "rlimits")
+    timed.wrap(zygote, "_unshare_network", "unshare network")
+    profiler = cProfile.Profile() if profile else None
+    start = time.perf_counter()
+    real_exit = zygote._exit
+
+    def finish(code: int) -> None:
+        total = time.perf_counter() - start
+        if profiler is not None:
+            profiler.disable()
+            profiler.dump_stats(report + ".prof")
+        with open(report, "w") as handle:
+            json.dump({"total": total, "phases": timed.seconds}, handle)
+        real_exit(code)
+
+    zygote._exit = finish  # type: ignore[assignment]
+    scratch = tempfile.mkdtemp(prefix="gbls-bench-")
+    if profiler is not None:
+        profiler.enable()
+    null = os.open(os.devnull, os.O_WRONLY)
+    zygote._child(request, events_w, output_w, scratch, null, sandboxed=True)
+
+
+def _gbls_run(request: Any, report: str, profile: bool = False) -> Measured:
+    """Fork gbls's child, read its events and output to the end as the zygote does, and reap it."""
+    events_r, events_w = os.pipe()
+    output_r, output_w = os.pipe()
+    start = time.perf_counter()
+    pid = os.fork()
+    if pid == 0:
+        try:
+            os.close(events_r)
+            os.close(output_r)
+            _gbls_child(request, events_w, output_w, report, profile)
+        finally:
+            os._exit(70)
+    os.close(events_w)
+    os.close(output_w)
+    events = 0
+    with selectors.DefaultSelector() as selector:
+        selector.register(events_r, selectors.EVENT_READ)
+        selector.register(output_r, selectors.EVENT_READ)
+        while selector.get_map():
+            for key, _ in selector.select():
+                data = os.read(key.fd, 1 << 16)
+                if not data:
+                    selector.unregister(key.fd)
+                    os.close(key.fd)
+                elif key.fd == events_r:
+                    events += data.count(b"\n")
+    return {**_reap(pid, start), "events": float(events)}
+
+
+CATEGORIES = (
+    ("gbls hooks and runner", "/gbls/worker/"),
+    ("Dynamo", "/torch/_dynamo/"),
+    ("FX", "/torch/fx/"),
+    ("fake tensors / subclasses", "/torch/_subclasses/"),
+    ("sympy / symbolic shapes", "sympy"),
+    ("nn.Module", "/torch/nn/"),
+    ("other torch", "/torch/"),
+    ("json", "/json/"),
+    ("traceback / linecache / inspect", ("traceback.py", "linecache.py", "inspect.py", "tokenize.py")),
+)
+
+
+def _categorise(filename: str) -> str:
+    for label, pattern in CATEGORIES:
+        patterns = (pattern,) if isinstance(pattern, str) else pattern
+        if any(p in filename for p in patterns):
+            return label
+    if filename == "~":
+        return "builtins (C)"
+    return "other Python"
+
+
+def profile_summary(prof_path: str, top: int = 12) -> dict[str, Any]:
+    """Self time by category, and the top functions by self and by cumulative time."""
+    stats = pstats.Stats(prof_path)
+    raw: dict[Any, Any] = stats.stats  # type: ignore[attr-defined]
+    by_category: dict[str, float] = {}
+    rows = []
+    for (filename, line, name), (_, calls, tottime, cumtime, _) in raw.items():
+        label = _categorise(filename)
+        by_category[label] = by_category.get(label, 0.0) + tottime
+        short = filename.split("site-packages/")[-1].split("/work/main/")[-1]
+        rows.append((f"{short}:{line}({name})", calls, tottime, cumtime))
+    total = sum(by_category.values()) or 1.0
+    return {
+        "self_seconds_by_category": dict(sorted(by_category.items(), key=lambda kv: -kv[1])),
+        "self_fraction_by_category": {k: v / total for k, v in by_category.items()},
+        "top_self": [
+            {"function": f, "calls": c, "self": t, "cumulative": cum}
+            for f, c, t, cum in sorted(rows, key=lambda r: -r[2])[:top]
+        ],
+        "top_cumulative_gbls": [
+            {"function": f, "calls": c, "self": t, "cumulative": cum}
+            for f, c, t, cum in sorted(rows, key=lambda r: -r[3])
+            if "gbls/" in f
+        ][:top],
+    }
+
+
+def _no_guard_profiling(*args: Any) -> float:
+    return 0.0
+
+
+def phases(path: str, runs: int) -> dict[str, Any]:
+    """From a parent warmed as gbls's worker warms itself: fork costs, the floor forked, gbls's child.
+
+    Then gbls's child after changes to the parent that gbls could make, in the same rounds (the
+    machine's load drifts): ``gc.freeze()`` after the warm-up (full collections in the child
+    otherwise walk, and so copy, the parent's whole heap), and Dynamo's guard-latency profiling
+    replaced by a no-op. Last, a richer warm-up: the parent translates a file like this one once.
+    Each fork reports wall and CPU seconds and minor page faults (copy-on-write copies among them).
+    """
+    from gbls.worker import zygote
+    from gbls.worker.protocol import Request
+
+    source = open(path).read()
+    with quiet():
+        zygote.warm_up()
+    request = Request(id="bench", path=os.path.abspath(path), source=source, workspace=os.path.dirname(path))
+    real_profiling = guards.profile_guard_manager
+    measured: dict[str, list[Measured]] = {}
+    child_phases: list[dict[str, Any]] = []
+
+    def floor_child() -> None:
+        _floor_child(path, source)
+
+    with tempfile.TemporaryDirectory(prefix="gbls-bench-") as folder:
+        report = os.path.join(folder, "phases.json")
+
+        def record(label: str, run: Measured) -> None:
+            measured.setdefault(label, []).append(run)
+            if label.startswith("gbls child"):
+                with open(report) as handle:
+                    child_phases.append({"variant": label, **json.load(handle)})
+
+        for _ in range(runs):
+            record("fork + exit", _fork_and_wait(lambda: os._exit(0)))
+            record("floor, forked", _fork_and_wait(floor_child))
+            record("gbls child", _gbls_run(request, report))
+            gc.freeze()
+            record("gbls child, gc.freeze() in the parent", _gbls_run(request, report))
+            guards.profile_guard_manager = _no_guard_profiling
+            record("gbls child, gc.freeze() + no guard profiling", _gbls_run(request, report))
+            record("floor, forked, gc.freeze() + no guard profiling", _fork_and_wait(floor_child))
+            guards.profile_guard_manager = real_profiling
+            gc.unfreeze()
+        _gbls_run(request, report, profile=True)
+        profile = profile_summary(report + ".prof")
+        warm_path = os.path.join(folder, "warmup_module.py")
+        with open(warm_path, "w") as handle:
+            handle.write(source)
+        with quiet(), compile_replaced(noop_backend):
+            execute(warm_path, source)
+        torch._dynamo.reset()
+        gc.freeze()
+        guards.profile_guard_manager = _no_guard_profiling
+        for _ in range(runs):
+            record("gbls child, all three (+ a richer warm-up)", _gbls_run(request, report))
+    medians = {
+        label: {key: statistics.median(run[key] for run in runs_) for key in runs_[0]}
+        for label, runs_ in measured.items()
+    }
+    inside: dict[str, dict[str, float]] = {}
+    for variant in dict.fromkeys(run["variant"] for run in child_phases):
+        mine = [run for run in child_phases if run["variant"] == variant]
+        labels = dict.fromkeys(label for run in mine for label in run["phases"])
+        inside[variant] = {
+            label: statistics.median(run["phases"].get(label, 0.0) for run in mine) for label in labels
+        }
+    return {"medians": medians, "runs": measured, "inside_child": inside, "profile": profile}
+
+
+def main() -> None:
+    command = sys.argv[1]
+    if command != "explain":  # the explain baseline runs as a user would run it
+        torch.set_num_threads(1)  # as gbls's worker does
+    if command == "floor-server":
+        floor_server()
+        return
+    path = os.path.abspath(sys.argv[2])
+    if command == "explain":
+        result = explain(path)
+    elif command == "phases":
+        result = phases(path, int(sys.argv[3]))
+    else:
+        raise SystemExit(f"unknown command {command}")
+    print(json.dumps(result))
+
+
+if __name__ == "__main__":
+    main()
