@@ -120,7 +120,13 @@ def launch(interpreter: str | None, folders: list[str], mode: str = "auto") -> L
     if sized is not None:
         bwrap = shutil.which("bwrap") or "bwrap"
         environment["GBLS_SANDBOX"] = "bwrap"
-        return Launch((bwrap, *_bwrap_arguments(folders, sized), *worker), environment, "bwrap", "")
+        # The interpreter's environment (bin/..) and gbls's worker, were they under /tmp, too.
+        visible = [
+            *folders,
+            os.path.dirname(os.path.dirname(os.path.abspath(python))),
+            str(WORKER_MAIN.parent),
+        ]
+        return Launch((bwrap, *_bwrap_arguments(visible, sized), *worker), environment, "bwrap", "")
     if mode == "bwrap":
         raise RuntimeError(
             "the sandbox setting asks for bwrap, but bubblewrap is missing or does not work here"

@@ -233,7 +233,13 @@ def cli(tmp_path_factory: pytest.TempPathFactory) -> CliRuns:
     limits = ["--timeout", str(TIMEOUT), "--memory-mb", str(MEMORY_MB)]
     faults = gbls("--format", "json", *limits, *files)
     no_bwrap = {**ENVIRONMENT, "PATH": str(tmp_path_factory.mktemp("empty-path"))}
+    # An interpreter under /tmp (a virtual environment there): bwrap's private /tmp must not hide it.
+    venv = tmp_path_factory.mktemp("venv")
+    subprocess.run(
+        [sys.executable, "-m", "venv", "--without-pip", "--system-site-packages", venv], check=True
+    )
     started = {
+        "venv": gbls("--python", str(venv / "bin" / "python"), str(FAULTS / "raises_after_break.py")),
         "off": gbls("--sandbox", "off", str(CLEAN), str(FAULTS / "raises_after_break.py")),
         "missing": gbls(str(CLEAN), str(FAULTS / "raises_after_break.py"), environment=no_bwrap),
         "required": gbls("--sandbox", "bwrap", str(CLEAN), environment=no_bwrap),
@@ -308,7 +314,7 @@ def test_environment_filter() -> None:
     assert not ({"EDITOR", *SECRETS} & set(environment))
 
 
-def test_cli_says_once_that_it_runs_without_the_sandbox(cli: CliRuns) -> None:
+def test_cli_sandbox_notes_and_interpreters(cli: CliRuns) -> None:
     off = cli.notes["off"]
     assert off.returncode == 2, off.stderr
     assert off.stderr.count(NOT_SANDBOXED) == 1 and "(the sandbox setting is off)" in off.stderr
@@ -317,6 +323,8 @@ def test_cli_says_once_that_it_runs_without_the_sandbox(cli: CliRuns) -> None:
     assert missing.returncode == 2, missing.stderr
     assert missing.stderr.count(NOT_SANDBOXED) == 1 and "bubblewrap (bwrap) is missing" in missing.stderr
     assert "Found 1 graph break in 2 files" in missing.stdout
+    assert "the worker exited while starting" not in cli.notes["venv"].stderr
+    assert "Found 1 graph break in 1 file" in cli.notes["venv"].stdout, cli.notes["venv"].stderr
     required = cli.notes["required"]
     assert required.returncode == 2
     assert "the sandbox setting asks for bwrap, but bubblewrap is missing" in required.stderr
