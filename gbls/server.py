@@ -108,6 +108,8 @@ class GblsServer(LanguageServer):
         try:
             info = await worker.start()
         except (WorkerError, RuntimeError) as error:
+            if worker is not self._worker:
+                return  # replaced (restart, new interpreter) while it was starting: nothing to say
             self.window_show_message(
                 lsp.ShowMessageParams(type=lsp.MessageType.Error, message=f"gbls cannot analyse: {error}")
             )
@@ -180,6 +182,8 @@ class GblsServer(LanguageServer):
         self.records[uri] = Analysed(version, source, report)
         self.publish_around(uri, previous.report if previous else None, report)
         self._status(uri, "done", report)
+        if report.failure_kind == "worker":  # warm a fresh worker now, not when the next edit waits for it
+            self._worker_start = asyncio.create_task(self._start_worker(self.worker()))
         if report.status == "ok":
             reached = {loc.path for b in report.breaks for loc in b.chain if loc.path != path}
             imported = cache.workspace_imports(path, self.folders, self.text_of)
