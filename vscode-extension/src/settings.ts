@@ -1,0 +1,66 @@
+// The settings the extension sends to the server: the same object in initializationOptions and in
+// every answer to the server's workspace/configuration request, so that the server never sees two
+// different interpreters (a change of interpreter restarts its warm worker).
+
+export type Severity = 'error' | 'warning' | 'information' | 'hint';
+export type Sandbox = 'auto' | 'bwrap' | 'off';
+
+export interface ServerSettings {
+    enable: boolean;
+    interpreter: string;
+    timeout: number;
+    memoryMb: number;
+    debounceMs: number;
+    severity: Severity;
+    analyseOnChange: boolean;
+    runMain: boolean;
+    sandbox: Sandbox;
+}
+
+// The settings the server cannot take while running: the interpreter is the one it runs with, and
+// a disabled gbls has no server at all. Every other change is pulled by the running server.
+export const RESTART_KEYS: readonly (keyof ServerSettings)[] = ['enable', 'interpreter'];
+
+// The part of vscode.WorkspaceConfiguration used here; get() returns the contributed default.
+export interface Configuration {
+    get<T>(section: string): T | undefined;
+}
+
+function contributed<T>(configuration: Configuration, key: keyof ServerSettings): T {
+    const value = configuration.get<T>(key);
+    if (value === undefined) {
+        throw new Error(`gbls.${key} has no value: package.json must contribute it with a default`);
+    }
+    return value;
+}
+
+export function readSettings(configuration: Configuration): ServerSettings {
+    return {
+        enable: contributed<boolean>(configuration, 'enable'),
+        interpreter: contributed<string>(configuration, 'interpreter'),
+        timeout: contributed<number>(configuration, 'timeout'),
+        memoryMb: contributed<number>(configuration, 'memoryMb'),
+        debounceMs: contributed<number>(configuration, 'debounceMs'),
+        severity: contributed<Severity>(configuration, 'severity'),
+        analyseOnChange: contributed<boolean>(configuration, 'analyseOnChange'),
+        runMain: contributed<boolean>(configuration, 'runMain'),
+        sandbox: contributed<Sandbox>(configuration, 'sandbox'),
+    };
+}
+
+// What the server is told: the user's settings with the interpreter it really runs with.
+export function serverSettings(configuration: Configuration, interpreter: string): ServerSettings {
+    return { ...readSettings(configuration), interpreter };
+}
+
+// `~` and `${workspaceFolder}` in gbls.interpreter, as users write them in other Python settings.
+export function expandPath(value: string, workspaceFolder: string | undefined, home: string): string {
+    let path = value.trim();
+    if (path === '~' || path.startsWith('~/')) {
+        path = home + path.slice(1);
+    }
+    if (workspaceFolder !== undefined) {
+        path = path.split('${workspaceFolder}').join(workspaceFolder);
+    }
+    return path;
+}

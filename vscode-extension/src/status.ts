@@ -1,0 +1,97 @@
+// The status bar item's text, tooltip and click, from the extension's state and the server's
+// gbls/status notifications. No vscode import: unit-tested under node.
+
+// The body of the server's gbls/status notification.
+export interface FileStatus {
+    uri: string;
+    state: 'analysing' | 'done';
+    breaks?: number;
+    notAnalysed?: string[];
+    message?: string;
+}
+
+export type Phase =
+    | { kind: 'untrusted' }
+    | { kind: 'disabled' }
+    | { kind: 'problem'; reason: string; message: string }
+    | { kind: 'starting' }
+    | { kind: 'running' }
+    | { kind: 'stopped' };
+
+export interface StatusView {
+    text: string;
+    tooltip: string;
+    command: string; // run on click
+    arguments?: unknown[];
+}
+
+const REPORT = 'gbls.showBreakReport';
+const RESTART = 'gbls.restart';
+
+function notAnalysed(reason: string, tooltip: string, command: string, args?: unknown[]): StatusView {
+    return { text: `$(circle-slash) gbls: not analysed (${reason})`, tooltip, command, arguments: args };
+}
+
+function plural(count: number, word: string): string {
+    return `${count} ${word}${count === 1 ? '' : 's'}`;
+}
+
+// A one-line reason out of the worker's message, which can be a traceback's last lines.
+function shortReason(message: string): string {
+    const line = message.split('\n').find((part) => part.trim() !== '') ?? message;
+    return line.length > 60 ? `${line.slice(0, 59)}…` : line;
+}
+
+export function statusView(phase: Phase, file: FileStatus | undefined): StatusView {
+    switch (phase.kind) {
+        case 'untrusted':
+            return notAnalysed(
+                'workspace not trusted',
+                'gbls runs the file to analyse it: trust this workspace to turn it on.',
+                'workbench.trust.manage',
+            );
+        case 'disabled':
+            return notAnalysed('disabled', 'gbls.enable is off.', 'workbench.action.openSettings', ['gbls.enable']);
+        case 'problem':
+            return notAnalysed(phase.reason, `${phase.message}\n\nClick to try again.`, RESTART);
+        case 'stopped':
+            return notAnalysed('server stopped', 'The gbls server stopped. Click to restart it.', RESTART);
+        case 'starting':
+            return {
+                text: '$(sync~spin) gbls: starting…',
+                tooltip: 'Starting the gbls server.',
+                command: 'gbls.showOutput',
+            };
+        case 'running':
+            break;
+    }
+    if (file === undefined) {
+        return {
+            text: '$(circle-outline) gbls: not analysed yet',
+            tooltip: 'gbls analyses a Python file when it is opened, edited or saved. Click to analyse it now.',
+            command: 'gbls.analyseCurrentFile',
+        };
+    }
+    if (file.state === 'analysing') {
+        return {
+            text: '$(sync~spin) gbls: analysing…',
+            tooltip: 'gbls is running this file under Dynamo.',
+            command: REPORT,
+        };
+    }
+    if (file.message) {
+        return notAnalysed(shortReason(file.message), file.message, 'gbls.showOutput');
+    }
+    const breaks = file.breaks ?? 0;
+    const skipped = file.notAnalysed ?? [];
+    let text =
+        breaks === 0
+            ? '$(check) gbls: no graph breaks in this file'
+            : `$(warning) gbls: ${plural(breaks, 'graph break')} in this file`;
+    let tooltip = 'Click for the break report.';
+    if (skipped.length > 0) {
+        text += ` · ${skipped.length} not analysed`;
+        tooltip = `Not analysed: ${skipped.join(', ')}. Hover the function for why.\n\n${tooltip}`;
+    }
+    return { text, tooltip, command: REPORT };
+}

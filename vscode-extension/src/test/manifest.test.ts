@@ -1,0 +1,43 @@
+// package.json is half of the extension: what VS Code reads before any code runs.
+import * as assert from 'node:assert/strict';
+import * as fs from 'node:fs';
+import * as path from 'node:path';
+import { test } from 'node:test';
+import { CLIENT_SHOW_REPORT, SERVER_SHOW_REPORT } from '../lenses';
+
+const root = path.resolve(__dirname, '..', '..');
+const manifest = JSON.parse(fs.readFileSync(path.join(root, 'package.json'), 'utf8'));
+
+test('activates on Python files and runs the esbuild bundle', () => {
+    assert.deepEqual(manifest.activationEvents, ['onLanguage:python']);
+    assert.equal(manifest.main, './dist/extension.js');
+});
+
+test('limited in untrusted workspaces, where a workspace may not choose the interpreter', () => {
+    const untrusted = manifest.capabilities.untrustedWorkspaces;
+    assert.equal(untrusted.supported, 'limited');
+    assert.deepEqual(untrusted.restrictedConfigurations, ['gbls.interpreter']);
+});
+
+test('the four commands, under the gbls category', () => {
+    const titles = manifest.contributes.commands.map(
+        (c: { category: string; title: string }) => `${c.category}: ${c.title}`,
+    );
+    assert.deepEqual(titles, [
+        'gbls: Analyse current file',
+        'gbls: Show break report',
+        'gbls: Restart server',
+        'gbls: Show output',
+    ]);
+    const ids = manifest.contributes.commands.map((c: { command: string }) => c.command);
+    assert.ok(ids.includes(CLIENT_SHOW_REPORT));
+    // The language client registers the server's commands itself; a client command of the same id would clash.
+    assert.ok(!ids.includes(SERVER_SHOW_REPORT));
+});
+
+test('the .vsix carries the bundle, the Python launcher and the bundled libraries', () => {
+    const ignore = fs.readFileSync(path.join(root, '.vscodeignore'), 'utf8');
+    for (const kept of ['!dist/extension.js', '!tool/*.py', '!bundled/libs/**']) {
+        assert.ok(ignore.split('\n').includes(kept), kept);
+    }
+});

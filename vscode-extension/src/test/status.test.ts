@@ -1,0 +1,63 @@
+import * as assert from 'node:assert/strict';
+import { test } from 'node:test';
+import { FileStatus, statusView } from '../status';
+
+const running = { kind: 'running' } as const;
+const uri = 'file:///work/model.py';
+
+function done(status: Partial<FileStatus>): FileStatus {
+    return { uri, state: 'done', breaks: 0, notAnalysed: [], message: '', ...status };
+}
+
+test('analysing, then the count of breaks in the file', () => {
+    assert.equal(statusView(running, { uri, state: 'analysing' }).text, '$(sync~spin) gbls: analysing…');
+    assert.equal(statusView(running, done({ breaks: 0 })).text, '$(check) gbls: no graph breaks in this file');
+    assert.equal(statusView(running, done({ breaks: 1 })).text, '$(warning) gbls: 1 graph break in this file');
+    assert.equal(statusView(running, done({ breaks: 3 })).text, '$(warning) gbls: 3 graph breaks in this file');
+    assert.equal(statusView(running, done({ breaks: 3 })).command, 'gbls.showBreakReport');
+});
+
+test('functions that could not be run are counted and named', () => {
+    const view = statusView(running, done({ breaks: 1, notAnalysed: ['Head', 'gate'] }));
+    assert.equal(view.text, '$(warning) gbls: 1 graph break in this file · 2 not analysed');
+    assert.match(view.tooltip, /^Not analysed: Head, gate\./);
+});
+
+test('a file that could not be analysed says why, shortly', () => {
+    const message =
+        'the module raised ModuleNotFoundError: No module named "transformers_but_much_longer_than_the_bar"\nTraceback…';
+    const view = statusView(running, done({ message }));
+    assert.equal(
+        view.text,
+        '$(circle-slash) gbls: not analysed (the module raised ModuleNotFoundError: No module named "tra…)',
+    );
+    assert.equal(view.tooltip, message);
+    assert.equal(view.command, 'gbls.showOutput');
+});
+
+test('not analysed yet: click to analyse', () => {
+    const view = statusView(running, undefined);
+    assert.equal(view.text, '$(circle-outline) gbls: not analysed yet');
+    assert.equal(view.command, 'gbls.analyseCurrentFile');
+});
+
+test('before and without a server, the reason', () => {
+    const untrusted = statusView({ kind: 'untrusted' }, undefined);
+    assert.equal(untrusted.text, '$(circle-slash) gbls: not analysed (workspace not trusted)');
+    assert.equal(untrusted.command, 'workbench.trust.manage');
+    const disabled = statusView({ kind: 'disabled' }, undefined);
+    assert.equal(disabled.text, '$(circle-slash) gbls: not analysed (disabled)');
+    assert.deepEqual(disabled.arguments, ['gbls.enable']);
+    const problem = statusView({ kind: 'problem', reason: 'no torch in the interpreter', message: 'm' }, undefined);
+    assert.equal(problem.text, '$(circle-slash) gbls: not analysed (no torch in the interpreter)');
+    assert.equal(problem.command, 'gbls.restart');
+    assert.equal(statusView({ kind: 'starting' }, undefined).text, '$(sync~spin) gbls: starting…');
+    assert.equal(statusView({ kind: 'stopped' }, undefined).command, 'gbls.restart');
+});
+
+test('a stale file status does not hide that the server is not running', () => {
+    assert.equal(
+        statusView({ kind: 'stopped' }, done({ breaks: 2 })).text,
+        '$(circle-slash) gbls: not analysed (server stopped)',
+    );
+});

@@ -1,0 +1,18 @@
+"""Start the gbls language server on stdio with the libraries bundled in the extension.
+
+The extension runs this file with the user's interpreter, the one with torch. bundled/libs goes
+first on sys.path of this process only (not PYTHONPATH): the worker that imports torch is another
+process, so the bundled libraries never shadow the user's.
+"""
+
+import logging
+import os
+import sys
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "bundled", "libs"))
+
+from gbls.server import serve  # noqa: E402
+
+# pygls logs every message it sends at INFO: the output channel would show each diagnostic twice.
+logging.getLogger("pygls").setLevel(logging.WARNING)
+serve()
