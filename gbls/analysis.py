@@ -25,7 +25,9 @@ async def analyse(
     settings: Settings,
     workspace: str = "",
     source_of: SourceOf = read_source,
+    reuse: tuple[str, ...] = (),
 ) -> FileReport:
+    """``reuse``: compiled functions whose last results still hold (see ``incremental``)."""
     path = os.path.abspath(path)
     # jedi is CPU-bound: keep it off the event loop so that hovers stay instant.
     sites = await asyncio.to_thread(find_compiled, source, path, settings.interpreter or None)
@@ -36,6 +38,7 @@ async def analyse(
         settings=settings.for_worker(),
         targets=static_targets(sites),
         workspace=workspace or os.path.dirname(path),
+        reuse=reuse,
     )
     result = await worker.analyse(request)
     return build(path, source, result, sites, source_of)

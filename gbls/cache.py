@@ -18,7 +18,7 @@ from collections.abc import Callable
 from typing import Any
 
 from .ranges import Span
-from .report import BreakReport, FileReport, FunctionReport, Location
+from .report import BreakReport, FileReport, FunctionReport
 from .worker.protocol import Graph
 
 Key = tuple[tuple[int, str, int, int], ...]
@@ -48,19 +48,20 @@ def line_map(old: tuple[int, ...], new: tuple[int, ...]) -> dict[int, int]:
     return dict(zip(old, new, strict=True))
 
 
-def _shift_span(span: Span, lines: dict[int, int]) -> Span:
+Lines = dict[int, int]
+
+
+def _span(span: Span, lines: Lines) -> Span:
     return dataclasses.replace(
         span, line=lines.get(span.line, span.line), end_line=lines.get(span.end_line, span.end_line)
     )
 
 
-def _shift_location(location: Location, path: str, lines: dict[int, int]) -> Location:
-    if location.path != path:
-        return location
-    return dataclasses.replace(location, span=_shift_span(location.span, lines))
+def _maybe(span: Span | None, lines: Lines) -> Span | None:
+    return _span(span, lines) if span is not None else None
 
 
-def _shift_graph(graph: Graph, lines: dict[int, int]) -> Graph:
+def _graph(graph: Graph, lines: Lines) -> Graph:
     return dataclasses.replace(
         graph,
         first_line=lines.get(graph.first_line, graph.first_line) if graph.first_line else None,
@@ -68,37 +69,43 @@ def _shift_graph(graph: Graph, lines: dict[int, int]) -> Graph:
     )
 
 
-def _maybe(span: Span | None, lines: dict[int, int]) -> Span | None:
-    return _shift_span(span, lines) if span is not None else None
+def shifted_break(brk: BreakReport, path: str, maps: dict[str, Lines]) -> BreakReport:
+    """``brk`` of the analysed file ``path`` moved by each file's line map."""
+    return dataclasses.replace(
+        brk,
+        span=_span(brk.span, maps.get(path, {})),
+        chain=tuple(
+            dataclasses.replace(location, span=_span(location.span, maps.get(location.path, {})))
+            for location in brk.chain
+        ),
+    )
 
 
-def shifted(report: FileReport, lines: dict[int, int]) -> FileReport:
+def shifted_function(function: FunctionReport, path: str, maps: dict[str, Lines]) -> FunctionReport:
+    """``function`` of the analysed file ``path``: its ranges are there, its graphs' lines in its own file."""
+    here = maps.get(path, {})
+    return dataclasses.replace(
+        function,
+        line=here.get(function.line, function.line),
+        span=_span(function.span, here),
+        decorator=_maybe(function.decorator, here),
+        call=_maybe(function.call, here),
+        graphs=tuple(_graph(g, maps.get(function.path, {})) for g in function.graphs),
+        reached=tuple(
+            dataclasses.replace(code, line=maps.get(code.path, {}).get(code.line, code.line))
+            for code in function.reached
+        ),
+    )
+
+
+def shifted(report: FileReport, lines: Lines) -> FileReport:
     """``report`` with every line in its own file moved by ``lines``; other files are untouched."""
-    path = report.path
-
-    def brk(b: BreakReport) -> BreakReport:
-        return dataclasses.replace(
-            b,
-            span=_shift_span(b.span, lines),
-            chain=tuple(_shift_location(location, path, lines) for location in b.chain),
-        )
-
-    def function(f: FunctionReport) -> FunctionReport:
-        own = f.path == path
-        return dataclasses.replace(
-            f,
-            line=lines.get(f.line, f.line),
-            span=_shift_span(f.span, lines),
-            decorator=_maybe(f.decorator, lines),
-            call=_maybe(f.call, lines),
-            graphs=tuple(_shift_graph(g, lines) for g in f.graphs) if own else f.graphs,
-        )
-
+    maps = {report.path: lines}
     return dataclasses.replace(
         report,
-        breaks=tuple(brk(b) for b in report.breaks),
-        suppressed=tuple(brk(b) for b in report.suppressed),
-        functions=tuple(function(f) for f in report.functions),
+        breaks=tuple(shifted_break(b, report.path, maps) for b in report.breaks),
+        suppressed=tuple(shifted_break(b, report.path, maps) for b in report.suppressed),
+        functions=tuple(shifted_function(f, report.path, maps) for f in report.functions),
         failure_span=_maybe(report.failure_span, lines),
     )
 

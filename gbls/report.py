@@ -17,7 +17,7 @@ from dataclasses import dataclass
 
 from .discovery import CompiledSite
 from .ranges import Span, byte_to_char, line_text, span_of
-from .worker.protocol import EAGER, OK, Break, Frame, Function, Graph, Result
+from .worker.protocol import EAGER, OK, Break, Code, Frame, Function, Graph, Result
 
 SourceOf = Callable[[str], str | None]
 
@@ -93,6 +93,7 @@ class FunctionReport:
     span: Span  # where its lens and hover anchor: the def name, or the compile call
     decorator: Span | None
     call: Span | None
+    reached: tuple[Code, ...] = ()  # the code its results depend on
 
     @property
     def hover_spans(self) -> tuple[Span, ...]:
@@ -348,4 +349,5 @@ def _function_report(
         span=span,
         decorator=decorator,
         call=call,
+        reached=function.reached,
     )

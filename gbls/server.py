@@ -20,7 +20,7 @@ from lsprotocol import types as lsp
 from pygls import uris
 from pygls.lsp.server import LanguageServer
 
-from . import __version__, cache
+from . import __version__, cache, incremental
 from .actions import SHOW_LOCATION, code_actions
 from .analysis import analyse
 from .codelens import SHOW_REPORT, lenses
@@ -70,6 +70,8 @@ class GblsServer(LanguageServer):
         self.folders: list[str] = []
         self.records: dict[str, Analysed] = {}
         self.cache: dict[str, cache.Entry] = {}
+        self.memories: dict[str, incremental.Memory] = {}
+        self.reused: dict[str, list[str]] = {}  # by path: what the last analysis did not translate again
         self.scheduler = Scheduler(self.analyse_document)
         self._worker: Worker | None = None
         self._worker_key: tuple[str, str] | None = None
@@ -139,7 +141,9 @@ class GblsServer(LanguageServer):
         """Analyse ``uri`` after ``delay``; or, when the edit cannot change the result, publish it now."""
         if not self.settings.enable:
             return
-        if not fresh and self._publish_from_cache(uri):
+        if fresh:
+            self.memories.pop(uri, None)
+        elif self._publish_from_cache(uri):
             return
         self.scheduler.schedule(uri, delay)
 
@@ -168,9 +172,7 @@ class GblsServer(LanguageServer):
         progress = await self._progress_begin(uri, os.path.basename(path))
         self._status(uri, "analysing")
         try:
-            report = await analyse(
-                self.worker(), path, source, self.settings, self._folder_of(path), self.text_of
-            )
+            report = await self._analyse(path, source, self.memories.get(uri))
         except (WorkerError, RuntimeError) as error:
             report = failed_report(path, str(error))
         finally:
@@ -185,13 +187,33 @@ class GblsServer(LanguageServer):
         if report.failure_kind == "worker":  # warm a fresh worker now, not when the next edit waits for it
             self._worker_start = asyncio.create_task(self._start_worker(self.worker()))
         if report.status == "ok":
-            reached = {loc.path for b in report.breaks for loc in b.chain if loc.path != path}
-            imported = cache.workspace_imports(path, self.folders, self.text_of)
-            stored = cache.entry(
-                source, self._settings_key(), sorted(reached | set(imported)), self.text_of, report
-            )
-            if stored is not None:
-                self.cache[uri] = stored
+            self._remember(uri, source, report)
+
+    async def _analyse(self, path: str, source: str, memory: incremental.Memory | None) -> FileReport:
+        """Translate what the edit can have changed; keep the other functions' last results."""
+        reuse = incremental.reusable(memory, source, self._settings_key(), self.text_of)
+        folder = self._folder_of(path)
+        report = await analyse(self.worker(), path, source, self.settings, folder, self.text_of, tuple(reuse))
+        self.reused[path] = reuse
+        if not reuse:
+            return report
+        if memory is None or report.status != "ok":  # the module failed: say exactly what a full run says
+            self.reused[path] = []
+            return await analyse(self.worker(), path, source, self.settings, folder, self.text_of)
+        return incremental.combine(report, memory, reuse, source, self.text_of)
+
+    def _remember(self, uri: str, source: str, report: FileReport) -> None:
+        path = report.path
+        imported = cache.workspace_imports(path, self.folders, self.text_of)
+        reached = {loc.path for b in report.breaks for loc in b.chain if loc.path != path}
+        stored = cache.entry(
+            source, self._settings_key(), sorted(reached | set(imported)), self.text_of, report
+        )
+        if stored is not None:
+            self.cache[uri] = stored
+        self.memories[uri] = incremental.remember(
+            report, source, self._settings_key(), imported, self.text_of
+        )
 
     def _folder_of(self, path: str) -> str:
         containing = [f for f in self.folders if path == f or path.startswith(f.rstrip(os.sep) + os.sep)]
@@ -227,6 +249,7 @@ class GblsServer(LanguageServer):
             status |= {
                 "breaks": len(report.breaks),
                 "notAnalysed": [f.qualname for f in report.functions if not f.analysed],
+                "reused": self.reused.get(report.path, []),
                 "message": report.message,
             }
         self.protocol.notify(STATUS, status)
@@ -262,6 +285,7 @@ class GblsServer(LanguageServer):
 
     def forget(self, uri: str) -> None:
         self.scheduler.cancel(uri)
+        self.memories.pop(uri, None)
         record = self.records.pop(uri, None)
         self.text_document_publish_diagnostics(lsp.PublishDiagnosticsParams(uri=uri, diagnostics=[]))
         if record is not None:

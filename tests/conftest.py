@@ -1,15 +1,21 @@
 from __future__ import annotations
 
+import sys
 from collections.abc import AsyncIterator, Awaitable, Callable
 from pathlib import Path
 
 import pytest
+import pytest_lsp
+from lsprotocol import types as lsp
+from pytest_lsp import ClientServerConfig, LanguageClient, client_capabilities
 
 from gbls.analysis import analyse
 from gbls.report import FileReport
 from gbls.sandbox import launch
 from gbls.settings import Settings
 from gbls.workerclient import Worker
+
+from .lsp import Recorder, uri_of
 
 FIXTURES = Path(__file__).parent / "fixtures"
 
@@ -33,3 +39,22 @@ def analyse_file(worker: Worker) -> Analyse:
         return await analyse(worker, str(path), text, settings or Settings(), str(path.parent))
 
     return run
+
+
+@pytest_lsp.fixture(
+    scope="session",
+    config=ClientServerConfig(server_command=[sys.executable, "-m", "gbls"]),
+)
+async def client(lsp_client: LanguageClient) -> AsyncIterator[LanguageClient]:
+    """One real gbls server for the LSP tests that are not about start-up, on the fixtures folder."""
+    lsp_client.diagnostics = Recorder()
+    lsp_client.set_configuration({"debounceMs": 200}, section="gbls")
+    await lsp_client.initialize_session(
+        lsp.InitializeParams(
+            capabilities=client_capabilities("visual-studio-code"),
+            workspace_folders=[lsp.WorkspaceFolder(uri=uri_of(FIXTURES), name="fixtures")],
+            initialization_options={"gbls": {"timeout": 60}},
+        )
+    )
+    yield lsp_client
+    await lsp_client.shutdown_session()

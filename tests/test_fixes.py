@@ -19,7 +19,7 @@ from gbls.diagnostics import to_span
 from gbls.fixes import Edit, apply
 
 from .conftest import FIXTURES
-from .test_server import Recorder, diagnostics_for
+from .lsp import Recorder, diagnostics_for
 
 FIXES = FIXTURES / "fixes"
 

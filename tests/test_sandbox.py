@@ -29,7 +29,7 @@ from pytest_lsp import ClientServerConfig, LanguageClient, client_capabilities
 from gbls.sandbox import bwrap_sizes, worker_environment
 
 from .conftest import FIXTURES, Analyse
-from .test_server import Recorder, close, open_and_wait, uri_of
+from .lsp import Recorder, close, open_and_wait, uri_of
 
 ROOT = Path(__file__).parent.parent
 FAULTS = FIXTURES / "faults"

@@ -4,79 +4,16 @@ from __future__ import annotations
 
 import asyncio
 import os
-import sys
-from collections.abc import AsyncIterator
 from pathlib import Path
-from typing import Any
 
-import pytest_lsp
 from lsprotocol import types as lsp
-from pygls import uris
-from pytest_lsp import ClientServerConfig, LanguageClient, client_capabilities
+from pytest_lsp import LanguageClient
 
 from .conftest import FIXTURES
+from .lsp import Recorder, close, diagnostics_for, open_and_wait, uri_of
 
 LSP = FIXTURES / "lsp"
 ENGINE = FIXTURES / "engine"
-
-
-class Recorder(dict[str, Any]):
-    """The client's diagnostics dict, remembering every publication, not just the last."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.history: list[tuple[str, Any]] = []
-
-    def __setitem__(self, uri: str, diagnostics: Any) -> None:
-        self.history.append((uri, diagnostics))
-        super().__setitem__(uri, diagnostics)
-
-
-def uri_of(path: Path) -> str:
-    return uris.from_fs_path(str(path)) or ""
-
-
-@pytest_lsp.fixture(
-    scope="session",
-    config=ClientServerConfig(server_command=[sys.executable, "-m", "gbls"]),
-)
-async def client(lsp_client: LanguageClient) -> AsyncIterator[LanguageClient]:
-    lsp_client.diagnostics = Recorder()
-    lsp_client.set_configuration({"debounceMs": 200}, section="gbls")
-    await lsp_client.initialize_session(
-        lsp.InitializeParams(
-            capabilities=client_capabilities("visual-studio-code"),
-            workspace_folders=[lsp.WorkspaceFolder(uri=uri_of(FIXTURES), name="fixtures")],
-            initialization_options={"gbls": {"timeout": 60}},
-        )
-    )
-    yield lsp_client
-    await lsp_client.shutdown_session()
-
-
-async def open_and_wait(client: LanguageClient, path: Path, text: str | None = None) -> list[lsp.Diagnostic]:
-    uri = uri_of(path)
-    client.text_document_did_open(
-        lsp.DidOpenTextDocumentParams(
-            lsp.TextDocumentItem(uri=uri, language_id="python", version=1, text=text or path.read_text())
-        )
-    )
-    return await diagnostics_for(client, uri)
-
-
-async def diagnostics_for(client: LanguageClient, uri: str, timeout: float = 120) -> list[lsp.Diagnostic]:
-    recorder: Recorder = client.diagnostics  # type: ignore[assignment]
-    seen = len(recorder.history)
-    async with asyncio.timeout(timeout):
-        while True:
-            for published_uri, diagnostics in recorder.history[seen:]:
-                if published_uri == uri:
-                    return list(diagnostics)
-            await asyncio.sleep(0.05)
-
-
-def close(client: LanguageClient, path: Path) -> None:
-    client.text_document_did_close(lsp.DidCloseTextDocumentParams(lsp.TextDocumentIdentifier(uri_of(path))))
 
 
 async def test_diagnostics_ranges_related_information_and_links(client: LanguageClient) -> None:

@@ -56,7 +56,7 @@ def run(request: Request, emit: Emit, offline: bool) -> None:
     # Tracebacks and Dynamo read the buffer's lines, not the file's: it may be unsaved or deleted.
     linecache.cache[path] = (len(request.source), None, request.source.splitlines(True), path)
     attempts = Attempts(emit)
-    capture = Capture(attempts.emit).install()
+    capture = Capture(attempts.emit, path, request.reuse).install()
     _fresh_imports([request.workspace or os.path.dirname(path)])
     module = _new_module(path, request.settings.run_main)
     failure = _encoding_failure(path) or _execute(request, module, offline)
@@ -65,10 +65,10 @@ def run(request: Request, emit: Emit, offline: bool) -> None:
     lines = request.source.splitlines()
     runner = _Runner(capture, attempts, module, path, lines)
     for target in list(capture.targets):
-        if path in (target.path, target.call_path) and not target.called:
+        if path in (target.path, target.call_path) and not target.called and not target.reused:
             runner.run(target)
     for static in request.targets:
-        if not any(_matches(static, target) for target in capture.targets):
+        if static.qualname not in request.reuse and not any(_matches(static, t) for t in capture.targets):
             runner.run_static(static, stopped=failure is not None)
     emit({"event": "done"})
 
@@ -358,7 +358,7 @@ class _Runner:
                 callee(*args, **kwargs)
             except (Exception, SystemExit) as error:
                 self.attempts.discard()
-                target.called = False
+                target.forget_attempt()
                 errors.append(f"the example at line {line} raised {_describe_error(error)}")
         if errors and not target.called:
             self._verdict(target, "; ".join(errors))
@@ -375,7 +375,7 @@ class _Runner:
                 return
             except (Exception, SystemExit) as error:
                 self.attempts.discard()
-                target.called = False
+                target.forget_attempt()
                 last_error = _describe_error(error)
         self._verdict(
             target,

@@ -26,7 +26,7 @@ import re
 import sys
 import sysconfig
 import types
-from typing import Any, Callable, Dict, List, Optional, Tuple
+from typing import Any, Callable, Dict, List, Optional, Set, Tuple
 
 import torch
 import torch._dynamo
@@ -86,6 +86,13 @@ class Target:
         self.called = False
         self.call_path = ""
         self.call_line = 0
+        self.reused = False
+        self.reached: Set[Tuple[str, int, str]] = set()
+
+    def forget_attempt(self) -> None:
+        """A discarded input attempt's call and reach events are gone: record them again next time."""
+        self.called = False
+        self.reached.clear()
 
     def event(self) -> Dict[str, Any]:
         return {
@@ -99,6 +106,7 @@ class Target:
             "fullgraph": self.fullgraph,
             "call_path": self.call_path,
             "call_line": self.call_line,
+            "reused": self.reused,
         }
 
 
@@ -113,8 +121,10 @@ class Translation:
 
 
 class Capture:
-    def __init__(self, emit: Emit) -> None:
+    def __init__(self, emit: Emit, path: str = "", reuse: Tuple[str, ...] = ()) -> None:
         self.emit = emit
+        self.path = path
+        self.reuse = set(reuse)
         self.targets: List[Target] = []
         self.by_code: Dict[types.CodeType, Target] = {}
         self.by_module: Dict[int, Target] = {}
@@ -122,6 +132,7 @@ class Capture:
         self.translations: List[Translation] = []
         self.structured: Dict[str, Dict[str, Any]] = {}
         self.input_source = "module"
+        self.reaches = True
         self.gb_ids = _load_gb_ids()
         self.original_compile = torch.compile
 
@@ -134,8 +145,35 @@ class Capture:
         self._hook_break_log()
         self._hook_error_messages()
         self._hook_frame_callback()
+        self._hook_inlining()
         convert_frame.register_bytecode_hook(self.bytecode_hook)
         return self
+
+    def _hook_inlining(self) -> None:
+        """Record each function Dynamo inlines: a target's results depend on their code too."""
+        inlining = getattr(symbolic_convert, "InliningInstructionTranslator", None)
+        build = getattr(inlining, "build_inline_tracer", None)
+        if build is None:  # this torch cannot say what a target reaches: nothing is ever reused
+            self.reaches = False
+            return
+        capture = self
+
+        def build_inline_tracer(parent: Any, func: Any, *args: Any, **kwargs: Any) -> Any:
+            code = getattr(func, "get_code", lambda: None)()
+            if isinstance(code, types.CodeType):
+                capture.reach(code)
+            return build(parent, func, *args, **kwargs)
+
+        inlining.build_inline_tracer = staticmethod(build_inline_tracer)  # type: ignore[union-attr]
+
+    def reach(self, code: types.CodeType) -> None:
+        translation = self.translations[-1] if self.translations else None
+        target = translation.target if translation is not None else None
+        key = (code.co_filename, code.co_firstlineno, base_name(code.co_name))
+        if target is None or not self.reaches or not is_user_file(code.co_filename) or key in target.reached:
+            return
+        target.reached.add(key)
+        self.emit({"event": "reach", "target": target.number, "code": list(key)})
 
     def _hook_messages(self) -> None:
         original = getattr(dynamo_exc, "format_graph_break_message", None)
@@ -237,6 +275,8 @@ class Capture:
         for inductor_only in ("backend", "mode", "options"):
             options.pop(inductor_only, None)
         target = self.register(model, fullgraph, disabled=bool(options.get("disable")))
+        if target is not None and target.reused:
+            return model  # its last results still hold: run it eagerly, translate nothing
         # Every break is wanted, so fullgraph=True is reported, not enforced.
         compiled = self.original_compile(model, backend=self.backend, **options)
         if target is not None and target.compiled is None:
@@ -260,6 +300,7 @@ class Capture:
         if kind == "module":
             self.by_module[id(obj)] = target
         target.call_path, target.call_line = _call_site()
+        target.reused = target.qualname in self.reuse and self.path in (target.path, target.call_path)
         event = target.event()
         if disabled:
             event["disabled"] = True
@@ -307,6 +348,8 @@ class Capture:
         else:
             target = self.target_of(code, frame)
         self.translations.append(Translation(code, target, prefix))
+        if not code.co_name.startswith(RESUME_PREFIX):  # a resume function is its function's code
+            self.reach(code)
         if target is not None and not target.called and code is target.code:
             target.called = True
             self.emit(

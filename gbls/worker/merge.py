@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from typing import Any, Dict, Iterable, List, Set, Tuple
 
-from .protocol import EAGER, SPLIT, Break, Frame, Function, Graph
+from .protocol import EAGER, SPLIT, Break, Code, Frame, Function, Graph
 
 ChainKey = Tuple[Tuple[Any, ...], ...]
 
@@ -63,7 +63,9 @@ def merge(
     targets = {
         event["target"]: event
         for event in events
-        if event["event"] == "target" and path in (event["path"], event["call_path"])
+        if event["event"] == "target"
+        and path in (event["path"], event["call_path"])
+        and not event.get("reused")  # the server keeps its last results
     }
     names = {number: target["qualname"] for number, target in targets.items()}
     functions = _functions(events, targets)
@@ -85,11 +87,14 @@ def merge(
 def _functions(events: List[Dict[str, Any]], targets: Dict[int, Dict[str, Any]]) -> Tuple[Function, ...]:
     calls: Dict[int, Dict[str, Any]] = {}
     verdicts: Dict[int, Dict[str, Any]] = {}
+    reached: Dict[int, List[Code]] = {}
     for event in events:
         if event["event"] == "call":
             calls.setdefault(event["target"], event)
         elif event["event"] == "verdict":
             verdicts[event["target"]] = event
+        elif event["event"] == "reach":
+            reached.setdefault(event["target"], []).append(Code(*event["code"]))
     functions = [
         Function(
             name=event["qualname"].rsplit(".", 1)[-1],
@@ -120,6 +125,7 @@ def _functions(events: List[Dict[str, Any]], targets: Dict[int, Dict[str, Any]])
                 inputs=call["inputs"] if call else "",
                 input_source=call["source"] if call else "",
                 fullgraph=target["fullgraph"],
+                reached=tuple(reached.get(number, ())),
             )
         )
     return tuple(functions)

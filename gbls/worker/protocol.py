@@ -66,6 +66,15 @@ class Graph:
 
 
 @dataclass(frozen=True)
+class Code:
+    """A function Dynamo translated or inlined while running a compiled target."""
+
+    path: str
+    line: int  # its code object's first line: the first decorator's, if it has any
+    name: str
+
+
+@dataclass(frozen=True)
 class Function:
     """A compiled function or module of the analysed file, and how it was run."""
 
@@ -79,6 +88,8 @@ class Function:
     inputs: str = ""
     input_source: str = ""  # module | example | synthesized
     fullgraph: bool = False
+    # Everything its results depend on in the source; empty when this torch cannot say.
+    reached: Tuple[Code, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -122,6 +133,8 @@ class Request:
     settings: Settings = field(default_factory=Settings)
     targets: Tuple[StaticTarget, ...] = ()
     workspace: str = ""
+    # Targets (qualnames, in the analysed file) whose last results still hold: left eager, not translated.
+    reuse: Tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -152,6 +165,7 @@ def _build(cls: Any, data: Any) -> Any:
 
 
 _NESTED = {
+    "Code": Code,
     "Frame": Frame,
     "Break": Break,
     "Graph": Graph,

@@ -1,0 +1,92 @@
+"""Re-analysis after an edit translates only what the edit can change, and says what a full run says."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+from typing import Any
+
+from lsprotocol import types as lsp
+from pytest_lsp import LanguageClient
+
+from gbls.report import FileReport
+
+from .conftest import FIXTURES, Analyse
+from .lsp import close, diagnostics_for, open_and_wait, uri_of
+
+THREE = FIXTURES / "incremental" / "three.py"
+
+
+def summary(report: FileReport) -> list[tuple[object, ...]]:
+    return [(b.function, b.code, b.span) for b in report.breaks]
+
+
+def published(diagnostics: list[lsp.Diagnostic]) -> list[tuple[object, ...]]:
+    return sorted(
+        (d.code, d.range.start.line, d.range.start.character, d.range.end.line, d.range.end.character)
+        for d in diagnostics
+        if d.severity == lsp.DiagnosticSeverity.Warning
+    )
+
+
+def expected(report: FileReport) -> list[tuple[object, ...]]:
+    return sorted(
+        (b.code, b.span.line - 1, b.span.column, b.span.end_line - 1, b.span.end_column)
+        for b in report.breaks
+    )
+
+
+async def edit(client: LanguageClient, path: Path, version: int, text: str) -> list[lsp.Diagnostic]:
+    waiting = asyncio.ensure_future(diagnostics_for(client, uri_of(path)))
+    client.text_document_did_change(
+        lsp.DidChangeTextDocumentParams(
+            lsp.VersionedTextDocumentIdentifier(uri=uri_of(path), version=version),
+            [lsp.TextDocumentContentChangeWholeDocument(text)],
+        )
+    )
+    return await waiting
+
+
+async def last_status(client: LanguageClient, path: Path) -> Any:
+    """The next ``gbls/status`` saying ``path`` is done (pygls gives unknown params as objects)."""
+    status = await client.wait_for_notification("gbls/status")
+    while status.uri != uri_of(path) or status.state != "done":
+        status = await client.wait_for_notification("gbls/status")
+    return status
+
+
+async def test_an_edit_in_one_function_translates_only_that_one(
+    client: LanguageClient, analyse_file: Analyse
+) -> None:
+    text = THREE.read_text()
+    await open_and_wait(client, THREE)
+    # A break added to `third`, which also moves nothing above it.
+    edited = text.replace("    z = x.cos()\n", "    z = x.cos()\n    torch._dynamo.graph_break()\n")
+    status = asyncio.ensure_future(last_status(client, THREE))
+    diagnostics = await edit(client, THREE, 2, edited)
+    assert sorted((await status).reused) == ["first", "second"]
+    full = await analyse_file(THREE, source=edited)
+    assert published(diagnostics) == expected(full)
+    assert sorted(c for c, *_ in published(diagnostics)) == ["GB0025", "GB0036", "GB0059"]
+
+    # Lines above `second` grow: `second` and `third` keep their results, moved down.
+    moved = edited.replace('    print("first", y)\n', '    print("first", y)\n    y = y * 1\n    y = y - 0\n')
+    status = asyncio.ensure_future(last_status(client, THREE))
+    diagnostics = await edit(client, THREE, 3, moved)
+    assert sorted((await status).reused) == ["second", "third"]
+    assert published(diagnostics) == expected(await analyse_file(THREE, source=moved))
+
+    # The helper `first` inlines changes: `first` is translated again, the others are kept.
+    helper = moved.replace("    return x * 2\n", "    print('helping')\n    return x * 2\n")
+    status = asyncio.ensure_future(last_status(client, THREE))
+    diagnostics = await edit(client, THREE, 4, helper)
+    assert sorted((await status).reused) == ["second", "third"]
+    assert published(diagnostics) == expected(await analyse_file(THREE, source=helper))
+
+    # A change at module level can change any input: everything is translated again.
+    called = helper.replace("third(torch.randn(3))", "third(torch.randn(4, 4))")
+    status = asyncio.ensure_future(last_status(client, THREE))
+    diagnostics = await edit(client, THREE, 5, called)
+    assert (await status).reused == []
+    assert published(diagnostics) == expected(await analyse_file(THREE, source=called))
+    close(client, THREE)
