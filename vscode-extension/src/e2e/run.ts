@@ -11,6 +11,7 @@
 import { ChildProcess, execFileSync, spawn } from 'node:child_process';
 import * as fs from 'node:fs';
 import * as net from 'node:net';
+import * as os from 'node:os';
 import * as path from 'node:path';
 import { Browser, chromium, Locator, Page } from 'playwright-core';
 
@@ -417,10 +418,7 @@ async function main(): Promise<void> {
     requireFile(path.join(NODE24_BIN, 'node'), 'run scripts/ci-setup.sh');
     requireFile(CHROMIUM, 'apt-get install chromium');
     requireFile(VSIX, 'run npm run package');
-    // Not under /tmp: the worker's bubblewrap sandbox has a /tmp of its own, where it would not see
-    // the installed extension (and so its own code).
-    fs.mkdirSync(TOOLS, { recursive: true });
-    const root = fs.mkdtempSync(path.join(TOOLS, 'run-'));
+    const root = fs.mkdtempSync(path.join(os.tmpdir(), 'gbls-e2e-'));
     log(`in ${root}`);
     writeUserSettings(root);
     installExtension(root);
