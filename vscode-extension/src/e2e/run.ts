@@ -1,7 +1,8 @@
 // End-to-end test in real VS Code: code-server (from npm) with gbls installed from gbls.vsix, a copy
 // of fixtures/workspace, Debian's Chromium driven by playwright-core. It checks what a user sees:
 // the squiggle, the Problems entry, the hover, the quick fixes, the status bar, the commands, the
-// code lens's report, a fix applied, and that an untrusted workspace is not analysed until trusted.
+// code lens's report, a fix applied, an untitled Python file, a restart of the server, and that an
+// untrusted workspace is not analysed until trusted.
 // It saves the README's screenshot of the squiggle and its hover.
 //
 // Environment (defaults in brackets): GBLS_PYTHON, the interpreter with torch [python3];
@@ -45,7 +46,7 @@ function log(message: string): void {
     console.log(`e2e: ${message}`);
 }
 
-function check(condition: boolean, message: string): void {
+function check(condition: boolean, message: string): asserts condition {
     if (!condition) {
         throw new Error(message);
     }
@@ -169,6 +170,7 @@ function writeUserSettings(root: string): void {
         'editor.minimap.enabled': false,
         'editor.hover.delay': 200,
         'editor.hover.above': false, // below the line: the screenshot shows the code the hover is about
+        'editor.autoIndent': 'none', // the untitled file's text is typed in, already indented
         'editor.stickyScroll.enabled': false, // an overlay over the top lines, in the pointer's way
         'security.workspace.trust.startupPrompt': 'always',
         'git.enabled': false, // the runs are inside the repository: no "open the repository?" prompt
@@ -234,12 +236,20 @@ async function statusText(page: Page): Promise<string> {
     return (await statusItem(page).first().innerText()).trim();
 }
 
+// Runs the command whose title is `title`, not the palette's best match for it.
 async function runCommand(page: Page, title: string): Promise<void> {
     await page.keyboard.press('F1');
-    const input = page.locator('.quick-input-widget input');
-    await input.fill(`>${title}`);
-    await page.locator('.quick-input-list .monaco-list-row', { hasText: title }).first().waitFor({ timeout: UI });
-    await page.keyboard.press('Enter');
+    await page.locator('.quick-input-widget input').fill(`>${title}`);
+    await pick(page, title);
+}
+
+async function pick(page: Page, label: string): Promise<void> {
+    const escaped = label.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
+    await page
+        .locator('.quick-input-list')
+        .getByRole('option', { name: new RegExp(`^${escaped}\\b`) })
+        .first()
+        .click({ timeout: UI });
 }
 
 // The break is on `normalize(y)`, line 19. The squiggle is drawn beneath the text, which takes the
@@ -253,7 +263,7 @@ async function hoverBrokenCall(page: Page): Promise<void> {
         .locator('span', { hasText: /^\s*normalize$/ });
     const box = await word.boundingBox(); // not locator.hover(): its scrolling into view scrolls the editor
     check(box !== null, 'the call with the break is not on screen');
-    await page.mouse.move(box!.x + box!.width - 8, box!.y + box!.height / 2);
+    await page.mouse.move(box.x + box.width - 8, box.y + box.height / 2);
 }
 
 // The cursor onto the break, by Go to Line.
@@ -386,6 +396,30 @@ async function trustedScenario(page: Page): Promise<void> {
         return text.includes('no graph breaks in this file') ? text : undefined;
     });
     log(`after the quick fix: ${after}`);
+
+    await runCommand(page, 'File: New Untitled Text File');
+    await runCommand(page, 'Change Language Mode');
+    await page.locator('.quick-input-widget input').fill('Python');
+    await pick(page, 'Python');
+    await page.keyboard.insertText(fs.readFileSync(path.join(FIXTURE, FILE), 'utf8'));
+    await page.locator('.monaco-editor .squiggly-warning').first().waitFor({ timeout: ANALYSED });
+    const untitled = await until('the status bar to count the break in the untitled file', UI, async () => {
+        const text = await statusText(page);
+        return text.includes('1 graph break in this file') ? text : undefined;
+    });
+    log(`untitled: ${untitled}`);
+
+    await runCommand(page, 'gbls: Restart server');
+    const restarting = await until('the status bar to show the restart', UI, async () => {
+        const text = await statusText(page);
+        return text.includes('1 graph break') ? undefined : text;
+    });
+    log(`restarting: ${restarting}`);
+    const restarted = await until('the status bar to count the break after the restart', ANALYSED, async () => {
+        const text = await statusText(page);
+        return text.includes('1 graph break in this file') ? text : undefined;
+    });
+    log(`restarted: ${restarted}`);
 }
 
 async function untrustedScenario(page: Page): Promise<void> {
