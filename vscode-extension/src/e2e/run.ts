@@ -1,8 +1,8 @@
 // End-to-end test in real VS Code: code-server (from npm) with gbls installed from gbls.vsix, a copy
 // of fixtures/workspace, Debian's Chromium driven by playwright-core. It checks what a user sees:
 // the squiggle, the Problems entry, the hover, the quick fixes, the status bar, the commands, the
-// code lens's report, a fix applied, an untitled Python file, a restart of the server, and that an
-// untrusted workspace is not analysed until trusted.
+// code lens's report, a fix applied, an untitled Python file, a restart of the server; that an
+// untrusted workspace is not analysed until trusted; and what an interpreter without torch gets.
 // It saves the README's screenshot of the squiggle and its hover.
 //
 // Environment (defaults in brackets): GBLS_PYTHON, the interpreter with torch [python3];
@@ -284,16 +284,20 @@ async function explainFailure(page: Page | undefined, server: CodeServer, root: 
     console.error(extensionLogs(root));
 }
 
-// Starts code-server on a copy of the fixture workspace, opens it in a new page and runs `test`.
+// Starts code-server on a copy of the fixture workspace, with `settings` as its workspace settings,
+// opens it in a new page and runs `test`.
 async function inCodeServer(
     browser: Browser,
     root: string,
     name: string,
     trusted: boolean,
     test: (page: Page) => Promise<void>,
+    settings: Record<string, unknown> = {},
 ): Promise<void> {
     const workspace = path.join(root, name);
     fs.cpSync(FIXTURE, workspace, { recursive: true });
+    fs.mkdirSync(path.join(workspace, '.vscode'));
+    fs.writeFileSync(path.join(workspace, '.vscode', 'settings.json'), JSON.stringify(settings));
     const server = await CodeServer.start(root, workspace, trusted);
     let page: Page | undefined;
     try {
@@ -422,6 +426,26 @@ async function trustedScenario(page: Page): Promise<void> {
     log(`restarted: ${restarted}`);
 }
 
+// An interpreter without torch: a notification that says so with its fix-it buttons, and no analysis.
+async function noTorchScenario(page: Page): Promise<void> {
+    await openFile(page);
+    const toast = page.locator('.notification-toast', { hasText: 'has none: install torch>=2.6' });
+    await toast.waitFor({ timeout: UI });
+    log(`no torch: ${(await toast.innerText()).replace(/\s+/g, ' ')}`);
+    const buttons = (await toast.locator('.monaco-button').allInnerTexts()).map((text) => text.trim());
+    for (const button of ['Install torch', 'Set gbls.interpreter']) {
+        check(buttons.includes(button), `the notification lacks the button "${button}": ${JSON.stringify(buttons)}`);
+    }
+    const status = await statusText(page);
+    check(status.includes('not analysed (no torch in the interpreter)'), `status bar: ${status}`);
+    await toast.getByRole('button', { name: 'Set gbls.interpreter' }).click();
+    await page
+        .locator('.settings-editor .setting-item', { hasText: 'The Python interpreter with your torch' })
+        .first()
+        .waitFor({ timeout: UI });
+    log('"Set gbls.interpreter" opened the setting');
+}
+
 async function untrustedScenario(page: Page): Promise<void> {
     await page.getByRole('button', { name: "No, I don't trust the authors" }).click({ timeout: UI });
     await openFile(page);
@@ -471,6 +495,10 @@ async function main(): Promise<void> {
     try {
         await inCodeServer(browser, root, 'trusted', true, trustedScenario);
         await inCodeServer(browser, root, 'untrusted', false, untrustedScenario);
+        const bare = path.join(root, 'python-without-torch');
+        execFileSync(PYTHON, ['-m', 'venv', '--without-pip', bare]);
+        const settings = { 'gbls.interpreter': path.join(bare, 'bin', 'python') };
+        await inCodeServer(browser, root, 'no-torch', true, noTorchScenario, settings);
     } finally {
         await browser.close();
     }
