@@ -13,6 +13,7 @@ from __future__ import annotations
 import ast
 import contextlib
 import cProfile
+import dataclasses
 import gc
 import json
 import os
@@ -330,6 +331,7 @@ def phases(path: str, runs: int) -> dict[str, Any]:
     replaced by a no-op. Last, a richer warm-up: the parent translates a file like this one once.
     Each fork reports wall and CPU seconds and minor page faults (copy-on-write copies among them).
     """
+    from gbls.discovery import find_compiled
     from gbls.worker import zygote
     from gbls.worker.protocol import Request
 
@@ -337,6 +339,9 @@ def phases(path: str, runs: int) -> dict[str, Any]:
     with quiet():
         zygote.warm_up()
     request = Request(id="bench", path=os.path.abspath(path), source=source, workspace=os.path.dirname(path))
+    # What gbls's incremental re-analysis sends after an edit inside the first function: keep the others.
+    sites = find_compiled(source, request.path)
+    incremental = dataclasses.replace(request, reuse=tuple(site.qualname for site in sites[1:]))
     real_profiling = guards.profile_guard_manager
     measured: dict[str, list[Measured]] = {}
     child_phases: list[dict[str, Any]] = []
@@ -357,6 +362,8 @@ def phases(path: str, runs: int) -> dict[str, Any]:
             record("fork + exit", _fork_and_wait(lambda: os._exit(0)))
             record("floor, forked", _fork_and_wait(floor_child))
             record("gbls child", _gbls_run(request, report))
+            if incremental.reuse:
+                record("gbls child, incremental (all but one function kept)", _gbls_run(incremental, report))
             gc.freeze()
             record("gbls child, gc.freeze() in the parent", _gbls_run(request, report))
             guards.profile_guard_manager = _no_guard_profiling
