@@ -291,7 +291,7 @@ async function inCodeServer(
     root: string,
     name: string,
     trusted: boolean,
-    test: (page: Page) => Promise<void>,
+    test: (page: Page, workspace: string) => Promise<void>,
     settings: Record<string, unknown> = {},
 ): Promise<void> {
     const workspace = path.join(root, name);
@@ -302,7 +302,7 @@ async function inCodeServer(
     let page: Page | undefined;
     try {
         page = await openWorkbench(browser, server.url);
-        await test(page);
+        await test(page, workspace);
     } catch (error) {
         await explainFailure(page, server, root, name);
         throw error;
@@ -312,7 +312,7 @@ async function inCodeServer(
     }
 }
 
-async function trustedScenario(page: Page): Promise<void> {
+async function trustedScenario(page: Page, workspace: string): Promise<void> {
     await openFile(page);
 
     const squiggle = page.locator('.monaco-editor .squiggly-warning').first();
@@ -412,6 +412,11 @@ async function trustedScenario(page: Page): Promise<void> {
         return text.includes('1 graph break in this file') ? text : undefined;
     });
     log(`untitled: ${untitled}`);
+
+    // A setting the running server takes as it is: pulled by it, no restart.
+    fs.writeFileSync(path.join(workspace, '.vscode', 'settings.json'), JSON.stringify({ 'gbls.severity': 'error' }));
+    await page.locator('.monaco-editor .squiggly-error').first().waitFor({ timeout: ANALYSED });
+    log('gbls.severity "error": the squiggle is an error');
 
     await runCommand(page, 'gbls: Restart server');
     const restarting = await until('the status bar to show the restart', UI, async () => {
