@@ -1,7 +1,7 @@
 // End-to-end test in real VS Code: code-server (from npm) with gbls installed from gbls.vsix, a copy
 // of fixtures/workspace, Debian's Chromium driven by playwright-core. It checks what a user sees:
 // the squiggle, the Problems entry, the hover, the quick fixes, the status bar, the commands, the
-// code lens's report, a fix applied, an untitled Python file, a restart of the server; that an
+// break report (from the code lens and the palette), a fix applied, an untitled Python file, a restart of the server; that an
 // untrusted workspace is not analysed until trusted; and what an interpreter without torch gets.
 // It saves the README's screenshot of the squiggle and its hover.
 //
@@ -273,6 +273,23 @@ async function cursorOnBrokenCall(page: Page): Promise<void> {
     await page.keyboard.press('Enter');
 }
 
+// A markdown preview tab titled `title`, showing the report's title and the heading `heading`.
+async function expectReport(page: Page, title: string, heading: string): Promise<void> {
+    const tab = page.locator('.tabs-container .tab', { hasText: title }).first();
+    await tab.waitFor({ timeout: UI });
+    const preview = page
+        .locator('iframe.webview.ready')
+        .last()
+        .contentFrame()
+        .locator('#active-frame')
+        .contentFrame()
+        .locator('body');
+    for (const expected of [`gbls report: ${FILE}`, heading]) {
+        await preview.getByRole('heading', { name: expected }).first().waitFor({ timeout: UI });
+    }
+    log(`break report: "${title}" shows "${heading}"`);
+}
+
 // What the test saw when it failed, the code-server log and the extension's own log.
 async function explainFailure(page: Page | undefined, server: CodeServer, root: string, name: string): Promise<void> {
     if (page !== undefined) {
@@ -379,9 +396,10 @@ async function trustedScenario(page: Page, workspace: string): Promise<void> {
     await lens.waitFor({ timeout: UI });
     log(`code lens: ${await lens.innerText()}`);
     await lens.click();
-    const preview = page.locator('.tabs-container .tab', { hasText: `${FILE} preprocess.md` }).first();
-    await preview.waitFor({ timeout: UI });
-    log(`break report opened: ${(await preview.innerText()).trim()}`);
+    await expectReport(page, `Preview ${FILE} preprocess.md`, 'preprocess');
+    await page.locator('.tabs-container .tab', { hasText: FILE }).first().click();
+    await runCommand(page, 'gbls: Show break report');
+    await expectReport(page, `Preview ${FILE}.md`, 'line 19: Failed to trace builtin operator');
     await page.locator('.tabs-container .tab', { hasText: FILE }).first().click();
 
     await runCommand(page, 'gbls: Show output');
