@@ -1,8 +1,9 @@
 // End-to-end test in real VS Code: code-server (from npm) with gbls installed from gbls.vsix, a copy
 // of fixtures/workspace, Debian's Chromium driven by playwright-core. It checks what a user sees:
 // the squiggle, the Problems entry, the hover, the quick fixes, the status bar, the commands, the
-// break report (from the code lens and the palette), a fix applied, an untitled Python file, a restart of the server; that an
-// untrusted workspace is not analysed until trusted; and what an interpreter without torch gets.
+// break report (from the code lens and the palette), a fix applied, an untitled Python file, a
+// setting applied live, a restart of the server; that an untrusted workspace is not analysed until
+// trusted; and what an interpreter without torch gets.
 // It saves the README's screenshot of the squiggle and its hover.
 //
 // Environment (defaults in brackets): GBLS_PYTHON, the interpreter with torch [python3];
