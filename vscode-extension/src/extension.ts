@@ -50,7 +50,11 @@ class Gbls implements vscode.Disposable {
         this.queue = this.queue
             .then(() => this.stop())
             .then(() => this.start())
-            .catch((error: unknown) => this.output.error(`gbls did not start: ${String(error)}`));
+            .catch((error: unknown) => {
+                const message = `gbls did not start: ${error instanceof Error ? error.message : String(error)}`;
+                this.output.error(message);
+                this.setPhase({ kind: 'problem', reason: 'gbls did not start', message });
+            });
         return this.queue;
     }
 
