@@ -16,8 +16,7 @@ from collections.abc import Iterator
 from . import __version__, output
 from .analysis import analyse
 from .fixes import Broken, Edit, apply, fixes_for
-from .ranges import Span
-from .report import FileReport, decode_source
+from .report import FileReport, decode_source, failure_report
 from .sandbox import launch
 from .settings import SANDBOX_MODES, Settings
 from .workerclient import Worker, WorkerError
@@ -44,22 +43,6 @@ def python_files(paths: list[str]) -> Iterator[str]:
                     with open(full, "rb") as handle:
                         if b"compile" in handle.read():
                             yield full
-
-
-def _unreadable(path: str, error: OSError) -> FileReport:
-    return FileReport(
-        path=path,
-        status="error",
-        message=f"cannot read the file: {error.strerror or error}",
-        failure_kind="io",
-        failure_span=Span(1, 0, 1, 0),
-        functions=(),
-        breaks=(),
-        suppressed=(),
-        output="",
-        torch="",
-        seconds=0.0,
-    )
 
 
 def apply_safe_fixes(reports: list[FileReport]) -> list[str]:
@@ -121,7 +104,7 @@ async def check(paths: list[str], settings: Settings, fmt: str, fix: bool = Fals
             with open(path, "rb") as handle:
                 source = decode_source(handle.read())
         except OSError as error:
-            return _unreadable(path, error)
+            return failure_report(path, "io", f"cannot read the file: {error.strerror or error}")
         async with limit:
             return await analyse(worker, path, source, settings, workspace)
 

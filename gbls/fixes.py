@@ -203,8 +203,7 @@ def remove_logging_call(broken: Broken, text_of: TextOf) -> Fix | None:
         return None
     source, tree, statement = found
     call = statement.value
-    assert isinstance(call, ast.Call)
-    if not _is_logging_call(call):
+    if not isinstance(call, ast.Call) or not _is_logging_call(call):
         return None
     edit = _remove_statement(broken.root.path, source, tree, statement)
     if edit is None:
@@ -257,8 +256,7 @@ def remove_graph_break(broken: Broken, text_of: TextOf) -> Fix | None:
         return None
     source, tree, statement = found
     call = statement.value
-    assert isinstance(call, ast.Call)
-    if not ast.unparse(call.func).endswith("graph_break") or call.args:
+    if not isinstance(call, ast.Call) or not ast.unparse(call.func).endswith("graph_break") or call.args:
         return None
     edit = _remove_statement(broken.root.path, source, tree, statement)
     return Fix("Remove the explicit torch._dynamo.graph_break()", (edit,), safe=True) if edit else None

@@ -119,6 +119,23 @@ class FileReport:
     seconds: float
 
 
+def failure_report(path: str, kind: str, message: str) -> FileReport:
+    """A file that could not be analysed at all (unreadable, no worker): one message on its first line."""
+    return FileReport(
+        path=path,
+        status="error",
+        message=message,
+        failure_kind=kind,
+        failure_span=Span(1, 0, 1, 0),
+        functions=(),
+        breaks=(),
+        suppressed=(),
+        output="",
+        torch="",
+        seconds=0.0,
+    )
+
+
 def read_source(path: str) -> str | None:
     try:
         with open(path, "rb") as handle:

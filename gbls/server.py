@@ -26,8 +26,7 @@ from .analysis import analyse
 from .codelens import SHOW_REPORT, lenses
 from .diagnostics import file_diagnostics, root_cause_hints, to_span
 from .hover import function_report, hover_markdown
-from .ranges import Span
-from .report import FileReport, read_source
+from .report import FileReport, failure_report, read_source
 from .sandbox import launch
 from .scheduler import Scheduler
 from .settings import Settings, from_options
@@ -45,22 +44,6 @@ class Analysed:
     version: int | None
     source: str
     report: FileReport
-
-
-def failed_report(path: str, message: str) -> FileReport:
-    return FileReport(
-        path=path,
-        status="error",
-        message=message,
-        failure_kind="worker",
-        failure_span=Span(1, 0, 1, 0),
-        functions=(),
-        breaks=(),
-        suppressed=(),
-        output="",
-        torch="",
-        seconds=0.0,
-    )
 
 
 class GblsServer(LanguageServer):
@@ -174,7 +157,7 @@ class GblsServer(LanguageServer):
         try:
             report = await self._analyse(path, source, self.memories.get(uri))
         except (WorkerError, RuntimeError) as error:
-            report = failed_report(path, str(error))
+            report = failure_report(path, "worker", str(error))
         finally:
             self._progress_end(progress)
         current = self.open_document(uri)
