@@ -174,6 +174,7 @@ function writeUserSettings(root: string): void {
         'editor.autoIndent': 'none', // the untitled file's text is typed in, already indented
         'editor.stickyScroll.enabled': false, // an overlay over the top lines, in the pointer's way
         'security.workspace.trust.startupPrompt': 'always',
+        'files.exclude': { '**/.vscode': true }, // the test's workspace settings, out of the screenshot
         'git.enabled': false, // the runs are inside the repository: no "open the repository?" prompt
     };
     fs.writeFileSync(path.join(folder, 'settings.json'), JSON.stringify(settings, null, 2));
