@@ -99,7 +99,9 @@ class GblsServer(LanguageServer):
                 lsp.ShowMessageParams(type=lsp.MessageType.Error, message=f"gbls cannot analyse: {error}")
             )
             return
-        log.info("gbls worker ready: torch %s, Python %s (%s)", info.torch, info.python, info.executable)
+        ready = f"gbls worker ready: torch {info.torch}, Python {info.python} ({info.executable})"
+        ready += f", sandbox {info.sandbox}"
+        self.window_log_message(lsp.LogMessageParams(type=lsp.MessageType.Info, message=ready))
         if worker.note and not self._said_sandbox_note:
             self._said_sandbox_note = True
             self.window_log_message(lsp.LogMessageParams(type=lsp.MessageType.Warning, message=worker.note))
@@ -417,5 +419,7 @@ async def shutdown(ls: GblsServer, params: None) -> None:
 
 
 def serve() -> None:
-    logging.basicConfig(level=logging.INFO, format="gbls: %(message)s")
+    # What the user should see goes through window/logMessage; stderr is for problems only
+    # (clients show it as errors), so pygls's per-message chatter stays off.
+    logging.basicConfig(level=logging.WARNING, format="gbls: %(message)s")
     server.start_io()
