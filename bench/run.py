@@ -303,28 +303,39 @@ class Session:
         sent = self._change(uri, text)
         return self._diagnostics(uri, after, sent)
 
+    def settle(self, uri: str) -> float:
+        """A hover's round trip: it waits for whatever the server is still doing on its event loop."""
+        position = {"line": 0, "character": 0}
+        seconds, _ = self.client.call(
+            "textDocument/hover", {"textDocument": {"uri": uri}, "position": position}
+        )
+        return seconds
+
     def hovers_during(
         self, uri: str, position: dict[str, int], count: int, start: Callable[[int], None]
     ) -> dict[str, Any]:
-        """Hover back to back while analyses run, each started by ``start(k)`` as soon as the last ended.
+        """Hover every HOVER_INTERVAL while analyses run, each started by ``start(k)`` once the last ended.
 
-        Only hovers answered before the analysis's diagnostics count; what the server does after
-        publishing (remembering for the next edit) delays the first hovers of the next analysis.
+        At least ``count`` hovers over at least three analyses. Only hovers answered before the
+        analysis's diagnostics count; what the server does after publishing (remembering for the
+        next edit) delays the first hovers of the next analysis.
         """
         latencies: list[float] = []
         answered = analyses = 0
-        while len(latencies) < count and analyses < 50:
+        while (len(latencies) < count or analyses < 3) and analyses < 50:
             after = self.client.mark()
             start(analyses)
             analyses += 1
             done = diagnostics_for(uri, self.versions[uri])
             while not self.client.seen(done, after):
+                began = time.perf_counter()
                 seconds, result = self.client.call(
                     "textDocument/hover", {"textDocument": {"uri": uri}, "position": position}
                 )
                 if not self.client.seen(done, after):
                     latencies.append(seconds)
                     answered += result is not None
+                time.sleep(max(0.0, HOVER_INTERVAL - (time.perf_counter() - began)))
             self.client.wait(done, after)
         return {"latencies": latencies, "with_content": answered, "analyses": analyses}
 
@@ -354,7 +365,9 @@ EDITS = {"code line": code_edit, "comment": comment_edit, "blank line": blank_ed
 FLOOR, FLOOR_UNPROFILED = "floor", "floor, guard profiling off"
 FULL = "full analysis"  # gbls.analyseFile: nothing reused
 SAVE = "save after code edit"  # incremental: only what the edit can change is translated again
+BUSY = "busy after publishing"  # a hover sent with the diagnostics waits for what the server still does
 NEVER_MS = 3_600_000  # a debounce so long that only didSave starts an analysis
+HOVER_INTERVAL = 0.01  # seconds from one hover to the next: the samples cover the analysis evenly
 
 
 def language_server(paths: list[Path], plan: Plan, log: Path) -> dict[str, Any]:
@@ -380,7 +393,7 @@ def language_server(paths: list[Path], plan: Plan, log: Path) -> dict[str, Any]:
             entry = results[path.name]
             entry["save unchanged"] = [session.save(uri) for _ in range(plan.save_runs)]
             entry["floor first run"] = floor.run(path)
-            for name in (FLOOR, FLOOR_UNPROFILED, FULL, SAVE, "reused by full", "reused by save"):
+            for name in (FLOOR, FLOOR_UNPROFILED, FULL, SAVE, BUSY, "reused by full", "reused by save"):
                 entry[name] = []
             for k in range(plan.save_runs):
                 entry[FLOOR].append(floor.run(path))
@@ -388,9 +401,11 @@ def language_server(paths: list[Path], plan: Plan, log: Path) -> dict[str, Any]:
                 after = session.client.mark()
                 entry[FULL].append(session.analyse_file(uri))
                 entry["reused by full"].append(session.reused(uri, after))
+                entry[BUSY].append(session.settle(uri))  # the edit is timed from an idle server
                 after = session.client.mark()
                 entry[SAVE].append(session.save(uri, code_edit(text, k)))
                 entry["reused by save"].append(session.reused(uri, after))
+                entry[BUSY].append(session.settle(uri))
         session.configure(debounceMs=DEBOUNCE_MS)
         for path in paths:
             say(f"LSP: didChange {path.name}")
@@ -574,6 +589,7 @@ def summarise(data: dict[str, Any], names: list[str]) -> dict[str, dict[str, flo
             SAVE_ROW: median(lsp.get(SAVE, [])),
             SAVE_ROW + ", p95": p95(lsp.get(SAVE, [])),
             "LSP didSave, text unchanged (cached)": median(lsp.get("save unchanged", [])),
+            "LSP server busy after publishing (hover sent then)": median(lsp.get(BUSY, [])),
             **{
                 f"LSP didChange ({kind}), debounce 1 ms": median(times)
                 for kind, times in lsp.get("edit", {}).items()
@@ -582,6 +598,7 @@ def summarise(data: dict[str, Any], names: list[str]) -> dict[str, dict[str, flo
             HOVER_FULL_P99: percentile(hover, 0.99) if hover else None,
             "hover during didSave-after-edit analyses, p50": median(hover_edit),
             HOVER_EDIT_P99: percentile(hover_edit, 0.99) if hover_edit else None,
+            "hover during either, max": max(hover + hover_edit, default=None),
         }
     return rows
 
