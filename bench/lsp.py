@@ -166,12 +166,7 @@ def descendants(root: int) -> list[int]:
     children: dict[int, list[int]] = {}
     for name in os.listdir("/proc"):
         if name.isdigit():
-            try:
-                with open(f"/proc/{name}/stat") as stat:
-                    parent = int(stat.read().rsplit(")", 1)[1].split()[1])
-            except (OSError, IndexError, ValueError):
-                continue
-            children.setdefault(parent, []).append(int(name))
+            children.setdefault(_parent(int(name)), []).append(int(name))
     found, todo = [], list(children.get(root, []))
     while todo:
         pid = todo.pop()

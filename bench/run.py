@@ -691,7 +691,7 @@ def targets(rows: dict[str, dict[str, float | None]], names: list[str]) -> list[
                 "x",
             )
     for label, key in (("a full analysis", HOVER_FULL_P99), ("didSave-after-edit analyses", HOVER_EDIT_P99)):
-        hover = [r[key] for r in rows.values() if r.get(key)]
+        hover = [value for r in rows.values() if (value := r.get(key)) is not None]
         target(
             f"hover p99 ≤ 50 ms during {label} (worst file)", max(hover) if hover else None, 0.05, True, "s"
         )

@@ -34,6 +34,15 @@ import torch._dynamo.guards as guards
 Backend = Callable[[torch.fx.GraphModule, list[Any]], Callable[..., Any]]
 
 
+REAL_GUARD_PROFILING = getattr(guards, "profile_guard_manager", None)
+
+
+def guard_profiling(on: bool) -> None:
+    """Dynamo times each new guard set once, after flushing the CPU cache, for a metric only."""
+    if REAL_GUARD_PROFILING is not None:
+        setattr(guards, "profile_guard_manager", REAL_GUARD_PROFILING if on else lambda *args: 0.0)  # noqa: B010
+
+
 def noop_backend(gm: torch.fx.GraphModule, example_inputs: list[Any]) -> Callable[..., Any]:
     return gm.forward
 
@@ -69,7 +78,7 @@ def compile_replaced(backend: Backend | None) -> Iterator[None]:
         options.pop("options", None)
         return real(model, **options)
 
-    torch.compile = forced  # type: ignore[assignment]
+    torch.compile = forced
     try:
         yield
     finally:
@@ -121,12 +130,11 @@ def floor_server() -> None:
     answers = os.fdopen(os.dup(1), "w")
     null = os.open(os.devnull, os.O_WRONLY)
     os.dup2(null, 1)  # the module's prints must not reach the answers
-    real = guards.profile_guard_manager
     sources: dict[str, str] = {}
     for line in sys.stdin:
         path, profile = line.split()
         source = sources.setdefault(path, open(path).read())
-        guards.profile_guard_manager = real if profile == "1" else (lambda *args: 0.0)
+        guard_profiling(profile == "1")
         torch._dynamo.reset()
         with compile_replaced(noop_backend):
             start = time.perf_counter()
@@ -318,10 +326,6 @@ def profile_summary(prof_path: str, top: int = 12) -> dict[str, Any]:
     }
 
 
-def _no_guard_profiling(*args: Any) -> float:
-    return 0.0
-
-
 def phases(path: str, runs: int) -> dict[str, Any]:
     """From a parent warmed as gbls's worker warms itself: fork costs, the floor forked, gbls's child.
 
@@ -342,7 +346,6 @@ def phases(path: str, runs: int) -> dict[str, Any]:
     # What gbls's incremental re-analysis sends after an edit inside the first function: keep the others.
     sites = find_compiled(source, request.path)
     incremental = dataclasses.replace(request, reuse=tuple(site.qualname for site in sites[1:]))
-    real_profiling = guards.profile_guard_manager
     measured: dict[str, list[Measured]] = {}
     child_phases: list[dict[str, Any]] = []
 
@@ -366,10 +369,10 @@ def phases(path: str, runs: int) -> dict[str, Any]:
                 record("gbls child, incremental (all but one function kept)", _gbls_run(incremental, report))
             gc.freeze()
             record("gbls child, gc.freeze() in the parent", _gbls_run(request, report))
-            guards.profile_guard_manager = _no_guard_profiling
+            guard_profiling(False)
             record("gbls child, gc.freeze() + no guard profiling", _gbls_run(request, report))
             record("floor, forked, gc.freeze() + no guard profiling", _fork_and_wait(floor_child))
-            guards.profile_guard_manager = real_profiling
+            guard_profiling(True)
             gc.unfreeze()
         _gbls_run(request, report, profile=True)
         profile = profile_summary(report + ".prof")
@@ -380,7 +383,7 @@ def phases(path: str, runs: int) -> dict[str, Any]:
             execute(warm_path, source)
         torch._dynamo.reset()
         gc.freeze()
-        guards.profile_guard_manager = _no_guard_profiling
+        guard_profiling(False)
         for _ in range(runs):
             record("gbls child, all three (+ a richer warm-up)", _gbls_run(request, report))
     medians = {
