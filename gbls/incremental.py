@@ -16,6 +16,7 @@ import dataclasses
 import difflib
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import Any
 
 from .cache import Key, code_key, shifted_break, shifted_function
@@ -42,11 +43,13 @@ class Definition:
     end: int
 
 
-def definitions(source: str) -> list[Definition]:
+@lru_cache(maxsize=64)
+def definitions(source: str) -> tuple[Definition, ...]:
+    """Every def and class of ``source`` (parsed once per text: every region of a file asks)."""
     try:
         tree = ast.parse(source)
     except (SyntaxError, ValueError):
-        return []
+        return ()
     lines = source.splitlines()
     found: list[Definition] = []
 
@@ -68,19 +71,22 @@ def definitions(source: str) -> list[Definition]:
                     visit([n for n in getattr(node, field, []) if isinstance(n, ast.stmt)], scope)
 
     visit(tree.body, [])
-    return found
+    return tuple(found)
 
 
-def _text(source: str, definition: Definition) -> str:
-    return "\n".join(source.splitlines()[definition.start - 1 : definition.end]) + "\n"
+@lru_cache(maxsize=64)
+def _region_keys(source: str) -> dict[str, Key | None]:
+    """The code key of every definition of ``source``, by qualname."""
+    lines = source.splitlines()
+    keys: dict[str, Key | None] = {}
+    for definition in definitions(source):
+        found = code_key("\n".join(lines[definition.start - 1 : definition.end]) + "\n")
+        keys.setdefault(definition.qualname, found[0] if found else None)
+    return keys
 
 
 def _region_key(source: str, qualname: str) -> Key | None:
-    for definition in definitions(source):
-        if definition.qualname == qualname:
-            found = code_key(_text(source, definition))
-            return found[0] if found else None
-    return None
+    return _region_keys(source).get(qualname)
 
 
 def skeleton(source: str, qualnames: set[str]) -> Key | None:

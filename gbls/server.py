@@ -172,11 +172,14 @@ class GblsServer(LanguageServer):
         if report.failure_kind == "worker":  # warm a fresh worker now, not when the next edit waits for it
             self._worker_start = asyncio.create_task(self._start_worker(self.worker()))
         if report.status == "ok":
-            self._remember(uri, source, report)
+            await self._remember(uri, source, report)
 
     async def _analyse(self, path: str, source: str, memory: incremental.Memory | None) -> FileReport:
         """Translate what the edit can have changed; keep the other functions' last results."""
-        reuse = incremental.reusable(memory, source, self._settings_key(), self.text_of)
+        # Parsing and tokenizing every region takes a while on big files: not on the event loop.
+        reuse = await asyncio.to_thread(
+            incremental.reusable, memory, source, self._settings_key(), self.text_of
+        )
         folder = self._folder_of(path)
         report = await analyse(self.worker(), path, source, self.settings, folder, self.text_of, tuple(reuse))
         self.reused[path] = reuse
@@ -187,18 +190,21 @@ class GblsServer(LanguageServer):
             return await analyse(self.worker(), path, source, self.settings, folder, self.text_of)
         return incremental.combine(report, memory, reuse, source, self.text_of)
 
-    def _remember(self, uri: str, source: str, report: FileReport) -> None:
-        path = report.path
-        imported = cache.workspace_imports(path, self.folders, self.text_of)
-        reached = {loc.path for b in report.breaks for loc in b.chain if loc.path != path}
-        stored = cache.entry(
-            source, self._settings_key(), sorted(reached | set(imported)), self.text_of, report
-        )
+    async def _remember(self, uri: str, source: str, report: FileReport) -> None:
+        """What the next analysis of ``uri`` may reuse; worked out off the event loop, after publishing."""
+        settings = self._settings_key()
+
+        def work() -> tuple[cache.Entry | None, incremental.Memory]:
+            imported = cache.workspace_imports(report.path, self.folders, self.text_of)
+            reached = {loc.path for b in report.breaks for loc in b.chain if loc.path != report.path}
+            dependencies = sorted(reached | set(imported))
+            stored = cache.entry(source, settings, dependencies, self.text_of, report)
+            return stored, incremental.remember(report, source, settings, imported, self.text_of)
+
+        stored, memory = await asyncio.to_thread(work)
         if stored is not None:
             self.cache[uri] = stored
-        self.memories[uri] = incremental.remember(
-            report, source, self._settings_key(), imported, self.text_of
-        )
+        self.memories[uri] = memory
 
     def _folder_of(self, path: str) -> str:
         containing = [f for f in self.folders if path == f or path.startswith(f.rstrip(os.sep) + os.sep)]

@@ -67,7 +67,7 @@ def from_options(options: Any, base: Settings | None = None) -> Settings:
             and isinstance(value, (int, float))
             and not isinstance(value, bool)
         ):
-            if value > 0:
+            if value > 0 or (name == "debounce_ms" and value == 0):  # no pause at all is fine
                 changes[name] = type(default)(value)
         elif isinstance(value, str):
             if name == "severity" and value.lower() not in SEVERITIES:

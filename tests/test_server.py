@@ -112,7 +112,7 @@ async def test_report_command_and_progress(client: LanguageClient) -> None:
 
 
 async def test_only_the_last_version_is_published_under_rapid_edits(client: LanguageClient) -> None:
-    path = ENGINE / "clean.py"
+    path = LSP / "rapid.py"
     uri = uri_of(path)
     await open_and_wait(client, path)
     recorder: Recorder = client.diagnostics  # type: ignore[assignment]
@@ -126,14 +126,14 @@ async def test_only_the_last_version_is_published_under_rapid_edits(client: Lang
                 [lsp.TextDocumentContentChangeWholeDocument(text=text)],
             )
         )
-        # Longer than the debounce: each analysis starts, and the next edit must stop it.
+        # Longer than the debounce, shorter than an analysis: each one starts, and the next edit stops it.
         await asyncio.sleep(0.3)
     diagnostics = await diagnostics_for(client, uri)
     await asyncio.sleep(1.0)  # a stale result would arrive now
     published = [d for u, d in recorder.history[seen:] if u == uri]
     assert len(published) == 1
     # Version 6 has five prints, each a break; any earlier version has fewer.
-    assert [(d.code, d.range.start.line) for d in diagnostics] == [("GB0059", line) for line in range(6, 11)]
+    assert [(d.code, d.range.start.line) for d in diagnostics] == [("GB0059", line) for line in range(10, 15)]
     close(client, path)
 
 
