@@ -84,18 +84,37 @@ def _uri(path: str) -> str:
 
 
 def fix_action(
-    fix: Fix, text_of: TextOf, diagnostic: lsp.Diagnostic | None, preferred: bool
+    fix: Fix, text_of: TextOf, diagnostic: lsp.Diagnostic | None, preferred: bool, snippets: bool = False
 ) -> lsp.CodeAction:
-    changes: dict[str, list[lsp.TextEdit]] = {}
+    """``snippets``: the client takes snippet edits, so placeholders are left for the user to fill."""
+    by_uri: dict[str, list[lsp.TextEdit | lsp.SnippetTextEdit]] = {}
     for edit in fix.edits:
-        lines = (text_of(edit.path) or "").splitlines()
-        changes.setdefault(_uri(edit.path), []).append(lsp.TextEdit(to_range(edit.span, lines), edit.text))
+        range_ = to_range(edit.span, (text_of(edit.path) or "").splitlines())
+        change: lsp.TextEdit | lsp.SnippetTextEdit = (
+            lsp.SnippetTextEdit(range_, lsp.StringValue(edit.text))
+            if edit.snippet and snippets
+            else lsp.TextEdit(range_, edit.plain_text)
+        )
+        by_uri.setdefault(_uri(edit.path), []).append(change)
+    if any(isinstance(change, lsp.SnippetTextEdit) for changes in by_uri.values() for change in changes):
+        workspace_edit = lsp.WorkspaceEdit(
+            document_changes=[
+                lsp.TextDocumentEdit(lsp.OptionalVersionedTextDocumentIdentifier(uri, version=None), changes)
+                for uri, changes in by_uri.items()
+            ]
+        )
+    else:
+        workspace_edit = lsp.WorkspaceEdit(
+            changes={
+                uri: [c for c in changes if isinstance(c, lsp.TextEdit)] for uri, changes in by_uri.items()
+            }
+        )
     return lsp.CodeAction(
         title=fix.title,
         kind=lsp.CodeActionKind.QuickFix,
         diagnostics=[diagnostic] if diagnostic else None,
         is_preferred=preferred or None,
-        edit=lsp.WorkspaceEdit(changes=changes),
+        edit=workspace_edit,
     )
 
 
@@ -127,6 +146,7 @@ def code_actions(
     text_of: TextOf,
     report: FileReport | None = None,
     selection: Span | None = None,
+    snippets: bool = False,
 ) -> list[lsp.CodeAction | lsp.Command]:
     """Fixes and suppressions for the gbls diagnostics in ``diagnostics``, and ``fullgraph=True`` for
     break-free compiled functions under ``selection``."""
@@ -142,7 +162,7 @@ def code_actions(
             continue
         broken = Broken.from_data(data)
         for index, fix in enumerate(fixes_for(broken, text_of)):
-            actions.append(fix_action(fix, text_of, diagnostic, preferred=index == 0))
+            actions.append(fix_action(fix, text_of, diagnostic, preferred=index == 0, snippets=snippets))
         if len(broken.chain) > 1 and data["kind"] == "break":
             actions.append(_go_to_root(broken, text_of))
         actions += suppression_actions(data, str(data.get("path", path)), text_of, diagnostic)

@@ -24,11 +24,23 @@ LOGGING_METHODS = {"debug", "info", "warning", "warn", "error", "exception", "cr
 
 @dataclass(frozen=True)
 class Edit:
-    """Replace ``span`` (characters; an empty span inserts) of ``path`` by ``text``."""
+    """Replace ``span`` (characters; an empty span inserts) of ``path`` by ``text``.
+
+    A ``snippet`` edit's text has LSP snippet placeholders (``${1:x}``) for the editor to fill in;
+    ``plain_text`` gives it with each placeholder's default, for clients without snippet edits.
+    """
 
     path: str
     span: Span
     text: str
+    snippet: bool = False
+
+    @property
+    def plain_text(self) -> str:
+        if not self.snippet:
+            return self.text
+        text = re.sub(r"\$\{\d+:([^}]*)\}", r"\1", self.text)
+        return re.sub(r"\\([$}\\])", r"\1", text)
 
 
 @dataclass(frozen=True)
@@ -342,6 +354,12 @@ def _single_assignment(body: list[ast.stmt]) -> tuple[str, str] | None:
     return statement.targets[0].id, ast.unparse(statement.value)
 
 
+def _returned(outputs: list[str], assigned: set[str]) -> str:
+    """What a branch returns: what it set, and a copy of what it left alone (a torch.cond branch
+    may not return its input itself)."""
+    return ", ".join(name if name in assigned else f"{name}.clone()" for name in outputs)
+
+
 def _assigned(body: list[ast.stmt]) -> set[str]:
     return {
         n.id for s in body for n in ast.walk(s) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)
@@ -395,7 +413,7 @@ def _cond_rewrite(broken: Broken, text_of: TextOf) -> Fix | None:
     for label, body in (("true", statement.body), ("false", statement.orelse)):
         text.append(f"{indent}def _{label}_branch({parameters}):")
         text += [f"{indent}    {ast.unparse(s)}" for s in body]
-        text.append(f"{indent}    return {results}")
+        text.append(f"{indent}    return {_returned(outputs, _assigned(body))}")
     packed = f"({parameters},)" if len(operands) == 1 else f"({parameters})"
     condition = ast.unparse(statement.test)
     text.append(f"{indent}{results} = {name}.cond({condition}, _true_branch, _false_branch, {packed})")
@@ -405,6 +423,107 @@ def _cond_rewrite(broken: Broken, text_of: TextOf) -> Fix | None:
         "Rewrite the branch with torch.cond (both branches must return tensors of the same shape)",
         (Edit(broken.root.path, end, "\n".join(text)),),
     )
+
+
+def _branch_at(broken: Broken, text_of: TextOf) -> tuple[ast.Module, list[str], ast.If] | None:
+    source = text_of(broken.root.path)
+    tree = _parse(source)
+    if source is None or tree is None:
+        return None
+    lines = source.splitlines()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.If) and node_span(node.test, lines) == broken.root.span:
+            return tree, lines, node
+    return None
+
+
+def _loaded_before(tree: ast.Module, statement: ast.stmt, nodes: list[ast.AST]) -> list[str]:
+    """The names ``nodes`` read that the enclosing function binds before ``statement``: the operands."""
+    before = _defined_before(tree, statement)
+    read = {
+        n.id
+        for node in nodes
+        for n in ast.walk(node)
+        if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)
+    }
+    return sorted(read & before)
+
+
+def _return_rewrite(broken: Broken, text_of: TextOf) -> Fix | None:
+    """``if c: return a`` then ``return b`` (or ``else: return b``) → ``return torch.cond(c, ...)``."""
+    found = _branch_at(broken, text_of)
+    if found is None:
+        return None
+    tree, lines, statement = found
+    body = _body_of(tree, statement)
+    last: ast.stmt
+    if statement.orelse:
+        otherwise, last = statement.orelse, statement
+    else:
+        following = body[body.index(statement) + 1 : body.index(statement) + 2]
+        otherwise, last = following, following[0] if following else statement
+    returns = [statement.body, otherwise]
+    if not all(len(b) == 1 and isinstance(b[0], ast.Return) and b[0].value is not None for b in returns):
+        return None
+    values = [b[0].value for b in returns]  # type: ignore[attr-defined]
+    operands = _loaded_before(tree, statement, values)
+    if not operands:
+        return None
+    name = torch_name(tree) or "torch"
+    indent = _indent(lines, statement.lineno)
+    parameters = ", ".join(operands)
+    text = []
+    for label, value in (("true", values[0]), ("false", values[1])):
+        text += [f"{indent}def _{label}_branch({parameters}):", f"{indent}    return {ast.unparse(value)}"]
+    packed = f"({parameters},)" if len(operands) == 1 else f"({parameters})"
+    text.append(
+        f"{indent}return {name}.cond({ast.unparse(statement.test)}, _true_branch, _false_branch, {packed})"
+    )
+    end = node_span(last, lines)
+    span = Span(statement.lineno, 0, end.end_line, len(line_text(lines, end.end_line)))
+    return Fix(
+        "Rewrite the early return with torch.cond (both branches must return tensors of the same shape)",
+        (Edit(broken.root.path, span, "\n".join(text)),),
+    )
+
+
+def _snippet_escape(text: str) -> str:
+    return text.replace("\\", "\\\\").replace("$", "\\$").replace("}", "\\}")
+
+
+def _cond_skeleton(broken: Broken, text_of: TextOf) -> Fix | None:
+    """Any other data-dependent ``if``: a ``torch.cond`` skeleton, the branches moved in, to complete."""
+    if any(rewrite(broken, text_of) for rewrite in (_where_rewrite, _cond_rewrite, _return_rewrite)):
+        return None  # a complete rewrite is on offer
+    found = _branch_at(broken, text_of)
+    if found is None:
+        return None
+    tree, lines, statement = found
+    operands = ", ".join(_loaded_before(tree, statement, [*statement.body, *statement.orelse])) or "x"
+    # A first guess at the outputs: what the branches set that lives on after them (not a loop variable).
+    true_sets, false_sets = _assigned(statement.body), _assigned(statement.orelse)
+    living = (true_sets | false_sets) & (_defined_before(tree, statement) | (true_sets & false_sets))
+    outputs = ", ".join(sorted(living)) or operands
+    indent = _indent(lines, statement.lineno)
+    name = torch_name(tree) or "torch"
+    text = []
+    for label, body in (("true", statement.body), ("false", statement.orelse)):
+        text.append(f"{indent}def _{label}_branch(${{1:{operands}}}):")
+        for node in body:
+            text += [f"{indent}    {_snippet_escape(line)}" for line in ast.unparse(node).splitlines()]
+        returned = _returned(sorted(living), _assigned(body)) if living else operands
+        text.append(f"{indent}    return ${{{3 if label == 'true' else 4}:{returned}}}")
+    condition = _snippet_escape(ast.unparse(statement.test))
+    call = f"{name}.cond({condition}, _true_branch, _false_branch, (${{1:{operands}}},))"
+    text.append(f"{indent}${{2:{outputs}}} = {call}")
+    span = node_span(statement, lines)
+    edit = Edit(
+        broken.root.path,
+        Span(span.line, 0, span.end_line, len(line_text(lines, span.end_line))),
+        "\n".join(text),
+        snippet=True,
+    )
+    return Fix("Turn the branch into a torch.cond skeleton to complete (operands, outputs)", (edit,))
 
 
 Maker = Callable[[Broken, TextOf], Fix | None]
@@ -417,7 +536,7 @@ CATALOGUE: dict[str, tuple[Maker, ...]] = {
     "GB0036": (config_flag("capture_dynamic_output_shape_ops"),),  # Dynamic shape operator
     "GB0025": (remove_graph_break,),  # torch._dynamo.graph_break()
     "GB0098": (drop_disable_decorator,),  # torch.compiler.disable'd callee
-    "GB0170": (_where_rewrite, _cond_rewrite),  # Data-dependent branching
+    "GB0170": (_where_rewrite, _cond_rewrite, _return_rewrite, _cond_skeleton),  # Data-dependent branching
 }
 # For torch without GB ids in its registry.
 BY_GB_TYPE = {

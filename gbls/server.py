@@ -390,9 +390,11 @@ def code_action(ls: GblsServer, params: lsp.CodeActionParams) -> list[lsp.CodeAc
     uri = params.text_document.uri
     record = ls.records.get(uri)
     selection = to_span(params.range, record.source.splitlines()) if record else None
-    return code_actions(
-        uri, list(params.context.diagnostics), ls.text_of, record.report if record else None, selection
-    )
+    workspace = ls.client_capabilities.workspace
+    edits = workspace.workspace_edit if workspace else None
+    snippets = bool(edits and edits.snippet_edit_support)
+    report = record.report if record else None
+    return code_actions(uri, list(params.context.diagnostics), ls.text_of, report, selection, snippets)
 
 
 @server.command(ANALYSE_FILE)

@@ -338,3 +338,41 @@ def test_check_fix_applies_the_safe_fixes(tmp_path: Path) -> None:
     second = subprocess.run(command, capture_output=True, text=True, timeout=300, cwd=tmp_path)
     assert "Fixed" not in second.stdout
     assert (tmp_path / "item_call.py").read_text().count("capture_scalar_outputs") == 1
+
+
+async def test_early_return_rewritten_with_cond(client: LanguageClient, workspace: Path) -> None:
+    session, after = await fix_and_check(
+        client, workspace, "return_cond.py", "GB0170", "Rewrite the early return with torch.cond"
+    )
+    text = session.path.read_text()
+    assert "    return torch.cond(x.sum() > y.sum(), _true_branch, _false_branch, (x, y))\n" in text
+    assert "    def _false_branch(x, y):\n        return y - 1\n" in text
+    assert after == []
+    session.close()
+
+
+async def test_other_branches_get_a_cond_skeleton(client: LanguageClient, workspace: Path) -> None:
+    """Without snippet support the placeholders keep their defaults: here that is already right."""
+    session, after = await fix_and_check(
+        client, workspace, "branch_skeleton.py", "GB0170", "Turn the branch into a torch.cond skeleton"
+    )
+    text = session.path.read_text()
+    assert "    def _true_branch(x):\n        for step in range(2):\n            x = x + step\n" in text
+    assert "        return x\n    def _false_branch(x):\n        return x.clone()\n" in text
+    assert "    x = torch.cond(x.sum() > 0, _true_branch, _false_branch, (x,))\n" in text
+    assert after == []
+    session.close()
+
+
+def test_skeleton_placeholders_for_editors_that_take_snippets() -> None:
+    from gbls.fixes import Broken, fixes_for
+    from gbls.ranges import Span
+    from gbls.report import Location
+
+    path = str(FIXES / "branch_skeleton.py")
+    root = Location(path, "accumulate", Span(6, 7, 6, 18))
+    broken = Broken(path, "accumulate", "GB0170", "Data-dependent branching", root.span, (root,))
+    (skeleton,) = fixes_for(broken, lambda p: Path(p).read_text())
+    (edit,) = skeleton.edits
+    assert edit.snippet and "def _true_branch(${1:x}):" in edit.text and "return ${3:x}" in edit.text
+    assert "${" not in edit.plain_text
