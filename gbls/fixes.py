@@ -182,6 +182,15 @@ def insert_after_imports(path: str, source: str, statement: str) -> Edit | None:
 # -- the fixes --------------------------------------------------------------------------------------
 
 
+def _root_source(broken: Broken, text_of: TextOf) -> tuple[str, ast.Module, list[str]] | None:
+    """The text, tree and lines of the file holding the root cause, if it parses."""
+    source = text_of(broken.root.path)
+    tree = _parse(source)
+    if source is None or tree is None:
+        return None
+    return source, tree, source.splitlines()
+
+
 def _root_call_statement(broken: Broken, text_of: TextOf) -> tuple[str, ast.Module, ast.Expr] | None:
     """The root cause when it is a call standing as a statement of its own, e.g. ``print(x)``."""
     path = broken.root.path
@@ -276,11 +285,10 @@ def remove_graph_break(broken: Broken, text_of: TextOf) -> Fix | None:
 
 def drop_disable_decorator(broken: Broken, text_of: TextOf) -> Fix | None:
     """When the disabled callee is defined in this workspace's file, offer to compile it after all."""
-    source = text_of(broken.root.path)
-    tree = _parse(source)
-    if source is None or tree is None:
+    found_root = _root_source(broken, text_of)
+    if found_root is None:
         return None
-    lines = source.splitlines()
+    source, tree, lines = found_root
     calls = _nodes_at(tree, broken.root.span, lines, ast.Call)
     if not calls or not isinstance(calls[0].func, ast.Name):
         return None
@@ -313,11 +321,10 @@ def drop_disable_decorator(broken: Broken, text_of: TextOf) -> Fix | None:
 
 def _where_rewrite(broken: Broken, text_of: TextOf) -> Fix | None:
     """``if c: x = f(x)`` → ``x = torch.where(c, f(x), x)``; ``a if c else b`` → ``torch.where(c, a, b)``."""
-    source = text_of(broken.root.path)
-    tree = _parse(source)
-    if source is None or tree is None:
+    found_root = _root_source(broken, text_of)
+    if found_root is None:
         return None
-    lines = source.splitlines()
+    _, tree, lines = found_root
     name = torch_name(tree) or "torch"
     for node in ast.walk(tree):
         if isinstance(node, ast.IfExp) and node_span(node.test, lines) == broken.root.span:
@@ -384,11 +391,10 @@ def _defined_before(tree: ast.Module, statement: ast.stmt) -> set[str]:
 
 def _cond_rewrite(broken: Broken, text_of: TextOf) -> Fix | None:
     """An ``if`` that only assigns becomes ``torch.cond``, one function per branch returning what it sets."""
-    source = text_of(broken.root.path)
-    tree = _parse(source)
-    if source is None or tree is None:
+    found_root = _root_source(broken, text_of)
+    if found_root is None:
         return None
-    lines = source.splitlines()
+    _, tree, lines = found_root
     statement = next(
         (n for n in ast.walk(tree) if isinstance(n, ast.If) and node_span(n.test, lines) == broken.root.span),
         None,
@@ -426,11 +432,10 @@ def _cond_rewrite(broken: Broken, text_of: TextOf) -> Fix | None:
 
 
 def _branch_at(broken: Broken, text_of: TextOf) -> tuple[ast.Module, list[str], ast.If] | None:
-    source = text_of(broken.root.path)
-    tree = _parse(source)
-    if source is None or tree is None:
+    found_root = _root_source(broken, text_of)
+    if found_root is None:
         return None
-    lines = source.splitlines()
+    _, tree, lines = found_root
     for node in ast.walk(tree):
         if isinstance(node, ast.If) and node_span(node.test, lines) == broken.root.span:
             return tree, lines, node
