@@ -5,7 +5,6 @@ first on sys.path of this process only (not PYTHONPATH): the worker that imports
 process, so the bundled libraries never shadow the user's.
 """
 
-import logging
 import os
 import sys
 
@@ -13,6 +12,4 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(
 
 from gbls.server import serve  # noqa: E402
 
-# pygls logs every message it sends at INFO: the output channel would show each diagnostic twice.
-logging.getLogger("pygls").setLevel(logging.WARNING)
 serve()
