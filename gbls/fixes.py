@@ -193,19 +193,11 @@ def _root_source(broken: Broken, text_of: TextOf) -> tuple[str, ast.Module, list
 
 def _root_call_statement(broken: Broken, text_of: TextOf) -> tuple[str, ast.Module, ast.Expr] | None:
     """The root cause when it is a call standing as a statement of its own, e.g. ``print(x)``."""
-    path = broken.root.path
-    source = text_of(path)
-    tree = _parse(source)
-    if source is None or tree is None:
+    found = _root_source(broken, text_of)
+    if found is None:
         return None
-    lines = source.splitlines()
-    for statement in _nodes_at(tree, broken.root.span, lines, ast.Expr) + [
-        node
-        for node in ast.walk(tree)
-        if isinstance(node, ast.Expr)
-        and isinstance(node.value, ast.Call)
-        and node_span(node.value, lines) == broken.root.span
-    ]:
+    source, tree, lines = found
+    for statement in _nodes_at(tree, broken.root.span, lines, ast.Expr):  # an Expr spans its value
         if isinstance(statement.value, ast.Call):
             return source, tree, statement
     return None

@@ -143,11 +143,15 @@ class GblsServer(LanguageServer):
         if report is None:
             return False
         self.scheduler.cancel(uri)
-        previous = self.records.get(uri)
-        self.records[uri] = Analysed(document.version, document.source, report)
-        self.publish_around(uri, previous.report if previous else None, report)
-        self._status(uri, "done", report)
+        self._record(uri, Analysed(document.version, document.source, report))
         return True
+
+    def _record(self, uri: str, analysed: Analysed) -> None:
+        """Keep ``analysed`` as the document's result and publish it where it shows."""
+        previous = self.records.get(uri)
+        self.records[uri] = analysed
+        self.publish_around(uri, previous.report if previous else None, analysed.report)
+        self._status(uri, "done", analysed.report)
 
     async def analyse_document(self, uri: str) -> None:
         document = self.open_document(uri)
@@ -165,10 +169,7 @@ class GblsServer(LanguageServer):
         current = self.open_document(uri)
         if current is None or current.version != version:
             return  # a newer version is on its way; this result belongs to none that exists
-        previous = self.records.get(uri)
-        self.records[uri] = Analysed(version, source, report)
-        self.publish_around(uri, previous.report if previous else None, report)
-        self._status(uri, "done", report)
+        self._record(uri, Analysed(version, source, report))
         if report.failure_kind == "worker":  # warm a fresh worker now, not when the next edit waits for it
             self._worker_start = asyncio.create_task(self._start_worker(self.worker()))
         if report.status == "ok":
