@@ -50,6 +50,9 @@ class GblsServer(LanguageServer):
     def __init__(self) -> None:
         super().__init__("gbls", __version__)
         self.settings = Settings()
+        # What the client said at start; the workspace's configuration is read on top of it each time,
+        # so a key the user removes goes back to its default instead of keeping its last value.
+        self.initial_settings = Settings()
         self.folders: list[str] = []
         self.records: dict[str, Analysed] = {}
         self.cache: dict[str, cache.Entry] = {}
@@ -297,7 +300,7 @@ class GblsServer(LanguageServer):
             log.warning("workspace/configuration failed: %s", error)
             return
         if values:
-            self.apply_settings(from_options(values[0], self.settings))
+            self.apply_settings(from_options(values[0], self.initial_settings))
 
     def apply_settings(self, settings: Settings) -> None:
         was_enabled = self.settings.enable
@@ -318,7 +321,7 @@ server = GblsServer()
 
 @server.feature(lsp.INITIALIZE)
 def initialize(ls: GblsServer, params: lsp.InitializeParams) -> None:
-    ls.settings = from_options(params.initialization_options)
+    ls.settings = ls.initial_settings = from_options(params.initialization_options)
     folders = [uris.to_fs_path(f.uri) for f in params.workspace_folders or []]
     if not folders and params.root_uri:
         folders = [uris.to_fs_path(params.root_uri)]
@@ -335,7 +338,7 @@ async def initialized(ls: GblsServer, params: lsp.InitializedParams) -> None:
 @server.feature(lsp.WORKSPACE_DID_CHANGE_CONFIGURATION)
 async def did_change_configuration(ls: GblsServer, params: lsp.DidChangeConfigurationParams) -> None:
     if isinstance(params.settings, dict) and params.settings:
-        ls.apply_settings(from_options(params.settings, ls.settings))
+        ls.apply_settings(from_options(params.settings, ls.initial_settings))
     await ls.pull_configuration()
     for uri in list(ls.workspace.text_documents):
         ls.request(uri)

@@ -187,9 +187,12 @@ async def test_settings_change_applies_to_the_next_publication(client: LanguageC
     client.workspace_did_change_configuration(lsp.DidChangeConfigurationParams(settings=None))
     (after,) = await waiting
     assert after.severity == lsp.DiagnosticSeverity.Error
+    # Removing the key brings the default back, not the last value.
     client.set_configuration({"debounceMs": 200}, section="gbls")
+    waiting = asyncio.ensure_future(diagnostics_for(client, uri_of(path)))
     client.workspace_did_change_configuration(lsp.DidChangeConfigurationParams(settings=None))
-    await diagnostics_for(client, uri_of(path))
+    (restored,) = await waiting
+    assert restored.severity == lsp.DiagnosticSeverity.Warning
     close(client, path)
 
 
