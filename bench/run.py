@@ -461,15 +461,16 @@ async def pieces(paths: list[Path], runs: int) -> dict[str, Any]:
     server remembers for the next edit. Then the one-line edit: which functions can be kept, the
     worker's round trip with them kept, the report, and the kept results moved into it.
     """
-    from gbls import incremental
-    from gbls.analysis import static_targets
-    from gbls.diagnostics import file_diagnostics
-    from gbls.discovery import find_compiled
-    from gbls.report import build, read_source
-    from gbls.sandbox import launch
+    from gbls.engine import incremental
+    from gbls.engine.discovery import find_compiled
+    from gbls.engine.report import build
+    from gbls.engine.sources import read_source
+    from gbls.lsp.diagnostics import file_diagnostics
+    from gbls.runtime.sandbox import launch
+    from gbls.runtime.session import static_targets
+    from gbls.runtime.workerclient import Worker
     from gbls.settings import Settings
     from gbls.worker.protocol import Request
-    from gbls.workerclient import Worker
 
     settings = Settings()
     key = (settings.for_worker(), settings.worker_key())

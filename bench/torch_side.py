@@ -212,10 +212,10 @@ class Timed:
 
 
 def _gbls_child(request: Any, events_w: int, output_w: int, report: str, profile: bool) -> None:
-    """gbls's real child code path (``zygote._child``), timed by phase, optionally under cProfile."""
+    """gbls's real child code path (``child.run``), timed by phase, optionally under cProfile."""
     import torch._dynamo.convert_frame as convert_frame
 
-    from gbls.worker import analyse, capture, zygote
+    from gbls.worker import analyse, capture, child, limits, processes
 
     timed = Timed()
     timed.wrap(analyse, "_execute", "module execution (incl. translation)")
@@ -223,11 +223,11 @@ def _gbls_child(request: Any, events_w: int, output_w: int, report: str, profile
     timed.wrap(analyse, "_name_the_line", "signal/faulthandler setup")
     timed.wrap(capture.Capture, "install", "hook installation")
     timed.wrap(convert_frame, "_compile", "Dynamo translation (convert_frame._compile)")
-    timed.wrap(zygote, "_limit", "rlimits")
-    timed.wrap(zygote, "_unshare_network", "unshare network")
+    timed.wrap(limits, "apply", "rlimits")
+    timed.wrap(processes, "unshare_network", "unshare network")
     profiler = cProfile.Profile() if profile else None
     start = time.perf_counter()
-    real_exit = zygote._exit
+    real_exit = child._exit
 
     def finish(code: int) -> None:
         total = time.perf_counter() - start
@@ -238,12 +238,12 @@ def _gbls_child(request: Any, events_w: int, output_w: int, report: str, profile
             json.dump({"total": total, "phases": timed.seconds}, handle)
         real_exit(code)
 
-    zygote._exit = finish  # type: ignore[assignment]
+    child._exit = finish  # type: ignore[assignment]
     scratch = tempfile.mkdtemp(prefix="gbls-bench-")
     if profiler is not None:
         profiler.enable()
     null = os.open(os.devnull, os.O_WRONLY)
-    zygote._child(request, events_w, output_w, scratch, null, sandboxed=True)
+    child.run(request, events_w, output_w, scratch, null, sandboxed=True)
 
 
 def _gbls_run(request: Any, report: str, profile: bool = False) -> Measured:
@@ -335,7 +335,7 @@ def phases(path: str, runs: int) -> dict[str, Any]:
     replaced by a no-op. Last, a richer warm-up: the parent translates a file like this one once.
     Each fork reports wall and CPU seconds and minor page faults (copy-on-write copies among them).
     """
-    from gbls.discovery import find_compiled
+    from gbls.engine.discovery import find_compiled
     from gbls.worker import zygote
     from gbls.worker.protocol import Request
 

@@ -1,7 +1,7 @@
 """The ``gbls`` command: ``gbls check PATH…`` for CI and ``gbls serve`` for editors.
 
-Exit codes of ``check``, as ruff's: 0 no graph break, 1 graph breaks found, 2 a file could not
-be analysed or gbls itself failed.
+Exit codes of ``check``, as ruff's: 0 no graph break, 1 graph breaks found (with ``--diff``: a
+fix would change a file), 2 a file could not be analysed or gbls itself failed.
 """
 
 from __future__ import annotations
@@ -9,17 +9,19 @@ from __future__ import annotations
 import argparse
 import asyncio
 import dataclasses
+import difflib
 import os
 import sys
 from collections.abc import Iterator
 
 from . import __version__, output
-from .analysis import analyse
-from .fixes import Broken, Edit, apply, fixes_for
-from .report import FileReport, decode_source, failure_report
-from .sandbox import launch
+from .engine.fixes.catalogue import fixes_for
+from .engine.fixes.edits import Edit, Fix, apply
+from .engine.model import FileReport, failure_report
+from .engine.sources import Sources, read_source, why_unreadable
+from .runtime.errors import WorkerError
+from .runtime.session import Session
 from .settings import SANDBOX_MODES, Settings
-from .workerclient import Worker, WorkerError
 
 SKIPPED_FOLDERS = {"__pycache__", "node_modules", "site-packages", "build", "dist"}
 PARALLEL = max(1, min(4, os.cpu_count() or 1))
@@ -40,91 +42,102 @@ def python_files(paths: list[str]) -> Iterator[str]:
             for name in sorted(files):
                 if name.endswith(".py"):
                     full = os.path.abspath(os.path.join(folder, name))
-                    with open(full, "rb") as handle:
-                        if b"compile" in handle.read():
-                            yield full
+                    if b"compile" in (read_source(full) or "").encode():
+                        yield full
 
 
-def apply_safe_fixes(reports: list[FileReport]) -> list[str]:
-    """Apply every safe fix, once per edit, without overlaps; say what was fixed, like ``ruff --fix``."""
-    texts: dict[str, str] = {}
+def offered_fixes(reports: list[FileReport], sources: Sources) -> output.Fixes:
+    """Each break's fix: its first safe one, else the first one offered, else none."""
+    found: output.Fixes = {}
+    for report in reports:
+        for brk in report.breaks:
+            fixes = fixes_for(brk, report.path, sources)
+            chosen = next((fix for fix in fixes if fix.safe), fixes[0] if fixes else None)
+            if chosen is not None:
+                found[(report.path, brk.key)] = chosen
+    return found
 
-    def text_of(path: str) -> str | None:
-        if path not in texts:
-            try:
-                with open(path, encoding="utf-8") as handle:
-                    texts[path] = handle.read()
-            except (OSError, UnicodeDecodeError):
-                return None
-        return texts[path]
 
+def safe_edits(reports: list[FileReport], fixes: output.Fixes) -> tuple[dict[str, list[Edit]], list[str]]:
+    """The safe fixes' edits by file, once per edit and without overlaps, and what each fixes."""
     chosen: dict[str, list[Edit]] = {}
     said: list[str] = []
     for report in reports:
         for brk in report.breaks:
-            for fix in fixes_for(Broken.of(brk, report.path), text_of):
-                if not fix.safe:
-                    continue
-                new = [e for e in fix.edits if e not in chosen.get(e.path, [])]
-                if any(_overlap(e, other) for e in new for other in chosen.get(e.path, [])):
-                    continue
-                for edit in new:
-                    chosen.setdefault(edit.path, []).append(edit)
-                said.append(
-                    f"Fixed {brk.code} in {output.relative(report.path)}:{brk.span.line}: {fix.title}"
-                )
-                break
-    for path, edits in chosen.items():
-        with open(path, "w", encoding="utf-8") as handle:
-            handle.write(apply(texts[path], edits))
-    return said
+            fix: Fix | None = fixes.get((report.path, brk.key))
+            if fix is None or not fix.safe:
+                continue
+            new = [e for e in fix.edits if e not in chosen.get(e.path, [])]
+            if any(e.span.overlaps(other.span) for e in new for other in chosen.get(e.path, [])):
+                continue
+            for edit in new:
+                chosen.setdefault(edit.path, []).append(edit)
+            said.append(f"Fixed {brk.code} in {output.relative(report.path)}:{brk.span.line}: {fix.title}")
+    return chosen, said
 
 
-def _overlap(one: Edit, other: Edit) -> bool:
-    a, b = one.span, other.span
-    return (a.line, a.column) < (b.end_line, b.end_column) and (b.line, b.column) < (a.end_line, a.end_column)
+def diff(path: str, old: str, new: str) -> str:
+    name = output.relative(path)
+    lines = difflib.unified_diff(
+        old.splitlines(keepends=True), new.splitlines(keepends=True), f"a/{name}", f"b/{name}"
+    )
+    return "".join(lines)
 
 
-async def check(paths: list[str], settings: Settings, fmt: str, fix: bool = False) -> int:
+async def check(
+    paths: list[str], settings: Settings, fmt: str, fix: bool = False, show_diff: bool = False
+) -> int:
     files = list(python_files(paths))
     workspace = os.getcwd()
-    folders = [workspace, *sorted({os.path.dirname(path) for path in files})]
-    worker = Worker(lambda: launch(settings.interpreter or None, folders, settings.sandbox))
+    session = Session(settings, [workspace, *sorted({os.path.dirname(path) for path in files})], read_source)
     try:
-        info = await worker.start()
-    except (WorkerError, RuntimeError) as error:
+        info = await session.warm()
+    except WorkerError as error:
         print(f"gbls: {error}", file=sys.stderr)
         return 2
-    if worker.note:
-        print(f"gbls: {worker.note}", file=sys.stderr)
+    if session.worker.note:
+        print(f"gbls: {session.worker.note}", file=sys.stderr)
     limit = asyncio.Semaphore(PARALLEL)
 
     async def one(path: str) -> FileReport:
-        try:
-            with open(path, "rb") as handle:
-                source = decode_source(handle.read())
-        except OSError as error:
-            return failure_report(path, "io", f"cannot read the file: {error.strerror or error}")
+        source = read_source(path)
+        if source is None:
+            return failure_report(path, "io", f"cannot read the file: {why_unreadable(path)}")
         async with limit:
-            return await analyse(worker, path, source, settings, workspace)
+            return await session.check(path, source)
 
     try:
         reports = list(await asyncio.gather(*(one(path) for path in files)))
-        if fix:
-            fixed = apply_safe_fixes(reports)
-            if fixed:  # say what changed, then report what is left as the translator now sees it
-                print("\n".join(fixed), file=sys.stdout if fmt == "text" else sys.stderr)
+        sources = Sources(read_source)
+        fixes = offered_fixes(reports, sources)
+        if fix or show_diff:
+            edits, said = safe_edits(reports, fixes)
+            changed = {
+                path: apply(sources.text(path) or "", file_edits) for path, file_edits in edits.items()
+            }
+            if show_diff:
+                sys.stdout.write(
+                    "".join(diff(path, sources.text(path) or "", new) for path, new in changed.items())
+                )
+                return 2 if any(report.status != "ok" for report in reports) else int(bool(changed))
+            for path, new in changed.items():
+                with open(path, "w", encoding="utf-8", newline="") as handle:
+                    handle.write(new)
+            if said:  # say what changed, then report what is left as the translator now sees it
+                print("\n".join(said), file=sys.stdout if fmt == "text" else sys.stderr)
                 reports = list(await asyncio.gather(*(one(path) for path in files)))
+                sources = Sources(read_source)
+                fixes = offered_fixes(reports, sources)
     finally:
-        await worker.stop()
+        await session.stop()
     if fmt == "json":
-        sys.stdout.write(output.to_json(reports, info.torch))
+        sys.stdout.write(output.to_json(reports, info.torch, fixes))
     elif fmt == "sarif":
         sys.stdout.write(output.sarif(reports))
     elif fmt == "github":
         sys.stdout.write(output.github(reports))
     else:
-        sys.stdout.write(output.text(reports))
+        sys.stdout.write(output.text(reports, fixes))
     if any(report.status != "ok" for report in reports):
         return 2
     return 1 if any(report.breaks for report in reports) else 0
@@ -145,8 +158,10 @@ def _parser() -> argparse.ArgumentParser:
     check_parser.add_argument("--memory-mb", type=int, default=Settings.memory_mb, help="memory per analysis")
     check_parser.add_argument("--run-main", action="store_true", help="also run the `__main__` block")
     check_parser.add_argument("--sandbox", choices=SANDBOX_MODES, default="auto")
-    check_parser.add_argument(
-        "--fix", action="store_true", help="apply the safe fixes, then report what is left"
+    fixing = check_parser.add_mutually_exclusive_group()
+    fixing.add_argument("--fix", action="store_true", help="apply the safe fixes, then report what is left")
+    fixing.add_argument(
+        "--diff", action="store_true", help="print the safe fixes as a diff instead of applying them"
     )
 
     commands.add_parser("serve", help="run the language server over stdio")
@@ -156,7 +171,7 @@ def _parser() -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> int:
     arguments = _parser().parse_args(argv)
     if arguments.command == "serve":
-        from .server import serve
+        from .lsp.server import serve
 
         serve()
         return 0
@@ -168,7 +183,7 @@ def main(argv: list[str] | None = None) -> int:
         run_main=arguments.run_main,
         sandbox=arguments.sandbox,
     )
-    return asyncio.run(check(arguments.paths, settings, arguments.format, arguments.fix))
+    return asyncio.run(check(arguments.paths, settings, arguments.format, arguments.fix, arguments.diff))
 
 
 if __name__ == "__main__":

@@ -10,10 +10,12 @@ import os
 from typing import Any
 
 from . import __version__
-from .ranges import Span
-from .report import BreakReport, FileReport, Location
+from .engine.fixes.edits import Fix
+from .engine.model import BreakKey, BreakReport, FileReport, Location
+from .engine.ranges import Span
 
-INFORMATION_URI = "https://github.com/gbls/gbls"
+# Each break's fix, if it has one, by (analysed file, break key).
+Fixes = dict[tuple[str, BreakKey], Fix]
 
 
 def relative(path: str) -> str:
@@ -32,12 +34,19 @@ def _status(report: FileReport) -> str:
     return report.status if report.status in ("ok", "timeout") else "error"
 
 
-def text(reports: list[FileReport]) -> str:
+def text(reports: list[FileReport], fixes: Fixes) -> str:
+    """ruff's shape: ``path:line:col: CODE [*] message``, ``[*]`` where ``--fix`` would fix it."""
     lines: list[str] = []
+    fixable = 0
     for report in reports:
         path = relative(report.path)
         for brk in report.breaks:
-            lines.append(f"{path}:{_where(brk.span)}: {brk.code} {_text_message(brk)}")
+            fix = fixes.get((report.path, brk.key))
+            mark = ""
+            if fix is not None and fix.safe:
+                mark = "[*] "
+                fixable += 1
+            lines.append(f"{path}:{_where(brk.span)}: {brk.code} {mark}{_text_message(brk)}")
         for function in report.functions:
             if not function.analysed:
                 lines.append(
@@ -52,6 +61,8 @@ def text(reports: list[FileReport]) -> str:
     if failed:
         summary += f" ({failed} could not be fully analysed)"
     lines.append(summary + ".")
+    if fixable:
+        lines.append(f"[*] {fixable} fixable with `gbls check --fix`.")
     return "\n".join(lines) + "\n"
 
 
@@ -84,7 +95,34 @@ def _frame(location: Location) -> dict[str, Any]:
     }
 
 
-def to_json(reports: list[FileReport], torch_version: str) -> str:
+def _position(span: Span, end: bool) -> dict[str, int]:
+    return (
+        {"line": span.end_line, "column": span.end_column + 1}
+        if end
+        else {"line": span.line, "column": span.column + 1}
+    )
+
+
+def _fix(fix: Fix | None) -> dict[str, Any] | None:
+    """ruff's fix object: what it does, whether ``--fix`` applies it, and its edits."""
+    if fix is None:
+        return None
+    return {
+        "message": fix.title,
+        "applicability": "safe" if fix.safe else "unsafe",
+        "edits": [
+            {
+                "path": edit.path,
+                "content": edit.plain_text,
+                "location": _position(edit.span, end=False),
+                "end_location": _position(edit.span, end=True),
+            }
+            for edit in fix.edits
+        ],
+    }
+
+
+def to_json(reports: list[FileReport], torch_version: str, fixes: Fixes) -> str:
     files = []
     for report in reports:
         files.append(
@@ -104,8 +142,8 @@ def to_json(reports: list[FileReport], torch_version: str) -> str:
                         "line": f.line,
                         "analysed": f.analysed,
                         "reason": f.reason,
-                        "inputs": f.inputs,
-                        "input_source": f.input_source,
+                        "inputs": f.target.inputs,
+                        "input_source": f.target.input_source,
                         "graphs": len(f.graphs),
                         "ops": f.ops,
                         "breaks": f.breaks,
@@ -119,13 +157,14 @@ def to_json(reports: list[FileReport], torch_version: str) -> str:
                         "gb_type": b.gb_type,
                         "gb_id": b.gb_id,
                         "url": b.url,
-                        "explanation": b.explanation,
-                        "hints": list(b.hints),
-                        "context": b.context,
+                        "explanation": b.cause.explanation,
+                        "hints": list(b.cause.hints),
+                        "context": b.cause.context,
                         "effect": b.effect,
                         "range": _range(b.span),
                         "chain": [_frame(location) for location in b.chain],
                         "count": b.count,
+                        "fix": _fix(fixes.get((report.path, b.key))),
                     }
                     for b in report.breaks
                 ],
@@ -165,7 +204,7 @@ def sarif(reports: list[FileReport]) -> str:
                 {
                     "ruleId": brk.code,
                     "level": "warning",
-                    "message": {"text": f"{brk.message}. {brk.explanation}"},
+                    "message": {"text": f"{brk.message}. {brk.cause.explanation}"},
                     "locations": [_physical(report.path, brk.span)],
                     "relatedLocations": [
                         {
@@ -195,7 +234,6 @@ def sarif(reports: list[FileReport]) -> str:
                     "driver": {
                         "name": "gbls",
                         "version": __version__,
-                        "informationUri": INFORMATION_URI,
                         "rules": sorted(rules.values(), key=lambda rule: rule["id"]),
                     }
                 },

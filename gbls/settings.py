@@ -32,16 +32,12 @@ class Settings:
         return (self.interpreter, self.sandbox)
 
 
-# LSP clients send camelCase; both spellings are accepted.
+# LSP clients send camelCase; the snake_case field names are accepted too.
 _ALIASES = {
     "analyseOnChange": "analyse_on_change",
-    "analyzeOnChange": "analyse_on_change",
     "runMain": "run_main",
     "memoryMb": "memory_mb",
-    "memory": "memory_mb",
     "debounceMs": "debounce_ms",
-    "debounce": "debounce_ms",
-    "pythonPath": "interpreter",
 }
 
 

@@ -9,11 +9,12 @@ import pytest_lsp
 from lsprotocol import types as lsp
 from pytest_lsp import ClientServerConfig, LanguageClient, client_capabilities
 
-from gbls.analysis import analyse
-from gbls.report import FileReport
-from gbls.sandbox import launch
+from gbls.engine.model import FileReport
+from gbls.engine.sources import read_source
+from gbls.runtime.sandbox import launch
+from gbls.runtime.session import analyse
+from gbls.runtime.workerclient import Worker
 from gbls.settings import Settings
-from gbls.workerclient import Worker
 
 from .lsp import Recorder, uri_of
 
@@ -36,7 +37,7 @@ async def worker(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[Work
 def analyse_file(worker: Worker) -> Analyse:
     async def run(path: Path, source: str | None = None, settings: Settings | None = None) -> FileReport:
         text = path.read_text() if source is None else source
-        return await analyse(worker, str(path), text, settings or Settings(), str(path.parent))
+        return await analyse(worker, str(path), text, settings or Settings(), str(path.parent), read_source)
 
     return run
 

@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from lsprotocol import types as lsp
 from pygls import uris
 from pytest_lsp import LanguageClient
+
+T = TypeVar("T")
 
 
 class Recorder(dict[str, Any]):
@@ -37,15 +40,45 @@ async def open_and_wait(client: LanguageClient, path: Path, text: str | None = N
     return await diagnostics_for(client, uri)
 
 
+async def until(condition: Callable[[], T | None], timeout: float, interval: float = 0.05) -> T:
+    """Poll ``condition`` until it returns something truthy, and return that; fail after ``timeout`` s."""
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + timeout
+    while True:
+        value = condition()
+        if value:
+            return value
+        if loop.time() > deadline:
+            raise TimeoutError(f"nothing after {timeout} s")
+        await asyncio.sleep(interval)
+
+
+def published_since(client: LanguageClient, seen: int, uri: str) -> list[lsp.Diagnostic] | None:
+    """The first diagnostics published for ``uri`` after the ``seen`` first publications, if any yet."""
+    recorder: Recorder = client.diagnostics  # type: ignore[assignment]
+    for published_uri, diagnostics in recorder.history[seen:]:
+        if published_uri == uri:
+            return list(diagnostics)
+    return None
+
+
 async def diagnostics_for(client: LanguageClient, uri: str, timeout: float = 120) -> list[lsp.Diagnostic]:
     recorder: Recorder = client.diagnostics  # type: ignore[assignment]
     seen = len(recorder.history)
-    async with asyncio.timeout(timeout):
-        while True:
-            for published_uri, diagnostics in recorder.history[seen:]:
-                if published_uri == uri:
-                    return list(diagnostics)
-            await asyncio.sleep(0.05)
+    # An empty list is a publication too: wrap it so that it counts as found.
+    return await published_after(client, seen, uri, timeout)
+
+
+async def published_after(
+    client: LanguageClient, seen: int, uri: str, timeout: float = 120
+) -> list[lsp.Diagnostic]:
+    """Wait for the first diagnostics published for ``uri`` after the ``seen`` first publications."""
+
+    def found() -> list[list[lsp.Diagnostic]] | None:
+        published = published_since(client, seen, uri)
+        return [published] if published is not None else None  # an empty list is a publication too
+
+    return (await until(found, timeout))[0]
 
 
 def close(client: LanguageClient, path: Path) -> None:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from gbls.cache import code_key, line_map
+from gbls.engine.cache import code_key, line_map
 
 BASE = "import torch\n\n\n@torch.compile\ndef f(x):\n    print(x)  # noisy\n    return x\n"
 
@@ -43,7 +43,7 @@ def test_untokenizable_text_has_no_key() -> None:
 
 
 def test_workspace_imports_are_followed_not_libraries(tmp_path: Path) -> None:
-    from gbls.cache import workspace_imports
+    from gbls.engine.cache import workspace_imports
 
     (tmp_path / "pkg").mkdir()
     (tmp_path / "pkg" / "__init__.py").write_text("")

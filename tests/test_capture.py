@@ -8,8 +8,11 @@ import os
 import pytest
 import torch._dynamo.exc as dynamo_exc
 
+from gbls.worker import events
 from gbls.worker.capture import NESTED_BREAK_SEPARATOR, base_name, parse_break_text
+from gbls.worker.events import BreakEvent, DiscardEvent, Event, TargetEvent
 from gbls.worker.merge import merge
+from gbls.worker.protocol import Frame, Message, ProtocolError
 
 REGISTRY = os.path.join(os.path.dirname(dynamo_exc.__file__), "graph_break_registry.json")
 
@@ -28,19 +31,19 @@ def test_text_fallback_reads_what_dynamo_formats(gb_id: str, entry: dict[str, ob
     text = dynamo_exc.format_graph_break_message(str(entry["Gb_type"]), "ctx: Variable()", explanation, hints)
     parsed = parse_break_text(text)
     # Text loses only the whitespace at the ends of each field.
-    assert parsed == {
-        "gb_type": str(entry["Gb_type"]).strip(),
-        "context": "ctx: Variable()",
-        "explanation": explanation.strip(),
-        "hints": [hint.strip() for hint in hints],
-    }, gb_id
+    assert parsed == Message(
+        gb_type=str(entry["Gb_type"]).strip(),
+        context="ctx: Variable()",
+        explanation=explanation.strip(),
+        hints=tuple(hint.strip() for hint in hints),
+    ), gb_id
 
 
 def test_nested_breaks_split_into_their_messages() -> None:
     inner = dynamo_exc.format_graph_break_message("Failed to trace builtin operator", "print", "print x", [])
     outer = dynamo_exc.format_graph_break_message("graph break in loop", "frame skipped", "loop", ["h"])
     parts = (inner + NESTED_BREAK_SEPARATOR + outer).split(NESTED_BREAK_SEPARATOR)
-    assert [parse_break_text(part)["gb_type"] for part in parts] == [
+    assert [parse_break_text(part).gb_type for part in parts] == [
         "Failed to trace builtin operator",
         "graph break in loop",
     ]
@@ -51,24 +54,27 @@ def test_resume_functions_map_back() -> None:
     assert base_name("forward") == "forward"
 
 
-def _target(number: int, qualname: str) -> dict[str, object]:
-    return {
-        "event": "target", "target": number, "name": qualname, "qualname": qualname, "path": "/f.py",
-        "line": 1, "kind": "function", "fullgraph": False, "call_path": "/f.py", "call_line": 1, "attempt": 0,
-    }  # fmt: skip
+def _target(number: int, qualname: str, path: str = "/f.py") -> TargetEvent:
+    return TargetEvent(
+        target=number, name=qualname, qualname=qualname, path=path, line=1, call_path=path, call_line=1
+    )
 
 
-def _break(number: int, compile_id: str, direct: bool, chain: list[list[object]]) -> dict[str, object]:
-    message = {"gb_type": "T", "context": "", "explanation": "", "hints": [], "gb_id": "GB0001", "url": None}
-    return {
-        "event": "break", "target": number, "compile_id": compile_id, "direct": direct, "skipped": False,
-        "messages": [message], "chain": chain, "attempt": 0,
-    }  # fmt: skip
+def _break(number: int, compile_id: str, direct: bool, chain: list[Frame], attempt: int = 0) -> BreakEvent:
+    message = Message("T", "", "", (), "GB0001")
+    return BreakEvent(
+        attempt=attempt,
+        target=number,
+        compile_id=compile_id,
+        direct=direct,
+        messages=(message,),
+        chain=tuple(chain),
+    )
 
 
 def test_merge_keeps_one_root_cause_and_counts_compilations() -> None:
-    full = [["/f.py", "g", 9, 4, 10], ["/f.py", "mid", 5, 4, 12], ["/f.py", "helper", 2, 4, 9]]
-    events = [
+    full = [Frame("/f.py", "g", 9, 4, 10), Frame("/f.py", "mid", 5, 4, 12), Frame("/f.py", "helper", 2, 4, 9)]
+    events: list[Event] = [
         _target(0, "g"),
         _break(0, "0/0", True, full),
         _break(0, "0/0", True, full),  # the restarted analysis of the same compilation
@@ -83,12 +89,24 @@ def test_merge_keeps_one_root_cause_and_counts_compilations() -> None:
 
 
 def test_merge_drops_discarded_attempts_and_other_files() -> None:
-    events = [
+    events: list[Event] = [
         _target(0, "g"),
-        dict(_break(0, "0/0", True, [["/f.py", "g", 3, 0, 5]]), attempt=1),
-        {"event": "discard", "attempt": 1},
-        dict(_target(1, "elsewhere"), path="/other.py", call_path="/other.py"),
-        _break(1, "1/0", True, [["/other.py", "elsewhere", 3, 0, 5]]),
+        _break(0, "0/0", True, [Frame("/f.py", "g", 3, 0, 5)], attempt=1),
+        DiscardEvent(attempt=1),
+        _target(1, "elsewhere", path="/other.py"),
+        _break(1, "1/0", True, [Frame("/other.py", "elsewhere", 3, 0, 5)]),
     ]
     functions, breaks, _ = merge(events, "/f.py")
     assert breaks == () and [f.name for f in functions] == ["g"]
+
+
+def test_events_cross_the_pipe_and_come_back_checked() -> None:
+    event = _break(0, "0/1", True, [Frame("/f.py", "g", 3, 0, 5)], attempt=2)
+    assert events.decode(events.encode(event).rstrip(b"\n")) == event
+    forged = json.loads(events.encode(event))
+    forged["chain"][0]["line"] = "three"
+    with pytest.raises(ProtocolError, match=r"Frame\.line: expected int"):
+        events.decode(json.dumps(forged).encode())
+    for line in (b"not json", b'{"event": "nonsense"}', b"[1, 2]", b'{"event": "break", "messages": 7}'):
+        with pytest.raises(ProtocolError):
+            events.decode(line)

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from gbls.report import BreakReport, FileReport
+from gbls.engine.model import BreakReport, FileReport
 from gbls.worker.protocol import EAGER, SPLIT
 
 from .conftest import FIXTURES, Analyse
@@ -98,9 +98,9 @@ async def test_print_in_compiled_body(analyse_file: Analyse) -> None:
     assert (brk.span.line, brk.span.column, brk.span.end_column) == (7, 4, 29)
     assert span_text(fixture, brk) == 'print("scaling", y.shape)'
     assert brk.reason == "print" and brk.via == ()
-    assert "print" in brk.explanation and brk.hints
+    assert "print" in brk.cause.explanation and brk.cause.hints
     scale = summary(report, "scale")
-    assert (scale.analysed, scale.input_source, scale.inputs) == (True, "module", "x: f32[4]")
+    assert (scale.analysed, scale.target.input_source, scale.target.inputs) == (True, "module", "x: f32[4]")
     assert (len(scale.graphs), scale.ops, scale.breaks) == (2, 2, 1)
     assert_agrees_with_torch(report, fixture)
 
@@ -186,7 +186,7 @@ async def test_compiled_modules(analyse_file: Analyse) -> None:
         ("Decorated.forward", "GB0025", 24),
     ]
     net = summary(report, "Net")
-    assert (net.kind, net.analysed, net.inputs, net.line) == ("module", True, "x: f32[2, 8]", 28)
+    assert (net.kind, net.analysed, net.target.inputs, net.line) == ("module", True, "x: f32[2, 8]", 28)
     assert summary(report, "Decorated.forward").kind == "method"
     assert_agrees_with_torch(report, fixture)
 
@@ -220,10 +220,10 @@ async def test_aliases_are_all_found_and_re_compile_is_not(analyse_file: Analyse
 async def test_uncalled_functions_get_inputs_or_a_reason(analyse_file: Analyse) -> None:
     report = await analyse_file(ENGINE / "uncalled.py")
     annotated = summary(report, "annotated")
-    assert (annotated.analysed, annotated.input_source) == (True, "synthesized")
-    assert annotated.inputs == "x: f32[8], scale: 0.5"
+    assert (annotated.analysed, annotated.target.input_source) == (True, "synthesized")
+    assert annotated.target.inputs == "x: f32[8], scale: 0.5"
     declared = summary(report, "declared")
-    assert (declared.analysed, declared.input_source, declared.inputs) == (
+    assert (declared.analysed, declared.target.input_source, declared.target.inputs) == (
         True,
         "example",
         "x: f32[4, 6], n: 2",
@@ -250,7 +250,7 @@ async def test_frames_dropped_to_eager_are_reported_as_such(analyse_file: Analys
     report = await analyse_file(fixture)
     loop, generator = report.breaks
     assert (loop.function, loop.gb_id, loop.effect, loop.span.line) == ("loopy", "GB0059", EAGER, 7)
-    assert loop.eager_reason.startswith("graph break in loop")
+    assert loop.cause.eager_reason.startswith("graph break in loop")
     assert "runs entirely in eager mode" in loop.message
     assert (generator.function, generator.gb_type, generator.effect) == (
         "generate",
@@ -329,14 +329,14 @@ async def test_targets_compiled_where_nothing_runs_them_are_analysed_anyway(anal
     fixture = ENGINE / "main_block.py"
     report = await analyse_file(fixture)
     tower, step = report.functions
-    assert (tower.qualname, tower.kind, tower.analysed, tower.input_source, tower.inputs) == (
+    assert (tower.qualname, tower.kind, tower.analysed, tower.target.input_source, tower.target.inputs) == (
         "Tower",
         "module",
         True,
         "synthesized",
         "x: f32[2, 16]",  # the first layer is Linear(16, 8)
     )
-    assert (step.qualname, step.analysed, step.input_source) == ("step", True, "synthesized")
+    assert (step.qualname, step.analysed, step.target.input_source) == ("step", True, "synthesized")
     assert [(b.function, b.gb_id) for b in report.breaks] == [("Tower", "GB0170"), ("step", "GB0059")]
     # The print call spans four lines: the span does too.
     printed = report.breaks[1]
@@ -352,7 +352,7 @@ async def test_run_main_runs_the_main_block(analyse_file: Analyse) -> None:
     from gbls.settings import Settings
 
     report = await analyse_file(ENGINE / "main_block.py", settings=Settings(run_main=True))
-    assert [(f.qualname, f.input_source, f.inputs) for f in report.functions] == [
+    assert [(f.qualname, f.target.input_source, f.target.inputs) for f in report.functions] == [
         ("Tower", "module", "x: f32[4, 16]"),
         ("step", "module", "x: f32[5]"),
     ]
@@ -369,6 +369,6 @@ async def test_columns_count_characters_not_bytes(analyse_file: Analyse) -> None
 
 def test_spans_without_columns_cover_the_line() -> None:
     """Python < 3.11 gives no column table: the whole line, from its first non-blank character."""
-    from gbls.ranges import Span, span_of
+    from gbls.engine.ranges import Span, span_of
 
     assert span_of("def f():\n    print(x)  \n", 2, None, None) == Span(2, 4, 2, 14)

@@ -15,8 +15,8 @@ from lsprotocol import types as lsp
 from pygls import uris
 from pytest_lsp import ClientServerConfig, LanguageClient, client_capabilities
 
-from gbls.diagnostics import to_span
-from gbls.fixes import Edit, apply
+from gbls.engine.fixes.edits import Edit, apply
+from gbls.lsp.diagnostics import to_span
 
 from .conftest import FIXTURES
 from .lsp import Recorder, diagnostics_for
@@ -365,14 +365,19 @@ async def test_other_branches_get_a_cond_skeleton(client: LanguageClient, worksp
 
 
 def test_skeleton_placeholders_for_editors_that_take_snippets() -> None:
-    from gbls.fixes import Broken, fixes_for
-    from gbls.ranges import Span
-    from gbls.report import Location
+    from gbls.engine.fixes.catalogue import fixes_for
+    from gbls.engine.model import BreakReport, Location
+    from gbls.engine.ranges import Span
+    from gbls.engine.sources import Sources, read_source
+    from gbls.worker.protocol import Break, Frame
 
     path = str(FIXES / "branch_skeleton.py")
     root = Location(path, "accumulate", Span(6, 7, 6, 18))
-    broken = Broken(path, "accumulate", "GB0170", "Data-dependent branching", root.span, (root,))
-    (skeleton,) = fixes_for(broken, lambda p: Path(p).read_text())
+    cause = Break(
+        "accumulate", "Data-dependent branching", "GB0170", None, "", (), "", (Frame(path, "accumulate", 6),)
+    )
+    brk = BreakReport(cause, root.span, (root,), "x.sum() > 0")
+    (skeleton,) = fixes_for(brk, path, Sources(read_source))
     (edit,) = skeleton.edits
     assert edit.snippet and "def _true_branch(${1:x}):" in edit.text and "return ${3:x}" in edit.text
     assert "${" not in edit.plain_text

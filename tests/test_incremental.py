@@ -9,7 +9,7 @@ from typing import Any
 from lsprotocol import types as lsp
 from pytest_lsp import LanguageClient
 
-from gbls.report import FileReport
+from gbls.engine.model import FileReport
 
 from .conftest import FIXTURES, Analyse
 from .lsp import close, diagnostics_for, open_and_wait, uri_of
@@ -67,7 +67,7 @@ async def test_an_edit_in_one_function_translates_only_that_one(
     assert sorted((await status).reused) == ["first", "second"]
     full = await analyse_file(THREE, source=edited)
     assert published(diagnostics) == expected(full)
-    assert sorted(c for c, *_ in published(diagnostics)) == ["GB0025", "GB0036", "GB0059"]
+    assert sorted(str(c) for c, *_ in published(diagnostics)) == ["GB0025", "GB0036", "GB0059"]
 
     # Lines above `second` grow: `second` and `third` keep their results, moved down.
     moved = edited.replace('    print("first", y)\n', '    print("first", y)\n    y = y * 1\n    y = y - 0\n')

@@ -26,10 +26,10 @@ import pytest_lsp
 from lsprotocol import types as lsp
 from pytest_lsp import ClientServerConfig, LanguageClient, client_capabilities
 
-from gbls.sandbox import bwrap_sizes, worker_environment
+from gbls.runtime.sandbox import bwrap_sizes, worker_environment
 
 from .conftest import FIXTURES, Analyse
-from .lsp import Recorder, close, open_and_wait, uri_of
+from .lsp import Recorder, close, open_and_wait, published_after, until, uri_of
 
 ROOT = Path(__file__).parent.parent
 FAULTS = FIXTURES / "faults"
@@ -415,18 +415,7 @@ async def analyse_over_lsp(client: LanguageClient, path: Path) -> list[lsp.Diagn
     )
     await asyncio.to_thread(delete_once_open, path, lambda: True)
     assert not path.exists()
-    return await published_since(client, seen, uri)
-
-
-async def published_since(client: LanguageClient, seen: int, uri: str) -> list[lsp.Diagnostic]:
-    """The first diagnostics published for ``uri`` after the ``seen`` first publications."""
-    recorder: Recorder = client.diagnostics  # type: ignore[assignment]
-    async with asyncio.timeout(120):
-        while True:
-            for published, diagnostics in recorder.history[seen:]:
-                if published == uri:
-                    return list(diagnostics)
-            await asyncio.sleep(0.05)
+    return await published_after(client, seen, uri)
 
 
 def publications(client: LanguageClient) -> int:
@@ -471,11 +460,14 @@ async def kill_the_worker_while_it_analyses(client: LanguageClient, path: Path) 
             lsp.TextDocumentItem(uri=uri, language_id="python", version=1, text=path.read_text())
         )
     )
-    async with asyncio.timeout(60):  # until the module has started its daemon
-        while not any(_read(f"/proc/{pid}/cmdline").startswith(b"sleep") for pid in descendants(zygote)):
-            await asyncio.sleep(0.02)
+    # until the module has started its daemon
+    await until(
+        lambda: any(_read(f"/proc/{pid}/cmdline").startswith(b"sleep") for pid in descendants(zygote)),
+        60,
+        0.02,
+    )
     os.kill(zygote, signal.SIGKILL)
-    diagnostics = await published_since(client, seen, uri)
+    diagnostics = await published_after(client, seen, uri)
     assert strays(marker) == []
     close(client, path)
     return diagnostics
@@ -509,7 +501,7 @@ async def test_disabled_means_no_analysis_and_no_diagnostics(client: LanguageCli
     assert await open_and_wait(client, shown)
     seen = publications(client)
     await configure(client, enable=False)
-    assert await published_since(client, seen, uri_of(shown)) == []
+    assert await published_after(client, seen, uri_of(shown)) == []
     seen = publications(client)
     opened = FAULTS / "sys_exit.py"
     client.text_document_did_open(
@@ -523,7 +515,7 @@ async def test_disabled_means_no_analysis_and_no_diagnostics(client: LanguageCli
     await asyncio.sleep(3)  # an analysis, had one started, would have been published by now
     assert publications(client) == seen
     await configure(client, enable=True)  # analyses every open document again
-    check_diagnostics(await published_since(client, seen, uri_of(opened)), FAULT_TABLE["sys_exit.py"])
+    check_diagnostics(await published_after(client, seen, uri_of(opened)), FAULT_TABLE["sys_exit.py"])
     close(client, opened)
     close(client, shown)
 

@@ -10,7 +10,7 @@ from lsprotocol import types as lsp
 from pytest_lsp import LanguageClient
 
 from .conftest import FIXTURES
-from .lsp import Recorder, close, diagnostics_for, open_and_wait, uri_of
+from .lsp import Recorder, close, diagnostics_for, open_and_wait, until, uri_of
 
 LSP = FIXTURES / "lsp"
 ENGINE = FIXTURES / "engine"
@@ -35,7 +35,11 @@ async def test_diagnostics_ranges_related_information_and_links(client: Language
         (uri_of(LSP / "helpers.py"), 1),
     ]
     assert related[1].location.range == lsp.Range(lsp.Position(6, 11), lsp.Position(6, 24))
-    assert brk.data["chain"][-1]["function"] == "helper"
+    assert brk.data == {
+        "kind": "break",
+        "file": str(LSP / "main.py"),
+        "key": ["g", "Failed to trace builtin operator", 9, 8],
+    }
     (not_analysed,) = [d for d in diagnostics if d.severity == lsp.DiagnosticSeverity.Information]
     assert not_analysed.range.start.line == 18 and "needs_matrix not analysed" in not_analysed.message
     assert "inputs invalid" in not_analysed.message
@@ -104,6 +108,7 @@ async def test_report_command_and_progress(client: LanguageClient) -> None:
     report = await client.workspace_execute_command_async(
         lsp.ExecuteCommandParams(command="gbls.showReport", arguments=[uri, "g"])
     )
+    assert isinstance(report, str)
     assert report.startswith("# gbls report: main.py") and "## g" in report and "### line 9" in report
     kinds = [
         [getattr(value, "kind", None) for value in values] for values in client.progress_reports.values()
@@ -211,14 +216,11 @@ async def test_cancelling_the_progress_stops_the_analysis(client: LanguageClient
     client.text_document_did_open(
         lsp.DidOpenTextDocumentParams(lsp.TextDocumentItem(uri_of(path), "python", 1, path.read_text()))
     )
-    async with asyncio.timeout(30):
-        while not (tokens := set(client.progress_reports) - known):
-            await asyncio.sleep(0.05)
-    (token,) = tokens
+    (token,) = await until(lambda: set(client.progress_reports) - known, 30)
     client.window_work_done_progress_cancel(lsp.WorkDoneProgressCancelParams(token=token))
-    async with asyncio.timeout(10):
-        while [getattr(v, "kind", None) for v in client.progress_reports[token]] != ["begin", "end"]:
-            await asyncio.sleep(0.05)
+    await until(
+        lambda: [getattr(v, "kind", None) for v in client.progress_reports[token]] == ["begin", "end"], 10
+    )
     await asyncio.sleep(1.0)
     assert [u for u, _ in recorder.history[seen:] if u == uri_of(path)] == []  # cancelled: nothing published
     close(client, path)

@@ -19,8 +19,8 @@ from typing import Any
 
 import pytest
 
-from gbls import server
-from gbls.codelens import SHOW_REPORT
+from gbls.lsp import server
+from gbls.lsp.codelens import SHOW_REPORT
 from gbls.settings import SANDBOX_MODES, SEVERITIES, Settings
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -91,7 +91,7 @@ def test_the_client_speaks_the_server_protocol() -> None:
     assert f"SERVER_ANALYSE_FILE = '{server.ANALYSE_FILE}'" in source
     assert f"STATUS_NOTIFICATION = '{server.STATUS}'" in source
     # vscode-languageclient registers the server's commands as VS Code commands itself.
-    server_commands = set(server.server.protocol.fm.commands)
+    server_commands = set(server.create_server().protocol.fm.commands)
     client_commands = {command["command"] for command in manifest()["contributes"]["commands"]}
     client_commands |= set(re.findall(r"registerCommand\(\s*'([^']+)'", source))
     assert not server_commands & client_commands

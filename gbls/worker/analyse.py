@@ -21,13 +21,26 @@ import sys
 import tokenize
 import traceback
 import types
-from typing import Any, Callable, Dict, List, NoReturn, Optional, Tuple
+from typing import Any, Callable, List, NoReturn, Optional, Tuple
 
 import torch
 from torch._dynamo.symbolic_convert import InstructionTranslatorBase
 
 from . import inputs
 from .capture import Capture, Emit, Target, base_name
+from .comments import example_sources
+from .events import (
+    DiscardEvent,
+    DoneEvent,
+    Event,
+    ExitEvent,
+    FailureEvent,
+    ForkEvent,
+    StaticEvent,
+    StuckEvent,
+    VerdictEvent,
+    with_attempt,
+)
 from .protocol import Request, StaticTarget
 
 
@@ -38,15 +51,14 @@ class Attempts:
         self.emit_raw = emit
         self.current = 0
 
-    def emit(self, event: Dict[str, Any]) -> None:
-        event["attempt"] = self.current
-        self.emit_raw(event)
+    def emit(self, event: Event) -> None:
+        self.emit_raw(with_attempt(event, self.current))
 
     def next(self) -> None:
         self.current += 1
 
     def discard(self) -> None:
-        self.emit_raw({"event": "discard", "attempt": self.current})
+        self.emit_raw(DiscardEvent(attempt=self.current))
 
 
 def run(request: Request, emit: Emit, offline: bool) -> None:
@@ -56,21 +68,21 @@ def run(request: Request, emit: Emit, offline: bool) -> None:
     # Tracebacks and Dynamo read the buffer's lines, not the file's: it may be unsaved or deleted.
     linecache.cache[path] = (len(request.source), None, request.source.splitlines(True), path)
     attempts = Attempts(emit)
-    capture = Capture(attempts.emit, path, request.reuse).install()
+    capture = Capture(attempts.emit, path, request.reuse, request.targets).install()
     _fresh_imports([request.workspace or os.path.dirname(path)])
     module = _new_module(path, request.settings.run_main)
     failure = _encoding_failure(path) or _execute(request, module, offline)
     if failure is not None:
-        emit(dict(failure, event="failure"))
+        emit(failure)
     lines = request.source.splitlines()
     runner = _Runner(capture, attempts, module, path, lines)
     for target in list(capture.targets):
         if path in (target.path, target.call_path) and not target.called and not target.reused:
             runner.run(target)
     for static in request.targets:
-        if static.qualname not in request.reuse and not any(_matches(static, t) for t in capture.targets):
+        if static.qualname not in request.reuse and static.id not in {t.site for t in capture.targets}:
             runner.run_static(static, stopped=failure is not None)
-    emit({"event": "done"})
+    emit(DoneEvent())
 
 
 def _name_the_line(path: str, emit: Emit) -> None:
@@ -79,7 +91,8 @@ def _name_the_line(path: str, emit: Emit) -> None:
     faulthandler.enable(file=sys.stderr, all_threads=False)
 
     def stuck(signum: int, frame: Optional[types.FrameType]) -> None:
-        emit(dict(_where(frame, path), event="stuck"))
+        line, tracing = _where(frame, path)
+        emit(StuckEvent(line=line, tracing=tracing))
 
     # On timeout the parent sends SIGUSR1: the handler names the line, or the line Dynamo is
     # tracing; if the code is stuck in C and the handler never runs, faulthandler's dump still does.
@@ -89,7 +102,7 @@ def _name_the_line(path: str, emit: Emit) -> None:
     real_exit = os._exit
 
     def exit_now(status: int) -> NoReturn:
-        emit({"event": "exit", "code": status, "line": _where(sys._getframe(1), path)["line"]})
+        emit(ExitEvent(code=status, line=_where(sys._getframe(1), path)[0]))
         real_exit(status)
 
     os._exit = exit_now
@@ -98,12 +111,12 @@ def _name_the_line(path: str, emit: Emit) -> None:
     def before_fork() -> None:
         if not forked:
             forked.append(True)
-            emit({"event": "fork", "line": _where(sys._getframe(1), path)["line"]})
+            emit(ForkEvent(line=_where(sys._getframe(1), path)[0]))
 
     os.register_at_fork(before=before_fork)
 
 
-def _where(frame: Optional[types.FrameType], path: str) -> Dict[str, Any]:
+def _where(frame: Optional[types.FrameType], path: str) -> Tuple[Optional[int], str]:
     """The innermost line of ``path`` on the stack, and the function Dynamo is tracing there, if any."""
     line = None
     while frame is not None:
@@ -113,20 +126,14 @@ def _where(frame: Optional[types.FrameType], path: str) -> Dict[str, Any]:
             and translator.f_code.co_filename == path
             and (getattr(translator, "lineno", 0) or 0) > 0
         ):
-            return {"line": translator.lineno, "tracing": base_name(translator.f_code.co_name)}
+            return translator.lineno, base_name(translator.f_code.co_name)
         if line is None and frame.f_code.co_filename == path:
             line = frame.f_lineno
         frame = frame.f_back
-    return {"line": line, "tracing": ""}
+    return line, ""
 
 
-def _matches(static: StaticTarget, target: Target) -> bool:
-    if static.kind == "module":
-        return target.kind == "module" and target.name == static.name
-    return target.name == static.name and target.line == static.first_line
-
-
-def _encoding_failure(path: str) -> Optional[Dict[str, Any]]:
+def _encoding_failure(path: str) -> Optional[FailureEvent]:
     """Python refuses to import a file that is not in its declared encoding (UTF-8 by default)."""
     try:
         with open(path, "rb") as handle:
@@ -146,10 +153,10 @@ def _encoding_failure(path: str) -> Optional[Dict[str, Any]]:
             f"the file is not valid {error.encoding.upper()} ({byte}), so Python cannot import it; "
             "save it as UTF-8 or declare its encoding (PEP 263)"
         )
-    return {"kind": "syntax", "message": message, "line": line, "column": None}
+    return FailureEvent(kind="syntax", message=message, line=line)
 
 
-def _execute(request: Request, module: types.ModuleType, offline: bool) -> Optional[Dict[str, Any]]:
+def _execute(request: Request, module: types.ModuleType, offline: bool) -> Optional[FailureEvent]:
     """Run the module body; the failure that stopped it, if any."""
     source, path = request.source, request.path
     try:
@@ -158,7 +165,7 @@ def _execute(request: Request, module: types.ModuleType, offline: bool) -> Optio
         line = error.lineno or 1
         text = source.splitlines()[line - 1] if 0 < line <= len(source.splitlines()) else ""
         column = len(text[: max((error.offset or 1) - 1, 0)].encode("utf-8"))
-        return {"kind": "syntax", "message": f"SyntaxError: {error.msg}", "line": line, "column": column}
+        return FailureEvent(kind="syntax", message=f"SyntaxError: {error.msg}", line=line, column=column)
     try:
         exec(code, module.__dict__)
     except SystemExit as error:
@@ -216,12 +223,12 @@ def _is_network(error: OSError) -> bool:
     return error.errno in (errno.ENETUNREACH, errno.EHOSTUNREACH, errno.ECONNREFUSED, errno.EADDRNOTAVAIL)
 
 
-def _failure(kind: str, message: str, error: BaseException, path: str) -> Dict[str, Any]:
+def _failure(kind: str, message: str, error: BaseException, path: str) -> FailureEvent:
     line = None
     for frame, lineno in traceback.walk_tb(error.__traceback__):
         if frame.f_code.co_filename == path:
             line = lineno
-    return {"kind": kind, "message": message, "line": line, "column": None}
+    return FailureEvent(kind=kind, message=message, line=line)
 
 
 def _describe_error(error: BaseException) -> str:
@@ -282,14 +289,14 @@ class _Runner:
                 obj = None
         if obj is None or not callable(obj) or static.kind == "method":
             self.attempts.emit_raw(
-                {
-                    "event": "static",
-                    "qualname": static.qualname,
-                    "path": self.path,
-                    "line": static.line,
-                    "kind": static.kind,
-                    "reason": reason,
-                }
+                StaticEvent(
+                    site=static.id,
+                    qualname=static.qualname,
+                    path=self.path,
+                    line=static.line,
+                    kind=static.kind,
+                    reason=reason,
+                )
             )
             return
         self.capture.compile(obj)
@@ -332,7 +339,7 @@ class _Runner:
             anchors.append(self._class_line(type(target.module).__name__))
         found: List[Tuple[int, str]] = []
         for anchor in anchors:
-            for example in inputs.example_sources(self.lines, anchor) if anchor else []:
+            for example in example_sources(self.lines, anchor) if anchor else []:
                 if example not in found:
                     found.append(example)
         return found
@@ -384,7 +391,7 @@ class _Runner:
         )
 
     def _verdict(self, target: Target, reason: str) -> None:
-        self.attempts.emit_raw({"event": "verdict", "target": target.number, "reason": reason})
+        self.attempts.emit_raw(VerdictEvent(target=target.number, reason=reason))
 
 
 def inspect_unwrap(function: Any) -> Any:

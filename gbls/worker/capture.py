@@ -26,6 +26,7 @@ import re
 import sys
 import sysconfig
 import types
+from dataclasses import replace
 from typing import Any, Callable, Dict, List, Optional, Set, Tuple
 
 import torch
@@ -34,7 +35,10 @@ import torch._dynamo.convert_frame as convert_frame
 import torch._dynamo.exc as dynamo_exc
 import torch._dynamo.symbolic_convert as symbolic_convert
 
-Emit = Callable[[Dict[str, Any]], None]
+from .events import BreakEvent, CallEvent, Event, GraphEvent, ReachEvent, TargetEvent
+from .protocol import Frame, Message, StaticTarget
+
+Emit = Callable[[Event], None]
 # (path, code name as Dynamo saw it, line, start byte column, end byte column)
 RawFrame = Tuple[str, str, int, Optional[int], Optional[int]]
 
@@ -87,6 +91,7 @@ class Target:
         self.call_path = ""
         self.call_line = 0
         self.reused = False
+        self.site = ""  # the StaticTarget.id of its compile site, if the source shows it
         self.reached: Set[Tuple[str, int, str]] = set()
 
     def forget_attempt(self) -> None:
@@ -94,20 +99,21 @@ class Target:
         self.called = False
         self.reached.clear()
 
-    def event(self) -> Dict[str, Any]:
-        return {
-            "event": "target",
-            "target": self.number,
-            "name": self.name,
-            "qualname": self.qualname,
-            "path": self.path,
-            "line": self.line,
-            "kind": self.kind,
-            "fullgraph": self.fullgraph,
-            "call_path": self.call_path,
-            "call_line": self.call_line,
-            "reused": self.reused,
-        }
+    def event(self, disabled: bool) -> TargetEvent:
+        return TargetEvent(
+            target=self.number,
+            name=self.name,
+            qualname=self.qualname,
+            path=self.path,
+            line=self.line,
+            kind=self.kind,
+            fullgraph=self.fullgraph,
+            call_path=self.call_path,
+            call_line=self.call_line,
+            reused=self.reused,
+            disabled=disabled,
+            site=self.site,
+        )
 
 
 class Translation:
@@ -121,16 +127,19 @@ class Translation:
 
 
 class Capture:
-    def __init__(self, emit: Emit, path: str = "", reuse: Tuple[str, ...] = ()) -> None:
+    def __init__(
+        self, emit: Emit, path: str = "", reuse: Tuple[str, ...] = (), sites: Tuple[StaticTarget, ...] = ()
+    ) -> None:
         self.emit = emit
         self.path = path
         self.reuse = set(reuse)
+        self.sites = sites
         self.targets: List[Target] = []
         self.by_code: Dict[types.CodeType, Target] = {}
         self.by_module: Dict[int, Target] = {}
         self.generated: Dict[types.CodeType, Target] = {}
         self.translations: List[Translation] = []
-        self.structured: Dict[str, Dict[str, Any]] = {}
+        self.structured: Dict[str, Message] = {}
         self.input_source = "module"
         self.reaches = True
         self.gb_ids = _load_gb_ids()
@@ -173,7 +182,7 @@ class Capture:
         if target is None or not self.reaches or not is_user_file(code.co_filename) or key in target.reached:
             return
         target.reached.add(key)
-        self.emit({"event": "reach", "target": target.number, "code": list(key)})
+        self.emit(ReachEvent(target=target.number, code=key))
 
     def _hook_messages(self) -> None:
         original = getattr(dynamo_exc, "format_graph_break_message", None)
@@ -183,12 +192,7 @@ class Capture:
 
         def format_graph_break_message(gb_type: str, context: str, explanation: str, hints: List[str]) -> str:
             text: str = original(gb_type, context, explanation, hints)
-            structured[text] = {
-                "gb_type": gb_type,
-                "context": context,
-                "explanation": explanation,
-                "hints": list(hints),
-            }
+            structured[text] = Message(gb_type, context, explanation, tuple(hints))
             return text
 
         dynamo_exc.format_graph_break_message = format_graph_break_message
@@ -301,25 +305,40 @@ class Capture:
             self.by_module[id(obj)] = target
         target.call_path, target.call_line = _call_site()
         target.reused = target.qualname in self.reuse and self.path in (target.path, target.call_path)
-        event = target.event()
-        if disabled:
-            event["disabled"] = True
-        self.emit(event)
+        target.site = self.site_of(target)
+        self.emit(target.event(disabled))
         return target
+
+    def site_of(self, target: Target) -> str:
+        """The compile site of the source that ``target`` is (the one rule matching the two), or ""."""
+        taken = {other.site for other in self.targets if other is not target}
+        matching = [
+            site
+            for site in self.sites
+            if site.id not in taken
+            and (
+                (site.kind == "module") == (target.kind == "module")
+                and site.name == target.name
+                and (target.kind == "module" or target.line == site.first_line)
+            )
+        ]
+        at_call = [
+            site for site in matching if target.call_path == self.path and site.line == target.call_line
+        ]
+        chosen = at_call or matching
+        return chosen[0].id if chosen else ""
 
     def backend(self, gm: torch.fx.GraphModule, example_inputs: Any) -> Callable[..., Any]:
         translation = self.translations[-1] if self.translations else None
         if translation is not None and translation.target is not None:
             lines = _graph_lines(gm, translation.code)
             self.emit(
-                {
-                    "event": "graph",
-                    "target": translation.target.number,
-                    "frame": base_name(translation.code.co_name),
-                    "ops": sum(1 for node in gm.graph.nodes if node.op in FX_CALLS),
-                    "first_line": min(lines) if lines else None,
-                    "last_line": max(lines) if lines else None,
-                }
+                GraphEvent(
+                    target=translation.target.number,
+                    frame=base_name(translation.code.co_name),
+                    ops=sum(1 for node in gm.graph.nodes if node.op in FX_CALLS),
+                    first_line=min(lines) if lines else None,
+                )
             )
         return gm.forward
 
@@ -353,12 +372,11 @@ class Capture:
         if target is not None and not target.called and code is target.code:
             target.called = True
             self.emit(
-                {
-                    "event": "call",
-                    "target": target.number,
-                    "inputs": _describe_arguments(frame.f_code, frame),
-                    "source": self.input_source,
-                }
+                CallEvent(
+                    target=target.number,
+                    inputs=_describe_arguments(frame.f_code, frame),
+                    source=self.input_source,
+                )
             )
 
     def target_of(self, code: types.CodeType, frame: Any) -> Optional[Target]:
@@ -390,15 +408,14 @@ class Capture:
             code = translation.code
             frames.append((code.co_filename, code.co_name, code.co_firstlineno, None, None))
         self.emit(
-            {
-                "event": "break",
-                "target": translation.target.number,
-                "compile_id": _compile_id(),
-                "direct": _runs_own_code(translation.code, translation.target),
-                "skipped": skipped,
-                "messages": [self.message(text) for text in str(exc.msg).split(NESTED_BREAK_SEPARATOR)],
-                "chain": _collapse(frames),
-            }
+            BreakEvent(
+                target=translation.target.number,
+                compile_id=_compile_id(),
+                direct=_runs_own_code(translation.code, translation.target),
+                skipped=skipped,
+                messages=tuple(self.message(text) for text in str(exc.msg).split(NESTED_BREAK_SEPARATOR)),
+                chain=_collapse(frames),
+            )
         )
 
     def record_skip(self, code: types.CodeType, reason: str) -> None:
@@ -406,34 +423,33 @@ class Capture:
         if target is None:
             return
         self.emit(
-            {
-                "event": "break",
-                "target": target.number,
-                "compile_id": _compile_id(),
-                "direct": True,
-                "skipped": True,
-                "messages": [
-                    {
-                        "gb_type": "Frame skipped",
-                        "context": reason,
-                        "explanation": f"Dynamo does not trace {code.co_name}: {reason}.",
-                        "hints": [],
-                    }
-                ],
-                "chain": [[code.co_filename, code.co_name, code.co_firstlineno, None, None]],
-            }
+            BreakEvent(
+                target=target.number,
+                compile_id=_compile_id(),
+                direct=True,
+                skipped=True,
+                messages=(
+                    Message(
+                        gb_type="Frame skipped",
+                        context=reason,
+                        explanation=f"Dynamo does not trace {code.co_name}: {reason}.",
+                        hints=(),
+                    ),
+                ),
+                chain=(Frame(code.co_filename, code.co_name, code.co_firstlineno),),
+            )
         )
 
-    def message(self, text: str) -> Dict[str, Any]:
+    def message(self, text: str) -> Message:
         structured = self.structured.get(text) or parse_break_text(text)
-        gb_id = self.gb_ids.get(structured["gb_type"])
-        return dict(structured, gb_id=gb_id, url=_documentation_link(structured["gb_type"], gb_id))
+        gb_id = self.gb_ids.get(structured.gb_type)
+        return replace(structured, gb_id=gb_id, url=_documentation_link(structured.gb_type, gb_id))
 
 
 # -- helpers ---------------------------------------------------------------------------------
 
 
-def parse_break_text(text: str) -> Dict[str, Any]:
+def parse_break_text(text: str) -> Message:
     """Structure a break from Dynamo's formatted text, for torch versions without the hook."""
     lines = text.strip("\n").splitlines()
     sections: Dict[str, List[str]] = {"explanation": [], "context": []}
@@ -454,12 +470,12 @@ def parse_break_text(text: str) -> Dict[str, Any]:
             current = None
         elif current is not None and line.startswith("    "):
             current.append(line[4:])
-    return {
-        "gb_type": lines[0].strip() if lines else "",
-        "context": "\n".join(sections["context"]).strip(),
-        "explanation": "\n".join(sections["explanation"]).strip(),
-        "hints": ["\n".join(hint).strip() for hint in hints],
-    }
+    return Message(
+        gb_type=lines[0].strip() if lines else "",
+        context="\n".join(sections["context"]).strip(),
+        explanation="\n".join(sections["explanation"]).strip(),
+        hints=tuple("\n".join(hint).strip() for hint in hints),
+    )
 
 
 def _load_gb_ids() -> Dict[str, str]:
@@ -529,7 +545,7 @@ def _position(frame: types.FrameType) -> RawFrame:
     return (code.co_filename, code.co_name, frame.f_lineno, column, end_column)
 
 
-def _collapse(frames: List[RawFrame]) -> List[List[Any]]:
+def _collapse(frames: List[RawFrame]) -> Tuple[Frame, ...]:
     """Drop the generated caller of each resume function and name frames as the user wrote them."""
     kept: List[RawFrame] = []
     for frame in frames:
@@ -542,7 +558,7 @@ def _collapse(frames: List[RawFrame]) -> List[List[Any]]:
         ):
             kept.pop()
         kept.append(frame)
-    return [[path, base_name(name), line, column, end] for path, name, line, column, end in kept]
+    return tuple(Frame(path, base_name(name), line, column, end) for path, name, line, column, end in kept)
 
 
 def _runs_own_code(code: types.CodeType, target: Target) -> bool:

@@ -1,22 +1,15 @@
 """Inputs for compiled functions the module never calls itself.
 
-Two sources, in order: example calls the user declares in a comment directly above the
-function, class or compile call, which need no import of gbls::
-
-    # gbls: example(torch.randn(4, 8), dim=1)
-    @torch.compile
-    def normalize(x, dim): ...
-
-and, failing that, inputs synthesized from the signature: defaults where given, scalars from
-annotations, and small real tensors (meta tensors would stop at the first break) in a few
-candidate shapes whose batch dimension is marked dynamic. A module's first layer decides the
-trailing size (``Linear(16, …)`` wants ``[…, 16]``).
+Two sources, in order: example calls the user declares in a ``# gbls: example(...)`` comment
+(see ``comments``), evaluated in the module's namespace, and, failing that, inputs synthesized
+from the signature: defaults where given, scalars from annotations, and small real tensors
+(meta tensors would stop at the first break) in a few candidate shapes whose batch dimension is
+marked dynamic. A module's first layer decides the trailing size (``Linear(16, …)`` wants ``[…, 16]``).
 """
 
 from __future__ import annotations
 
 import inspect
-import re
 import typing
 from typing import Any, Dict, Iterator, List, Optional, Tuple
 
@@ -24,24 +17,7 @@ import torch
 
 Call = Tuple[Tuple[Any, ...], Dict[str, Any]]
 
-EXAMPLE = re.compile(r"^\s*#\s*gbls:\s*example\((.*)\)\s*$")
 TENSOR_RANKS = ((8,), (8, 8), (2, 8, 8), (2, 3, 8, 8))
-
-
-def example_sources(lines: List[str], line: int) -> List[Tuple[int, str]]:
-    """The ``# gbls: example(...)`` argument texts in the comment block above 1-based ``line``."""
-    found = []
-    index = line - 2
-    while index >= 0:
-        text = lines[index].strip()
-        if not (text.startswith("#") or text.startswith("@")):
-            break
-        match = EXAMPLE.match(lines[index])
-        if match:
-            found.append((index + 1, match.group(1)))
-        index -= 1
-    found.reverse()
-    return found
 
 
 def evaluate_example(arguments: str, namespace: Dict[str, Any]) -> Call:

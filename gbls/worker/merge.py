@@ -11,143 +11,150 @@ hit the break; re-entries only count when nothing else saw it.
 
 from __future__ import annotations
 
-from typing import Any, Dict, Iterable, List, Set, Tuple
+from typing import Dict, Iterable, List, Set, Tuple
 
+from .events import (
+    BreakEvent,
+    CallEvent,
+    DiscardEvent,
+    Event,
+    GraphEvent,
+    ReachEvent,
+    StaticEvent,
+    TargetEvent,
+    VerdictEvent,
+)
 from .protocol import EAGER, SPLIT, Break, Code, Frame, Function, Graph
 
-ChainKey = Tuple[Tuple[Any, ...], ...]
+Chain = Tuple[Frame, ...]
+GroupKey = Tuple[int, str, Chain]
 
 
 class _Group:
-    def __init__(self, event: Dict[str, Any], chain: ChainKey) -> None:
-        self.target = event["target"]
-        self.messages = event["messages"]
-        self.chain = chain
+    def __init__(self, event: BreakEvent) -> None:
+        self.target = event.target
+        self.messages = event.messages
+        self.chain = event.chain
         self.skipped = False
         self.direct: Set[str] = set()
         self.reentries: Set[str] = set()
 
-    def add(self, event: Dict[str, Any]) -> None:
-        self.skipped = self.skipped or bool(event["skipped"])
-        (self.direct if event["direct"] else self.reentries).add(event["compile_id"])
+    @property
+    def gb_type(self) -> str:
+        return self.messages[0].gb_type
+
+    def add(self, event: BreakEvent) -> None:
+        self.skipped = self.skipped or event.skipped
+        (self.direct if event.direct else self.reentries).add(event.compile_id)
 
     def absorb(self, other: "_Group") -> None:
         self.skipped = self.skipped or other.skipped
         self.direct |= other.direct
         self.reentries |= other.reentries
 
-    @property
-    def gb_type(self) -> str:
-        return str(self.messages[0]["gb_type"])
 
-    def is_extended_by(self, longer: "_Group") -> bool:
-        return (
-            longer.target == self.target
-            and longer.gb_type == self.gb_type
-            and len(longer.chain) > len(self.chain)
-            and longer.chain[-len(self.chain) :] == self.chain
-        )
-
-
-def live_events(events: Iterable[Dict[str, Any]]) -> List[Dict[str, Any]]:
+def live_events(events: Iterable[Event]) -> List[Event]:
     """The events minus those of input attempts the analysis discarded."""
     events = list(events)
-    discarded = {event["attempt"] for event in events if event["event"] == "discard"}
-    return [event for event in events if event.get("attempt") not in discarded]
+    discarded = {event.attempt for event in events if isinstance(event, DiscardEvent)}
+    return [event for event in events if isinstance(event, DiscardEvent) or event.attempt not in discarded]
 
 
 def merge(
-    events: Iterable[Dict[str, Any]], path: str
+    events: Iterable[Event], path: str
 ) -> Tuple[Tuple[Function, ...], Tuple[Break, ...], Tuple[Graph, ...]]:
     events = live_events(events)
     targets = {
-        event["target"]: event
+        event.target: event
         for event in events
-        if event["event"] == "target"
-        and path in (event["path"], event["call_path"])
-        and not event.get("reused")  # the server keeps its last results
+        if isinstance(event, TargetEvent)
+        and path in (event.path, event.call_path)
+        and not event.reused  # the server keeps its last results
     }
-    names = {number: target["qualname"] for number, target in targets.items()}
+    names = {number: target.qualname for number, target in targets.items()}
     functions = _functions(events, targets)
-    breaks = _breaks([e for e in events if e["event"] == "break" and e["target"] in targets], names)
+    breaks = _breaks(
+        [e for e in events if isinstance(e, BreakEvent) and e.target in targets and e.chain and e.messages],
+        names,
+    )
     graphs = tuple(
-        Graph(
-            function=names[event["target"]],
-            frame=event["frame"],
-            ops=event["ops"],
-            first_line=event["first_line"],
-            last_line=event["last_line"],
-        )
+        Graph(function=names[event.target], frame=event.frame, ops=event.ops, first_line=event.first_line)
         for event in events
-        if event["event"] == "graph" and event["target"] in targets
+        if isinstance(event, GraphEvent) and event.target in targets
     )
     return functions, breaks, graphs
 
 
-def _functions(events: List[Dict[str, Any]], targets: Dict[int, Dict[str, Any]]) -> Tuple[Function, ...]:
-    calls: Dict[int, Dict[str, Any]] = {}
-    verdicts: Dict[int, Dict[str, Any]] = {}
+def _functions(events: List[Event], targets: Dict[int, TargetEvent]) -> Tuple[Function, ...]:
+    calls: Dict[int, CallEvent] = {}
+    verdicts: Dict[int, VerdictEvent] = {}
     reached: Dict[int, List[Code]] = {}
     for event in events:
-        if event["event"] == "call":
-            calls.setdefault(event["target"], event)
-        elif event["event"] == "verdict":
-            verdicts[event["target"]] = event
-        elif event["event"] == "reach":
-            reached.setdefault(event["target"], []).append(Code(*event["code"]))
+        if isinstance(event, CallEvent):
+            calls.setdefault(event.target, event)
+        elif isinstance(event, VerdictEvent):
+            verdicts[event.target] = event
+        elif isinstance(event, ReachEvent):
+            reached.setdefault(event.target, []).append(Code(*event.code))
     functions = [
         Function(
-            name=event["qualname"].rsplit(".", 1)[-1],
-            qualname=event["qualname"],
-            path=event["path"],
-            line=event["line"],
-            kind=event["kind"],
-            reason=event["reason"],
+            name=event.qualname.rsplit(".", 1)[-1],
+            qualname=event.qualname,
+            path=event.path,
+            line=event.line,
+            kind=event.kind,
+            reason=event.reason,
+            site=event.site,
         )
         for event in events
-        if event["event"] == "static"
+        if isinstance(event, StaticEvent)
     ]
     for number, target in targets.items():
         call = calls.get(number)
-        verdict = verdicts.get(number, {})
-        reason = verdict.get("reason", "")
+        verdict = verdicts.get(number)
+        reason = verdict.reason if verdict else ""
         if call is None and not reason:
             reason = "torch.compile never ran it during the analysis"
         functions.append(
             Function(
-                name=target["name"],
-                qualname=target["qualname"],
-                path=target["path"],
-                line=target["line"],
-                kind=target["kind"],
+                name=target.name,
+                qualname=target.qualname,
+                path=target.path,
+                line=target.line,
+                kind=target.kind,
                 analysed=call is not None,
                 reason="" if call is not None else reason,
-                inputs=call["inputs"] if call else "",
-                input_source=call["source"] if call else "",
-                fullgraph=target["fullgraph"],
+                inputs=call.inputs if call else "",
+                input_source=call.source if call else "",
+                fullgraph=target.fullgraph,
                 reached=tuple(reached.get(number, ())),
+                site=target.site,
             )
         )
     return tuple(functions)
 
 
-def _breaks(events: List[Dict[str, Any]], names: Dict[int, str]) -> Tuple[Break, ...]:
-    groups: Dict[Tuple[Any, ...], _Group] = {}
+def _breaks(events: List[BreakEvent], names: Dict[int, str]) -> Tuple[Break, ...]:
+    groups: Dict[GroupKey, _Group] = {}
     for event in events:
-        chain: ChainKey = tuple(tuple(frame) for frame in event["chain"])
-        key = (event["target"], event["messages"][0]["gb_type"], chain)
+        key = (event.target, event.messages[0].gb_type, event.chain)
         group = groups.get(key)
         if group is None:
-            group = groups[key] = _Group(event, chain)
+            group = groups[key] = _Group(event)
         group.add(event)
 
+    # Longest chains first: each kept group files every suffix of its chain, so a shorter group
+    # finds the longest chain extending it in one look-up (linear in the total chain length).
     kept: List[_Group] = []
+    by_suffix: Dict[GroupKey, _Group] = {}
     for group in sorted(groups.values(), key=lambda g: -len(g.chain)):
-        longer = next((k for k in kept if group.is_extended_by(k)), None)
-        if longer is not None:
+        longer = by_suffix.get((group.target, group.gb_type, group.chain))
+        if longer is not None and longer is not group and len(longer.chain) > len(group.chain):
             longer.absorb(group)
-        else:
-            kept.append(group)
+            continue
+        kept.append(group)
+        for start in range(1, len(group.chain)):
+            by_suffix.setdefault((group.target, group.gb_type, group.chain[start:]), group)
 
     breaks = []
     for group in kept:
@@ -155,17 +162,17 @@ def _breaks(events: List[Dict[str, Any]], names: Dict[int, str]) -> Tuple[Break,
         eager_reason = ""
         if group.skipped and len(group.messages) > 1:
             outer = group.messages[-1]
-            eager_reason = f"{outer['gb_type']}: {outer['explanation']}"
+            eager_reason = f"{outer.gb_type}: {outer.explanation}"
         breaks.append(
             Break(
                 function=names[group.target],
-                gb_type=root["gb_type"],
-                gb_id=root["gb_id"],
-                url=root["url"],
-                explanation=root["explanation"],
-                hints=tuple(root["hints"]),
-                context=root["context"],
-                chain=tuple(Frame(*frame) for frame in group.chain),
+                gb_type=root.gb_type,
+                gb_id=root.gb_id,
+                url=root.url,
+                explanation=root.explanation,
+                hints=root.hints,
+                context=root.context,
+                chain=group.chain,
                 count=len(group.direct) or len(group.reentries) or 1,
                 effect=EAGER if group.skipped else SPLIT,
                 eager_reason=eager_reason,

@@ -3,16 +3,21 @@
 Both sides import this module: the server as ``gbls.worker.protocol``, the worker as part of
 its private package. It uses only the standard library and must stay importable on every
 Python that torch supports, so no syntax newer than 3.9 is evaluated at run time.
+
+Everything that crosses a process boundary is a frozen dataclass, checked field by field when it
+is read back (``from_dict``): what arrives may have been written by the analysed code, so a
+message that does not fit raises ``ProtocolError`` instead of crashing whoever reads it.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import json
+import typing
 from dataclasses import dataclass, field
-from typing import Any, Dict, Optional, Tuple
+from typing import Any, Dict, Optional, Tuple, Type, TypeVar, Union
 
-PROTOCOL_VERSION = 1
+PROTOCOL_VERSION = 2
 
 # Result.status values
 OK = "ok"
@@ -25,6 +30,10 @@ SPLIT = "split"
 EAGER = "eager"
 
 
+class ProtocolError(ValueError):
+    """A message that does not fit the protocol: another version, malformed, or forged."""
+
+
 @dataclass(frozen=True)
 class Frame:
     """One frame of a break's chain. Columns are UTF-8 byte offsets as CPython reports them."""
@@ -34,6 +43,18 @@ class Frame:
     line: int
     column: Optional[int] = None
     end_column: Optional[int] = None
+
+
+@dataclass(frozen=True)
+class Message:
+    """One structured graph-break message, as Dynamo formats it."""
+
+    gb_type: str
+    context: str
+    explanation: str
+    hints: Tuple[str, ...]
+    gb_id: Optional[str] = None
+    url: Optional[str] = None
 
 
 @dataclass(frozen=True)
@@ -62,7 +83,6 @@ class Graph:
     frame: str
     ops: int
     first_line: Optional[int] = None
-    last_line: Optional[int] = None
 
 
 @dataclass(frozen=True)
@@ -90,6 +110,8 @@ class Function:
     fullgraph: bool = False
     # Everything its results depend on in the source; empty when this torch cannot say.
     reached: Tuple[Code, ...] = ()
+    # The ``StaticTarget.id`` of the compile site it is, or "" when the source shows none.
+    site: str = ""
 
 
 @dataclass(frozen=True)
@@ -108,6 +130,7 @@ class Failure:
 class StaticTarget:
     """A compiled target the server found in the source, sent so that none is skipped silently."""
 
+    id: str
     name: str
     qualname: str
     kind: str  # function | method | module
@@ -150,44 +173,62 @@ class Result:
     seconds: float = 0.0
 
 
-def _build(cls: Any, data: Any) -> Any:
-    """Rebuild a dataclass (and nested ones) from its JSON form, ignoring unknown keys."""
-    if not dataclasses.is_dataclass(cls):
-        return data
-    kwargs = {}
-    hints = {f.name: f for f in dataclasses.fields(cls)}
-    for name, value in data.items():
-        f = hints.get(name)
-        if f is None:
-            continue
-        kwargs[name] = _convert(f.type, value)
-    return cls(**kwargs)  # type: ignore[operator]
+T = TypeVar("T")
+_hints: Dict[type, Dict[str, Any]] = {}
 
 
-_NESTED = {
-    "Code": Code,
-    "Frame": Frame,
-    "Break": Break,
-    "Graph": Graph,
-    "Function": Function,
-    "Failure": Failure,
-    "StaticTarget": StaticTarget,
-    "Settings": Settings,
-}
+def from_dict(cls: Type[T], data: Any) -> T:
+    """Rebuild dataclass ``cls`` (and the ones nested in it) from its JSON form, checking every field.
+
+    Unknown keys are ignored (a newer peer may add some); a missing required field or a value of
+    the wrong type raises ``ProtocolError``.
+    """
+    if not isinstance(data, dict):
+        raise ProtocolError(f"{cls.__name__}: expected an object, got {type(data).__name__}")
+    hints = _hints.get(cls)
+    if hints is None:
+        hints = _hints[cls] = typing.get_type_hints(cls)
+    values = {}
+    for item in dataclasses.fields(cls):  # type: ignore[arg-type]
+        if item.name in data:
+            values[item.name] = _checked(hints[item.name], data[item.name], f"{cls.__name__}.{item.name}")
+    try:
+        return cls(**values)
+    except TypeError as error:  # a required field is missing
+        raise ProtocolError(f"{cls.__name__}: {error}") from None
 
 
-def _convert(annotation: Any, value: Any) -> Any:
-    text = str(annotation)
-    if value is None:
-        return None
-    for name, cls in _NESTED.items():
-        if text in (name, f"Optional[{name}]"):
-            return _build(cls, value)
-        if text.startswith("Tuple[") and f"[{name}," in text:
-            return tuple(_build(cls, item) for item in value)
-    if text.startswith("Tuple["):
-        return tuple(value)
+def _checked(annotation: Any, value: Any, where: str) -> Any:
+    origin = typing.get_origin(annotation)
+    arguments = typing.get_args(annotation)
+    if annotation is Any:
+        return value
+    if dataclasses.is_dataclass(annotation):
+        return from_dict(annotation, value)  # type: ignore[arg-type]
+    if origin is Union:
+        if value is None and type(None) in arguments:
+            return None
+        (inner,) = [argument for argument in arguments if argument is not type(None)]
+        return _checked(inner, value, where)
+    if origin is tuple:
+        if not isinstance(value, list):
+            raise ProtocolError(f"{where}: expected a list, got {type(value).__name__}")
+        if len(arguments) == 2 and arguments[1] is Ellipsis:
+            return tuple(_checked(arguments[0], item, where) for item in value)
+        if len(value) != len(arguments):
+            raise ProtocolError(f"{where}: expected {len(arguments)} items, got {len(value)}")
+        return tuple(_checked(kind, item, where) for kind, item in zip(arguments, value))
+    if annotation is float and isinstance(value, int) and not isinstance(value, bool):
+        return float(value)
+    if annotation is int and isinstance(value, bool):
+        raise ProtocolError(f"{where}: expected int, got bool")
+    if not isinstance(value, annotation):
+        raise ProtocolError(f"{where}: expected {annotation.__name__}, got {type(value).__name__}")
     return value
+
+
+def to_dict(value: Any) -> Dict[str, Any]:
+    return dataclasses.asdict(value)
 
 
 def encode(kind: str, **fields: Any) -> str:
@@ -195,18 +236,19 @@ def encode(kind: str, **fields: Any) -> str:
     payload = {"v": PROTOCOL_VERSION, "type": kind}
     for name, value in fields.items():
         is_instance = dataclasses.is_dataclass(value) and not isinstance(value, type)
-        payload[name] = dataclasses.asdict(value) if is_instance else value
+        payload[name] = to_dict(value) if is_instance else value
     return json.dumps(payload, separators=(",", ":"))
 
 
 def decode(line: str) -> Dict[str, Any]:
     """Parse one protocol line, refusing a peer that speaks another version."""
-    message = json.loads(line)
+    try:
+        message = json.loads(line)
+    except ValueError as error:
+        raise ProtocolError(f"not JSON: {error}") from None
     version = message.get("v") if isinstance(message, dict) else None
     if version != PROTOCOL_VERSION:
-        raise ValueError(f"gbls worker protocol version {version!r}, expected {PROTOCOL_VERSION}")
+        raise ProtocolError(f"gbls worker protocol version {version!r}, expected {PROTOCOL_VERSION}")
+    if not isinstance(message.get("type"), str):
+        raise ProtocolError("a message without a type")
     return message  # type: ignore[no-any-return]
-
-
-def from_dict(cls: Any, data: Dict[str, Any]) -> Any:
-    return _build(cls, data)

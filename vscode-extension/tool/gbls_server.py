@@ -10,6 +10,6 @@ import sys
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "bundled", "libs"))
 
-from gbls.server import serve  # noqa: E402
+from gbls.lsp.server import serve  # noqa: E402
 
 serve()

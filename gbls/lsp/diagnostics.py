@@ -12,9 +12,9 @@ from typing import Any
 from lsprotocol import types as lsp
 from pygls import uris
 
-from .ranges import Span, char_to_utf16, line_text
-from .report import BreakReport, FileReport
-from .worker.protocol import EAGER
+from ..engine.model import BreakReport, FileReport
+from ..engine.ranges import Span, char_to_utf16, line_text
+from ..worker.protocol import EAGER
 
 SOURCE = "gbls"
 SEVERITY = {
@@ -55,25 +55,9 @@ def to_span(range_: lsp.Range, lines: list[str]) -> Span:
     )
 
 
-def break_data(brk: BreakReport, path: str) -> dict[str, Any]:
-    """What code actions need, carried in the diagnostic's ``data``. ``path``: the analysed file."""
-    return {
-        "kind": "break",
-        "path": path,
-        "function": brk.function,
-        "gb_id": brk.gb_id,
-        "gb_type": brk.gb_type,
-        "effect": brk.effect,
-        "line": brk.span.line,
-        "chain": [
-            {"path": location.path, "function": location.function, "span": list(_span_tuple(location.span))}
-            for location in brk.chain
-        ],
-    }
-
-
-def _span_tuple(span: Span) -> tuple[int, int, int, int]:
-    return (span.line, span.column, span.end_line, span.end_column)
+def break_data(brk: BreakReport, path: str, kind: str = "break") -> dict[str, Any]:
+    """What finds the break again for a code action: the analysed file ``path`` and the break's key."""
+    return {"kind": kind, "file": path, "key": list(brk.key)}
 
 
 def _location(path: str, span: Span, lines_of: LinesOf) -> lsp.Location:
@@ -172,7 +156,7 @@ def root_cause_hints(report: FileReport, path: str, lines_of: LinesOf) -> list[l
                         message=f"the graph of {brk.function} splits here",
                     )
                 ],
-                data=dict(break_data(brk, report.path), kind="root-cause"),
+                data=break_data(brk, report.path, "root-cause"),
             )
         )
     return hints

@@ -39,6 +39,11 @@ class CompiledSite:
     call_span: Span | None = None
     in_main_block: bool = False
 
+    @property
+    def id(self) -> str:
+        """What the worker echoes back for the target it ran for this site."""
+        return f"{self.qualname}@{self.line}:{self.name_span.column}"
+
 
 @dataclass
 class _Scope:

@@ -18,7 +18,9 @@ from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 
-WORKER_MAIN = Path(__file__).parent / "worker" / "__main__.py"
+from .errors import SandboxError
+
+WORKER_MAIN = Path(__file__).parent.parent / "worker" / "__main__.py"
 TMP_BYTES = 1 << 30
 SHM_BYTES = 256 << 20
 
@@ -128,7 +130,7 @@ def launch(interpreter: str | None, folders: list[str], mode: str = "auto") -> L
         ]
         return Launch((bwrap, *_bwrap_arguments(visible, sized), *worker), environment, "bwrap", "")
     if mode == "bwrap":
-        raise RuntimeError(
+        raise SandboxError(
             "the sandbox setting asks for bwrap, but bubblewrap is missing or does not work here"
         )
     why = (

@@ -14,15 +14,14 @@ from __future__ import annotations
 import ast
 import dataclasses
 import difflib
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
 
 from .cache import Key, code_key, shifted_break, shifted_function
-from .report import FileReport
-
-TextOf = Callable[[str], str | None]
+from .model import FileReport
+from .sources import TextOf
 
 
 @dataclass(frozen=True)

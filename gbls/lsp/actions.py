@@ -1,24 +1,32 @@
-"""Code actions, served from the diagnostics' ``data``: suppression comments and the fix catalogue."""
+"""Code actions: the fix catalogue and suppressions for a break, ``fullgraph=True`` for a clean function.
+
+A diagnostic's ``data`` names the analysed file and the break's key; the break itself is looked
+up in that file's current report, so a code action always works on the break as last analysed.
+"""
 
 from __future__ import annotations
 
 import os
-import re
 from collections.abc import Callable
 from typing import Any
 
 from lsprotocol import types as lsp
 from pygls import uris
 
+from ..engine.fixes.catalogue import fixes_for, fullgraph_fix
+from ..engine.fixes.edits import Fix
+from ..engine.model import BreakReport, FileReport
+from ..engine.ranges import Span, char_to_utf16, line_text
+from ..engine.sources import Sources
+from ..worker.comments import with_suppression
 from .diagnostics import to_range
-from .fixes import Broken, Fix, fixes_for, fullgraph_fix
-from .ranges import Span, char_to_utf16, line_text
-from .report import FileReport
 
-IGNORE = re.compile(r"#\s*gbls:\s*ignore(\[([A-Za-z0-9_,\s]*)\])?")
-
-TextOf = Callable[[str], str | None]
 SHOW_LOCATION = "gbls.showLocation"
+ReportOf = Callable[[str], FileReport | None]
+
+
+def _uri(path: str) -> str:
+    return uris.from_fs_path(path) or path
 
 
 def line_edit(source: str, line: int, new_text: str) -> lsp.TextEdit:
@@ -30,42 +38,27 @@ def line_edit(source: str, line: int, new_text: str) -> lsp.TextEdit:
     )
 
 
-def suppressed_line(text: str, code: str | None) -> str:
-    """``text`` with ``code`` (or every break, for None) added to its ``# gbls: ignore`` comment."""
-    match = IGNORE.search(text)
-    if match is None:
-        comment = f"# gbls: ignore[{code}]" if code else "# gbls: ignore"
-        return f"{text.rstrip()}  {comment}"
-    if code is None or match.group(1) is None:
-        return text[: match.start()] + "# gbls: ignore" + text[match.end() :]
-    codes = [c.strip() for c in match.group(2).split(",") if c.strip()]
-    if code not in codes:
-        codes.append(code)
-    return text[: match.start()] + f"# gbls: ignore[{', '.join(codes)}]" + text[match.end() :]
-
-
-def _edit(path: str, source: str, line: int, code: str | None) -> lsp.WorkspaceEdit:
-    new_text = suppressed_line(line_text(source.splitlines(), line), code)
-    return lsp.WorkspaceEdit(changes={uris.from_fs_path(path) or path: [line_edit(source, line, new_text)]})
+def _suppress(path: str, source: str, line: int, code: str | None) -> lsp.WorkspaceEdit:
+    new_text = with_suppression(line_text(source.splitlines(), line), code)
+    return lsp.WorkspaceEdit(changes={_uri(path): [line_edit(source, line, new_text)]})
 
 
 def suppression_actions(
-    data: dict[str, Any], path: str, text_of: TextOf, diagnostic: lsp.Diagnostic
+    brk: BreakReport, path: str, sources: Sources, diagnostic: lsp.Diagnostic
 ) -> list[lsp.CodeAction]:
-    """Suppress this break (or every break) on the line where the graph splits."""
-    source = text_of(path)
+    """Suppress this break (or every break) on the line of ``path`` where the graph splits."""
+    source = sources.text(path)
     if source is None:
         return []
-    line = int(data["line"])
-    code = data.get("gb_id")
+    line = brk.span.line
     actions = []
-    if code:
+    if brk.gb_id:
         actions.append(
             lsp.CodeAction(
-                title=f"Suppress {code} on this line (# gbls: ignore[{code}])",
+                title=f"Suppress {brk.gb_id} on this line (# gbls: ignore[{brk.gb_id}])",
                 kind=lsp.CodeActionKind.QuickFix,
                 diagnostics=[diagnostic],
-                edit=_edit(path, source, line, code),
+                edit=_suppress(path, source, line, brk.gb_id),
             )
         )
     actions.append(
@@ -73,23 +66,19 @@ def suppression_actions(
             title="Suppress every graph break on this line (# gbls: ignore)",
             kind=lsp.CodeActionKind.QuickFix,
             diagnostics=[diagnostic],
-            edit=_edit(path, source, line, None),
+            edit=_suppress(path, source, line, None),
         )
     )
     return actions
 
 
-def _uri(path: str) -> str:
-    return uris.from_fs_path(path) or path
-
-
 def fix_action(
-    fix: Fix, text_of: TextOf, diagnostic: lsp.Diagnostic | None, preferred: bool, snippets: bool = False
+    fix: Fix, sources: Sources, diagnostic: lsp.Diagnostic | None, preferred: bool, snippets: bool = False
 ) -> lsp.CodeAction:
     """``snippets``: the client takes snippet edits, so placeholders are left for the user to fill."""
     by_uri: dict[str, list[lsp.TextEdit | lsp.SnippetTextEdit]] = {}
     for edit in fix.edits:
-        range_ = to_range(edit.span, (text_of(edit.path) or "").splitlines())
+        range_ = to_range(edit.span, sources.lines(edit.path))
         change: lsp.TextEdit | lsp.SnippetTextEdit = (
             lsp.SnippetTextEdit(range_, lsp.StringValue(edit.text))
             if edit.snippet and snippets
@@ -118,64 +107,61 @@ def fix_action(
     )
 
 
-def _go_to_root(broken: Broken, text_of: TextOf) -> lsp.Command:
+def _go_to_root(brk: BreakReport, sources: Sources) -> lsp.Command:
     """A bare command, not a CodeAction: it edits nothing, and clients show it among the quick fixes."""
-    root = broken.root
-    lines = (text_of(root.path) or "").splitlines()
+    root = brk.root
     where = f"{root.function} ({os.path.basename(root.path)}:{root.span.line})"
     return lsp.Command(
         title=f"Go to the root cause in {where}",
         command=SHOW_LOCATION,
-        arguments=[_uri(root.path), to_range(root.span, lines)],
+        arguments=[_uri(root.path), to_range(root.span, sources.lines(root.path))],
     )
 
 
-def _overlaps(span: Span, range_: Span) -> bool:
-    return (span.line, span.column) <= (range_.end_line, range_.end_column) and (
-        range_.line,
-        range_.column,
-    ) <= (
-        span.end_line,
-        span.end_column,
-    )
+def _break_of(data: Any, report_of: ReportOf) -> tuple[FileReport, BreakReport] | None:
+    """The break a gbls diagnostic's ``data`` names, as its file's current report has it."""
+    if not isinstance(data, dict) or data.get("kind") not in ("break", "root-cause"):
+        return None
+    key, path = data.get("key"), data.get("file")
+    if not isinstance(path, str) or not isinstance(key, list) or len(key) != 4:
+        return None
+    report = report_of(path)
+    found = report.find((str(key[0]), str(key[1]), int(key[2]), int(key[3]))) if report else None
+    return (report, found) if report is not None and found is not None else None
 
 
 def code_actions(
-    uri: str,
+    path: str,
     diagnostics: list[lsp.Diagnostic],
-    text_of: TextOf,
-    report: FileReport | None = None,
+    sources: Sources,
+    report_of: ReportOf,
     selection: Span | None = None,
     snippets: bool = False,
 ) -> list[lsp.CodeAction | lsp.Command]:
     """Fixes and suppressions for the gbls diagnostics in ``diagnostics``, and ``fullgraph=True`` for
-    break-free compiled functions under ``selection``."""
-    path = uris.to_fs_path(uri) or uri
+    break-free compiled functions of ``path`` under ``selection``."""
     actions: list[lsp.CodeAction | lsp.Command] = []
     for diagnostic in diagnostics:
-        data = diagnostic.data
-        if (
-            diagnostic.source != "gbls"
-            or not isinstance(data, dict)
-            or data.get("kind") not in ("break", "root-cause")
-        ):
+        found = _break_of(diagnostic.data, report_of) if diagnostic.source == "gbls" else None
+        if found is None:
             continue
-        broken = Broken.from_data(data)
-        for index, fix in enumerate(fixes_for(broken, text_of)):
-            actions.append(fix_action(fix, text_of, diagnostic, preferred=index == 0, snippets=snippets))
-        if len(broken.chain) > 1 and data["kind"] == "break":
-            actions.append(_go_to_root(broken, text_of))
-        actions += suppression_actions(data, str(data.get("path", path)), text_of, diagnostic)
-    source = text_of(path)
+        analysed, brk = found
+        for index, fix in enumerate(fixes_for(brk, analysed.path, sources)):
+            actions.append(fix_action(fix, sources, diagnostic, preferred=index == 0, snippets=snippets))
+        if len(brk.chain) > 1 and isinstance(diagnostic.data, dict) and diagnostic.data["kind"] == "break":
+            actions.append(_go_to_root(brk, sources))
+        actions += suppression_actions(brk, analysed.path, sources, diagnostic)
+    source = sources.text(path)
+    report = report_of(path)
     if report is not None and selection is not None and source is not None:
         for function in report.functions:
             clean = function.analysed and function.breaks == 0 and len(function.graphs) == 1
             if (
                 clean
-                and not function.fullgraph
-                and any(_overlaps(s, selection) for s in function.hover_spans)
+                and not function.target.fullgraph
+                and any(s.touches(selection) for s in function.hover_spans)
             ):
                 lock_in = fullgraph_fix(path, source, function.decorator, function.call)
                 if lock_in is not None:
-                    actions.append(fix_action(lock_in, text_of, None, preferred=False))
+                    actions.append(fix_action(lock_in, sources, None, preferred=False))
     return actions

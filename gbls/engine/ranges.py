@@ -22,6 +22,26 @@ class Span:
     end_line: int
     end_column: int
 
+    @property
+    def start(self) -> tuple[int, int]:
+        return (self.line, self.column)
+
+    @property
+    def end(self) -> tuple[int, int]:
+        return (self.end_line, self.end_column)
+
+    def contains(self, line: int, column: int) -> bool:
+        """Whether the cursor at ``line``/``column`` is on the span: just after its end counts."""
+        return self.start <= (line, column) <= self.end
+
+    def touches(self, other: Span) -> bool:
+        """Whether two spans share a position, a common boundary included (a selection and a name)."""
+        return self.start <= other.end and other.start <= self.end
+
+    def overlaps(self, other: Span) -> bool:
+        """Whether two spans share a character: edits that only meet at a boundary do not."""
+        return self.start < other.end and other.start < self.end
+
 
 def byte_to_char(text: str, byte_column: int) -> int:
     return len(text.encode("utf-8")[:byte_column].decode("utf-8", "ignore"))

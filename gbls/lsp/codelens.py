@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from lsprotocol import types as lsp
 
-from .report import FileReport, FunctionReport
+from ..engine.model import FileReport, FunctionReport
 
 SHOW_REPORT = "gbls.showReport"
 

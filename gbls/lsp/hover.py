@@ -8,18 +8,8 @@ import os
 
 from pygls import uris
 
-from .ranges import Span
-from .report import BreakReport, FileReport, FunctionReport, Location
-from .worker.protocol import EAGER, Graph
-
-
-def _contains(span: Span, line: int, column: int) -> bool:
-    """Whether 1-based ``line`` / 0-based character ``column`` lies in ``span`` (end inclusive)."""
-    if line < span.line or line > span.end_line:
-        return False
-    if line == span.line and column < span.column:
-        return False
-    return not (line == span.end_line and column > span.end_column)
+from ..engine.model import BreakReport, FileReport, FunctionReport, Location
+from ..worker.protocol import EAGER, Graph
 
 
 def _link(location: Location) -> str:
@@ -37,11 +27,11 @@ def break_markdown(brk: BreakReport, function: FunctionReport | None) -> str:
     code = f"[{brk.code}]({brk.url})" if brk.url else brk.code
     parts = [f"{heading} · {code}" + (f" · hit {brk.count} times" if brk.count > 1 else "")]
     if brk.effect == EAGER:
-        why = brk.eager_reason or "Dynamo skipped the frame"
+        why = brk.cause.eager_reason or "Dynamo skipped the frame"
         parts.append(f"⚠ `{brk.function}` runs entirely in eager mode: {why}")
-    parts.append(brk.explanation)
-    if brk.hints:
-        parts.append("**Hints**\n" + "\n".join(f"- {hint}" for hint in brk.hints))
+    parts.append(brk.cause.explanation)
+    if brk.cause.hints:
+        parts.append("**Hints**\n" + "\n".join(f"- {hint}" for hint in brk.cause.hints))
     if len(brk.chain) > 1:
         steps = "\n".join(f"{index}. {_link(location)}" for index, location in enumerate(brk.chain, start=1))
         parts.append(
@@ -103,7 +93,8 @@ def function_markdown(function: FunctionReport, report: FileReport) -> str:
         "example": "declared examples",
         "synthesized": "synthesized inputs",
     }
-    lines.append(f"Inputs ({source.get(function.input_source, 'unknown')}): `{function.inputs or 'none'}`")
+    target = function.target
+    lines.append(f"Inputs ({source.get(target.input_source, 'unknown')}): `{target.inputs or 'none'}`")
     if function.graphs:
         lines.append("**Graphs**: " + split_story(function, breaks))
     if any(b.effect == EAGER for b in breaks):
@@ -129,9 +120,9 @@ def hover_markdown(report: FileReport, line: int, column: int) -> str | None:
     """Markdown for a 1-based line and 0-based character column, or None if nothing is there."""
     functions = {f.qualname: f for f in report.functions}
     for brk in report.breaks:
-        if _contains(brk.span, line, column):
+        if brk.span.contains(line, column):
             return break_markdown(brk, functions.get(brk.function))
     for function in report.functions:
-        if any(_contains(span, line, column) for span in function.hover_spans):
+        if any(span.contains(line, column) for span in function.hover_spans):
             return function_markdown(function, report)
     return None

@@ -31,9 +31,6 @@ class Scheduler:
         for uri in list(self._tasks):
             self.cancel(uri)
 
-    def running(self, uri: str) -> bool:
-        return uri in self._tasks
-
     async def _after(self, delay: float, uri: str) -> None:
         if delay > 0:
             await asyncio.sleep(delay)

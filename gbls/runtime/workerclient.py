@@ -18,9 +18,10 @@ from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from ..worker import protocol
+from ..worker.protocol import Failure, ProtocolError, Request, Result
+from .errors import WorkerError
 from .sandbox import Launch
-from .worker import protocol
-from .worker.protocol import Failure, Request, Result
 
 log = logging.getLogger(__name__)
 
@@ -28,6 +29,7 @@ START_TIMEOUT = 180.0  # import torch on a cold disk can take a while
 LINE_LIMIT = 256 * 1024 * 1024
 MARKER = "GBLS_WORKER"  # in the environment of the worker and of everything the analyses start
 SWEEP_ROUNDS = 50  # kill-and-look rounds, 20 ms apart
+TAMPERED = "the analysed code tampered with gbls's results: the worker's answer is not a well-formed result"
 
 
 @dataclass(frozen=True)
@@ -36,10 +38,6 @@ class WorkerInfo:
     python: str
     executable: str
     sandbox: str
-
-
-class WorkerError(Exception):
-    """The worker could not be started (no such interpreter, no torch, bwrap refused)."""
 
 
 class Worker:
@@ -141,8 +139,8 @@ class Worker:
             if not line:
                 break
             try:
-                message = protocol.decode(line.decode())
-            except ValueError as error:
+                message = protocol.decode(line.decode("utf-8", "replace"))
+            except ProtocolError as error:
                 log.warning("gbls worker sent an unreadable line: %s", error)
                 continue
             kind = message["type"]
@@ -154,10 +152,10 @@ class Worker:
                     ready.set_result(info)
             elif kind == "fatal" and not ready.done():
                 ready.set_exception(WorkerError(message["message"]))
-            elif kind == "result" and message["id"] in self._pending:
-                future, _ = self._pending[message["id"]]
+            elif kind == "result" and message.get("id") in self._pending:
+                future, path = self._pending[message["id"]]
                 if not future.done():
-                    future.set_result(protocol.from_dict(Result, message["result"]))
+                    future.set_result(self._result(message.get("result"), path))
         await process.wait()
         await _sweep(marker)
         log.info("gbls worker ended (%s): %s", _ending(process.returncode), " | ".join(self._stderr))
@@ -178,6 +176,17 @@ class Worker:
             text = line.decode("utf-8", "replace").rstrip()
             self._stderr.append(text)
             log.debug("worker: %s", text)
+
+    def _result(self, data: object, path: str) -> Result:
+        """The result as sent, if it is a well-formed one for ``path``."""
+        try:
+            result = protocol.from_dict(Result, data)
+        except ProtocolError as error:
+            log.warning("gbls worker sent a malformed result: %s", error)
+            return Result(path=path, status=protocol.ERROR, failure=Failure("tampered", TAMPERED))
+        if result.path != path:
+            return Result(path=path, status=protocol.ERROR, failure=Failure("tampered", TAMPERED))
+        return result
 
     def _worker_failure(self, path: str, returncode: int | None) -> Result:
         message = f"the gbls worker process {_ending(returncode)}; a fresh one starts with the next analysis"

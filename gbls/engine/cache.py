@@ -14,12 +14,13 @@ import hashlib
 import io
 import os
 import tokenize
-from collections.abc import Callable
 from typing import Any
 
+from ..worker.comments import is_directive
+from ..worker.protocol import Graph
+from .model import BreakReport, FileReport, FunctionReport
 from .ranges import Span
-from .report import BreakReport, FileReport, FunctionReport
-from .worker.protocol import Graph
+from .sources import TextOf
 
 Key = tuple[tuple[int, str, int, int], ...]
 SKIPPED = {tokenize.COMMENT, tokenize.NL, tokenize.ENCODING}
@@ -31,7 +32,7 @@ def code_key(source: str) -> tuple[Key, tuple[int, ...]] | None:
     lines = []
     try:
         for token in tokenize.generate_tokens(io.StringIO(source).readline):
-            if token.type in SKIPPED and not (token.type == tokenize.COMMENT and "gbls:" in token.string):
+            if token.type in SKIPPED and not (token.type == tokenize.COMMENT and is_directive(token.string)):
                 continue
             if token.type == tokenize.NEWLINE:  # it follows a trailing comment, if there is one
                 tokens.append((token.type, "", 0, 0))
@@ -62,11 +63,9 @@ def _maybe(span: Span | None, lines: Lines) -> Span | None:
 
 
 def _graph(graph: Graph, lines: Lines) -> Graph:
-    return dataclasses.replace(
-        graph,
-        first_line=lines.get(graph.first_line, graph.first_line) if graph.first_line else None,
-        last_line=lines.get(graph.last_line, graph.last_line) if graph.last_line else None,
-    )
+    if not graph.first_line:
+        return graph
+    return dataclasses.replace(graph, first_line=lines.get(graph.first_line, graph.first_line))
 
 
 def shifted_break(brk: BreakReport, path: str, maps: dict[str, Lines]) -> BreakReport:
@@ -91,9 +90,12 @@ def shifted_function(function: FunctionReport, path: str, maps: dict[str, Lines]
         decorator=_maybe(function.decorator, here),
         call=_maybe(function.call, here),
         graphs=tuple(_graph(g, maps.get(function.path, {})) for g in function.graphs),
-        reached=tuple(
-            dataclasses.replace(code, line=maps.get(code.path, {}).get(code.line, code.line))
-            for code in function.reached
+        target=dataclasses.replace(
+            function.target,
+            reached=tuple(
+                dataclasses.replace(code, line=maps.get(code.path, {}).get(code.line, code.line))
+                for code in function.reached
+            ),
         ),
     )
 
@@ -133,7 +135,7 @@ def _imported_names(source: str, package: str) -> list[str]:
     return [name for name in names + parents if name]
 
 
-def workspace_imports(path: str, roots: list[str], text_of: Callable[[str], str | None]) -> list[str]:
+def workspace_imports(path: str, roots: list[str], text_of: TextOf) -> list[str]:
     """The workspace files ``path`` imports, directly or through one another (not the libraries)."""
     folders = [os.path.dirname(path), *roots]
     found: list[str] = []
@@ -177,7 +179,7 @@ def entry(
     source: str,
     settings: Any,
     dependencies: list[str],
-    text_of: Callable[[str], str | None],
+    text_of: TextOf,
     report: FileReport,
 ) -> Entry | None:
     key = code_key(source)
@@ -188,9 +190,7 @@ def entry(
     )
 
 
-def reuse(
-    cached: Entry | None, source: str, settings: Any, text_of: Callable[[str], str | None]
-) -> FileReport | None:
+def reuse(cached: Entry | None, source: str, settings: Any, text_of: TextOf) -> FileReport | None:
     """The cached report moved onto ``source``, when nothing it depends on changed."""
     if cached is None or cached.settings != settings:
         return None

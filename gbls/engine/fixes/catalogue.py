@@ -1,0 +1,190 @@
+"""The fix catalogue: for a break, edits that make it go away (or turn it into the documented alternative).
+
+Each entry is keyed by the GB id of the user's torch registry (with the gb_type as a fallback for
+torch without ids) and is a small function from the break, the analysed file and the request's
+sources to a ``Fix``, or to nothing when the code does not have the shape the fix is sure about.
+Fixes marked ``safe`` keep what the code computes and are applied by ``gbls check --fix``.
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+
+from ..discovery import definition_of
+from ..model import BreakReport
+from ..ranges import Span, line_text
+from ..sources import Sources, parse
+from . import branches
+from .edits import Edit, Fix, Maker
+from .syntax import (
+    insert_after_imports,
+    node_span,
+    nodes_at,
+    remove_statement,
+    root_call_statement,
+    root_source,
+)
+
+LOGGING_METHODS = {"debug", "info", "warning", "warn", "error", "exception", "critical", "log"}
+
+
+def _is_logging_call(call: ast.Call) -> bool:
+    function = call.func
+    if isinstance(function, ast.Name):
+        return function.id == "print"
+    return isinstance(function, ast.Attribute) and function.attr in LOGGING_METHODS
+
+
+def remove_logging_call(brk: BreakReport, here: str, sources: Sources) -> Fix | None:
+    found = root_call_statement(brk, sources)
+    if found is None:
+        return None
+    source, tree, statement = found
+    call = statement.value
+    if not isinstance(call, ast.Call) or not _is_logging_call(call):
+        return None
+    edit = remove_statement(brk.root.path, source, tree, statement)
+    if edit is None:
+        return None
+    return Fix(f"Remove the {ast.unparse(call.func)}() call", (edit,))
+
+
+def register_reorderable_print(brk: BreakReport, here: str, sources: Sources) -> Fix | None:
+    """Dynamo moves registered logging calls after the graph, when their arguments are plain values."""
+    found = root_call_statement(brk, sources)
+    source = sources.text(here)
+    if found is None or source is None:
+        return None
+    call = found[2].value
+    assert isinstance(call, ast.Call)
+    plain = all(
+        isinstance(a, ast.Name | ast.Constant) for a in [*call.args, *(k.value for k in call.keywords)]
+    )
+    if not (isinstance(call.func, ast.Name) and call.func.id == "print" and plain):
+        return None
+    if re.search(r"reorderable_logging_functions\.add\(\s*print\s*\)", source):
+        return None
+    edit = insert_after_imports(
+        here, source, "{torch}._dynamo.config.reorderable_logging_functions.add(print)"
+    )
+    if edit is None:
+        return None
+    return Fix(
+        "Let Dynamo move print() after the graph (torch._dynamo.config.reorderable_logging_functions)",
+        (edit,),
+    )
+
+
+def config_flag(flag: str) -> Maker:
+    def enable(brk: BreakReport, here: str, sources: Sources) -> Fix | None:
+        source = sources.text(here)
+        if source is None or re.search(rf"_dynamo\.config\.{flag}\s*=\s*True", source):
+            return None
+        edit = insert_after_imports(here, source, f"{{torch}}._dynamo.config.{flag} = True")
+        if edit is None:
+            return None
+        return Fix(f"Enable torch._dynamo.config.{flag}", (edit,), safe=True)
+
+    return enable
+
+
+def remove_graph_break(brk: BreakReport, here: str, sources: Sources) -> Fix | None:
+    found = root_call_statement(brk, sources)
+    if found is None:
+        return None
+    source, tree, statement = found
+    call = statement.value
+    if not isinstance(call, ast.Call) or not ast.unparse(call.func).endswith("graph_break") or call.args:
+        return None
+    edit = remove_statement(brk.root.path, source, tree, statement)
+    return Fix("Remove the explicit torch._dynamo.graph_break()", (edit,), safe=True) if edit else None
+
+
+def drop_disable_decorator(brk: BreakReport, here: str, sources: Sources) -> Fix | None:
+    """When the disabled callee is defined in this workspace's file, offer to compile it after all."""
+    found_root = root_source(brk, sources)
+    if found_root is None:
+        return None
+    source, tree, lines = found_root
+    calls = nodes_at(tree, brk.root.span, lines, ast.Call)
+    if not calls or not isinstance(calls[0].func, ast.Name):
+        return None
+    name = calls[0].func.id
+    definition = definition_of(source, brk.root.path, brk.root.span.line, calls[0].func.col_offset)
+    if definition is None:
+        return None
+    path, line = definition
+    target_tree = sources.tree(path)
+    if target_tree is None:
+        return None
+    target_lines = sources.lines(path)
+    for node in ast.walk(target_tree):
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef) and node.lineno == line:
+            for decorator in node.decorator_list:
+                text = ast.unparse(decorator)
+                if text.endswith(("compiler.disable", "_dynamo.disable")) or text.startswith(
+                    ("torch.compiler.disable(", "torch._dynamo.disable(")
+                ):
+                    span = node_span(decorator, target_lines)
+                    if line_text(target_lines, span.line).strip() != "@" + text:
+                        return None
+                    edit = Edit(path, Span(span.line, 0, span.end_line + 1, 0), "")
+                    return Fix(f"Remove @{text} from {name} so that Dynamo compiles it", (edit,))
+    return None
+
+
+CATALOGUE: dict[str, tuple[Maker, ...]] = {
+    "GB0059": (remove_logging_call, register_reorderable_print),  # Failed to trace builtin operator
+    "GB0296": (remove_logging_call,),  # a debugging function that can't be reordered
+    "GB0291": (remove_logging_call,),  # logging.Logger method
+    "GB0124": (config_flag("capture_scalar_outputs"),),  # Tensor.item()
+    "GB0036": (config_flag("capture_dynamic_output_shape_ops"),),  # Dynamic shape operator
+    "GB0025": (remove_graph_break,),  # torch._dynamo.graph_break()
+    "GB0098": (drop_disable_decorator,),  # torch.compiler.disable'd callee
+    "GB0170": branches.REWRITES,  # Data-dependent branching
+}
+# For torch without GB ids in its registry.
+BY_GB_TYPE = {
+    "Failed to trace builtin operator": "GB0059",
+    "Unsupported Tensor.item() call with capture_scalar_outputs=False": "GB0124",
+    "Dynamic shape operator": "GB0036",
+    "Call to `torch._dynamo.graph_break()`": "GB0025",
+    "Skip calling `torch.compiler.disable()`d function": "GB0098",
+    "Data-dependent branching": "GB0170",
+}
+
+
+def fixes_for(brk: BreakReport, here: str, sources: Sources) -> list[Fix]:
+    """The fixes for ``brk``, a break of the analysed file ``here``, that the source's shape allows."""
+    key = brk.gb_id or BY_GB_TYPE.get(brk.gb_type, "")
+    found = [maker(brk, here, sources) for maker in CATALOGUE.get(key, ())]
+    return [fix for fix in found if fix is not None]
+
+
+def fullgraph_fix(path: str, source: str, decorator: Span | None, call: Span | None) -> Fix | None:
+    """Lock in a break-free function: with ``fullgraph=True`` any future break is an error."""
+    tree = parse(source)
+    anchor = decorator or call
+    if tree is None or anchor is None:
+        return None
+    lines = source.splitlines()
+    for node in ast.walk(tree):
+        if not isinstance(node, ast.expr) or node_span(node, lines) != anchor:
+            continue
+        if isinstance(node, ast.Call):
+            if any(k.arg == "fullgraph" for k in node.keywords) or not ast.unparse(node.func).endswith(
+                "compile"
+            ):
+                return None
+            closing = node_span(node, lines)
+            at = Span(closing.end_line, closing.end_column - 1, closing.end_line, closing.end_column - 1)
+            text = ", fullgraph=True" if node.args or node.keywords else "fullgraph=True"
+        elif ast.unparse(node).endswith("compile"):  # @torch.compile, not an alias of compile(...)'s result
+            end = node_span(node, lines)
+            at = Span(end.end_line, end.end_column, end.end_line, end.end_column)
+            text = "(fullgraph=True)"
+        else:
+            return None
+        return Fix("Lock in one graph with fullgraph=True", (Edit(path, at, text),))
+    return None

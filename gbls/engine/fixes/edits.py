@@ -1,0 +1,66 @@
+"""What a fix is: edits to source files, and how they apply."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from ..ranges import Span
+
+if TYPE_CHECKING:
+    from ..model import BreakReport
+    from ..sources import Sources
+
+
+@dataclass(frozen=True)
+class Edit:
+    """Replace ``span`` (characters; an empty span inserts) of ``path`` by ``text``.
+
+    A ``snippet`` edit's text has LSP snippet placeholders (``${1:x}``) for the editor to fill in;
+    ``plain_text`` gives it with each placeholder's default, for clients without snippet edits.
+    """
+
+    path: str
+    span: Span
+    text: str
+    snippet: bool = False
+
+    @property
+    def plain_text(self) -> str:
+        if not self.snippet:
+            return self.text
+        text = re.sub(r"\$\{\d+:([^}]*)\}", r"\1", self.text)
+        return re.sub(r"\\([$}\\])", r"\1", text)
+
+
+@dataclass(frozen=True)
+class Fix:
+    title: str
+    edits: tuple[Edit, ...]
+    safe: bool = False
+
+
+def apply(source: str, edits: list[Edit]) -> str:
+    """``source`` with non-overlapping ``edits`` applied (for the CLI and the tests)."""
+    lines = source.splitlines(keepends=True)
+    starts = [0]
+    for text in lines:
+        starts.append(starts[-1] + len(text))
+
+    def offset(line: int, column: int) -> int:
+        return starts[min(line - 1, len(lines))] + column
+
+    result = source
+    for edit in sorted(edits, key=lambda e: (e.span.line, e.span.column), reverse=True):
+        start, end = (
+            offset(edit.span.line, edit.span.column),
+            offset(edit.span.end_line, edit.span.end_column),
+        )
+        result = result[:start] + edit.text + result[end:]
+    return result
+
+
+# A catalogue entry: the break, the analysed file, the request's sources → a fix, if the code allows one.
+Maker = Callable[["BreakReport", str, "Sources"], Fix | None]

@@ -1,0 +1,119 @@
+"""Reading and editing Python source through its syntax tree: the shapes fixes look for."""
+
+from __future__ import annotations
+
+import ast
+from typing import Any
+
+from ..model import BreakReport
+from ..ranges import Span, byte_to_char, line_text
+from ..sources import Sources, parse
+from .edits import Edit
+
+
+def node_span(node: ast.AST, lines: list[str]) -> Span:
+    """An AST node's span in characters (AST columns are UTF-8 bytes)."""
+    line, end_line = node.lineno, node.end_lineno or node.lineno  # type: ignore[attr-defined]
+    return Span(
+        line,
+        byte_to_char(line_text(lines, line), node.col_offset),  # type: ignore[attr-defined]
+        end_line,
+        byte_to_char(line_text(lines, end_line), node.end_col_offset or 0),  # type: ignore[attr-defined]
+    )
+
+
+def nodes_at(tree: ast.Module, span: Span, lines: list[str], kind: type) -> list[Any]:
+    return [node for node in ast.walk(tree) if isinstance(node, kind) and node_span(node, lines) == span]
+
+
+def body_of(tree: ast.Module, statement: ast.stmt) -> list[ast.stmt]:
+    """The statement list that holds ``statement``."""
+    for node in ast.walk(tree):
+        for field in ("body", "orelse", "finalbody", "handlers"):
+            body = getattr(node, field, None)
+            if isinstance(body, list) and statement in body:
+                return body
+    return []
+
+
+def alone_on_its_lines(statement: ast.stmt, lines: list[str]) -> bool:
+    span = node_span(statement, lines)
+    before = line_text(lines, span.line)[: span.column]
+    after = line_text(lines, span.end_line)[span.end_column :].strip()
+    return not before.strip() and (not after or after.startswith("#"))
+
+
+def indent_of(lines: list[str], line: int) -> str:
+    text = line_text(lines, line)
+    return text[: len(text) - len(text.lstrip())]
+
+
+def remove_statement(path: str, source: str, tree: ast.Module, statement: ast.stmt) -> Edit | None:
+    """Delete a statement's lines; a body left empty keeps a ``pass``."""
+    lines = source.splitlines()
+    if not alone_on_its_lines(statement, lines):
+        return None
+    span = node_span(statement, lines)
+    if len(body_of(tree, statement)) == 1:
+        return Edit(
+            path, Span(span.line, span.column, span.end_line, len(line_text(lines, span.end_line))), "pass"
+        )
+    return Edit(path, Span(span.line, 0, span.end_line + 1, 0), "")
+
+
+def torch_name(tree: ast.Module) -> str | None:
+    """The name bound to the torch module: ``import torch`` → ``torch``, ``import torch as T`` → ``T``."""
+    for node in tree.body:
+        if isinstance(node, ast.Import):
+            for alias in node.names:
+                if alias.name == "torch" or (alias.name.startswith("torch.") and alias.asname is None):
+                    return alias.asname or "torch"
+    return None
+
+
+def after_imports(tree: ast.Module) -> int:
+    """The 1-based line just after the imports at the top of the module (and its docstring)."""
+    line = 1
+    for index, node in enumerate(tree.body):
+        docstring = index == 0 and isinstance(node, ast.Expr) and isinstance(node.value, ast.Constant)
+        if isinstance(node, ast.Import | ast.ImportFrom) or docstring:
+            line = (node.end_lineno or node.lineno) + 1
+        else:
+            break
+    return line
+
+
+def insert_after_imports(path: str, source: str, statement: str) -> Edit | None:
+    """Insert ``statement`` (using ``{torch}`` for the module's torch name) once, after the imports."""
+    tree = parse(source)
+    if tree is None:
+        return None
+    name = torch_name(tree)
+    text = statement.format(torch=name or "torch") + "\n"
+    if name is None:
+        text = "import torch\n" + text
+    line = after_imports(tree)
+    return Edit(path, Span(line, 0, line, 0), text)
+
+
+# -- the fixes --------------------------------------------------------------------------------------
+
+
+def root_source(brk: BreakReport, sources: Sources) -> tuple[str, ast.Module, list[str]] | None:
+    """The text, tree and lines of the file holding the root cause, if it parses."""
+    source, tree = sources.text(brk.root.path), sources.tree(brk.root.path)
+    if source is None or tree is None:
+        return None
+    return source, tree, sources.lines(brk.root.path)
+
+
+def root_call_statement(brk: BreakReport, sources: Sources) -> tuple[str, ast.Module, ast.Expr] | None:
+    """The root cause when it is a call standing as a statement of its own, e.g. ``print(x)``."""
+    found = root_source(brk, sources)
+    if found is None:
+        return None
+    source, tree, lines = found
+    for statement in nodes_at(tree, brk.root.span, lines, ast.Expr):  # an Expr spans its value
+        if isinstance(statement.value, ast.Call):
+            return source, tree, statement
+    return None

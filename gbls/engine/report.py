@@ -1,0 +1,186 @@
+"""Build a ``FileReport``: the worker's result placed on the file's compiled sites and source texts.
+
+Pure functions from the result, the sites discovery found and the source texts to the model
+(``model``): every break on its exact span, suppressed ones set apart, every compile site listed
+whether or not it ran.
+"""
+
+from __future__ import annotations
+
+import ast
+import os
+
+from ..worker import comments
+from ..worker.protocol import OK, Break, Frame, Function, Graph, Result
+from .discovery import CompiledSite
+from .model import BreakReport, FileReport, FunctionReport, Location
+from .ranges import Span, byte_to_char, line_text, span_of
+from .sources import TextOf
+
+
+def build(
+    path: str, source: str, result: Result, sites: tuple[CompiledSite, ...], text_of: TextOf
+) -> FileReport:
+    def text(other: str) -> str:
+        return source if other == path else text_of(other) or ""
+
+    by_id = {site.id: site for site in sites}
+    every = sorted(
+        (_break_report(path, brk, text, by_id, result.functions) for brk in result.breaks),
+        key=lambda b: (b.span.line, b.span.column, b.gb_type),
+    )
+    ignored = comments.suppressions(source)
+    breaks = tuple(b for b in every if not comments.is_suppressed(ignored, b.span.line, b.code))
+    suppressed = tuple(b for b in every if comments.is_suppressed(ignored, b.span.line, b.code))
+    functions = _functions(path, source, result, sites, breaks, suppressed)
+    failure = result.failure
+    failure_span = None
+    if failure is not None:
+        failure_span = _failure_span(source, failure.line or 1, failure.column, failure.kind == "syntax")
+    return FileReport(
+        path=path,
+        status=result.status,
+        message=failure.message if failure else "",
+        failure_kind=failure.kind if failure else "",
+        failure_span=failure_span,
+        functions=functions,
+        breaks=breaks,
+        suppressed=suppressed,
+        output=result.output,
+        torch=result.torch,
+        seconds=result.seconds,
+    )
+
+
+def _failure_span(source: str, line: int, column: int | None, point: bool) -> Span:
+    text = line_text(source.splitlines(), line)
+    if point and column is not None:
+        start = min(byte_to_char(text, column), max(len(text) - 1, 0))
+        return Span(line, start, line, min(start + 1, max(len(text), start + 1)))
+    start = len(text) - len(text.lstrip())
+    return Span(line, start, line, max(len(text), start))
+
+
+def _location(frame: Frame, text: TextOf) -> Location:
+    return Location(
+        frame.path,
+        frame.function,
+        span_of(text(frame.path) or "", frame.line, frame.column, frame.end_column),
+    )
+
+
+def _break_report(
+    path: str,
+    brk: Break,
+    text: TextOf,
+    sites: dict[str, CompiledSite],
+    functions: tuple[Function, ...],
+) -> BreakReport:
+    chain = tuple(_location(frame, text) for frame in brk.chain)
+    in_file = [location for location in chain if location.path == path]
+    function = next((f for f in functions if f.qualname == brk.function and f.site), None)
+    site = sites.get(function.site) if function else None
+    whole_function = len(brk.chain) == 1 and brk.chain[0].column is None
+    reason = short_reason(text(chain[-1].path) or "", chain[-1].span) if chain else ""
+    if in_file and not (whole_function and site is not None):
+        span = in_file[0].span
+    else:
+        # Dynamo refused the whole function before its first instruction: point at its name.
+        anchor = (
+            (site.name_span if site.decorator_span else site.call_span or site.name_span) if site else None
+        )
+        span = char_span(text(path) or "", anchor) if anchor else Span(1, 0, 1, 0)
+        reason = ""
+    return BreakReport(cause=brk, span=span, chain=chain, reason=reason)
+
+
+def short_reason(source: str, span: Span) -> str:
+    """The root cause's code, short: the callee of a call, or the expression itself."""
+    lines = source.splitlines()
+    if span.line != span.end_line:
+        text = line_text(lines, span.line)[span.column :]
+    else:
+        text = line_text(lines, span.line)[span.column : span.end_column]
+    text = text.strip()
+    try:
+        node = ast.parse(text, mode="eval").body
+    except SyntaxError:
+        node = None
+    if isinstance(node, ast.Call):
+        text = ast.unparse(node.func)
+    return text if len(text) <= 40 else text[:37] + "..."
+
+
+def char_span(source: str, span: Span) -> Span:
+    """A span of UTF-8 byte columns (as the AST and discovery give them) in characters."""
+    lines = source.splitlines()
+    return Span(
+        span.line,
+        byte_to_char(line_text(lines, span.line), span.column),
+        span.end_line,
+        byte_to_char(line_text(lines, span.end_line), span.end_column),
+    )
+
+
+def _functions(
+    path: str,
+    source: str,
+    result: Result,
+    sites: tuple[CompiledSite, ...],
+    breaks: tuple[BreakReport, ...],
+    suppressed: tuple[BreakReport, ...],
+) -> tuple[FunctionReport, ...]:
+    by_id = {site.id: site for site in sites}
+    reports: list[FunctionReport] = []
+    used: set[str] = set()
+    for function in result.functions:
+        if function.site:
+            if function.site in used:
+                continue
+            used.add(function.site)
+        graphs = tuple(g for g in result.graphs if g.function == function.qualname)
+        site = by_id.get(function.site)
+        reports.append(_function_report(path, source, function, site, graphs, breaks, suppressed))
+    for site in sites:
+        if site.id not in used:
+            reason = "the analysis stopped before reaching it" if result.status != OK else "it never ran"
+            stub = Function(
+                site.name, site.qualname, path, site.first_line, site.kind, reason=reason, site=site.id
+            )
+            reports.append(_function_report(path, source, stub, site, (), breaks, suppressed))
+    reports.sort(key=lambda report: report.span.line)
+    return tuple(reports)
+
+
+def _function_report(
+    path: str,
+    source: str,
+    function: Function,
+    site: CompiledSite | None,
+    graphs: tuple[Graph, ...],
+    breaks: tuple[BreakReport, ...],
+    suppressed: tuple[BreakReport, ...],
+) -> FunctionReport:
+    decorator = call = None
+    if site is not None:
+        anchor = site.call_span if site.call_span and not site.decorator_span else site.name_span
+        span = char_span(source, anchor)
+        decorator = char_span(source, site.decorator_span) if site.decorator_span else None
+        call = char_span(source, site.call_span) if site.call_span else None
+        line = site.line
+    else:
+        text = line_text(source.splitlines(), function.line)
+        start = len(text) - len(text.lstrip())
+        span = Span(function.line, start, function.line, len(text))
+        line = function.line
+    return FunctionReport(
+        target=function,
+        path=os.path.abspath(function.path or path),
+        line=line,
+        graphs=graphs,
+        breaks=sum(1 for b in breaks if b.function == function.qualname),
+        suppressed=sum(1 for b in suppressed if b.function == function.qualname),
+        span=span,
+        decorator=decorator,
+        call=call,
+    )

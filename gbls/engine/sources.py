@@ -1,0 +1,90 @@
+"""Source texts: read from disk safely, decoded as Python would, and parsed once per request.
+
+A path may come from the analysed code (a frame of a forged break, a ``co_filename`` of
+``/dev/zero``), so only regular files of bounded size are read, without ever blocking.
+"""
+
+from __future__ import annotations
+
+import ast
+import io
+import os
+import stat
+import tokenize
+from collections.abc import Callable
+
+MAX_SOURCE_BYTES = 16 << 20
+
+TextOf = Callable[[str], str | None]
+
+
+def read_source(path: str) -> str | None:
+    """The text of the regular file ``path``, or None (missing, not a regular file, too big)."""
+    try:
+        descriptor = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_NOCTTY)
+    except (OSError, ValueError):
+        return None
+    try:
+        info = os.fstat(descriptor)
+        if not stat.S_ISREG(info.st_mode) or info.st_size > MAX_SOURCE_BYTES:
+            return None
+        with os.fdopen(descriptor, "rb", closefd=False) as handle:
+            data = handle.read(MAX_SOURCE_BYTES + 1)
+    except OSError:
+        return None
+    finally:
+        os.close(descriptor)
+    return decode_source(data) if len(data) <= MAX_SOURCE_BYTES else None
+
+
+def why_unreadable(path: str) -> str:
+    """Why ``read_source`` gives nothing for ``path``, in words."""
+    try:
+        info = os.stat(path)
+    except OSError as error:
+        return error.strerror or str(error)
+    if not stat.S_ISREG(info.st_mode):
+        return "not a regular file"
+    if info.st_size > MAX_SOURCE_BYTES:
+        return f"larger than {MAX_SOURCE_BYTES >> 20} MB"
+    return "it cannot be read"
+
+
+def decode_source(data: bytes) -> str:
+    """Source bytes as text, honouring a PEP 263 coding cookie; undecodable bytes are replaced."""
+    try:
+        encoding, _ = tokenize.detect_encoding(io.BytesIO(data).readline)
+        return data.decode(encoding)
+    except (SyntaxError, LookupError, UnicodeDecodeError):
+        return data.decode("utf-8", "replace")
+
+
+def parse(source: str | None) -> ast.Module | None:
+    if source is None:
+        return None
+    try:
+        return ast.parse(source)
+    except (SyntaxError, ValueError):
+        return None
+
+
+class Sources:
+    """The texts, lines and syntax trees one request looks at, each read and parsed at most once."""
+
+    def __init__(self, text_of: TextOf) -> None:
+        self._text_of = text_of
+        self._texts: dict[str, str | None] = {}
+        self._trees: dict[str, ast.Module | None] = {}
+
+    def text(self, path: str) -> str | None:
+        if path not in self._texts:
+            self._texts[path] = self._text_of(path)
+        return self._texts[path]
+
+    def lines(self, path: str) -> list[str]:
+        return (self.text(path) or "").splitlines()
+
+    def tree(self, path: str) -> ast.Module | None:
+        if path not in self._trees:
+            self._trees[path] = parse(self.text(path))
+        return self._trees[path]

@@ -1,0 +1,1 @@
+"""The language server: one module per LSP feature, registered by ``server``."""

@@ -1,0 +1,217 @@
+"""One engine for the CLI and the language server: the warm worker and what each document's analysis left.
+
+A ``Session`` owns the worker (started for the current settings, replaced when the interpreter
+or the sandbox changes), and per document (keyed by whatever its driver names documents by: the
+server's URI, the CLI's path) the last result, the cache entry that lets a comment-only edit
+reuse it, and the incremental memory that lets an edit re-translate only what it can change.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+
+from ..engine import cache, incremental
+from ..engine.discovery import CompiledSite, find_compiled
+from ..engine.model import FileReport
+from ..engine.report import build
+from ..engine.sources import TextOf
+from ..settings import Settings
+from ..worker.protocol import Request, StaticTarget
+from .sandbox import launch
+from .workerclient import Worker, WorkerInfo
+
+
+@dataclass(frozen=True)
+class Analysed:
+    version: int | None
+    source: str
+    report: FileReport
+
+
+@dataclass
+class Document:
+    """Everything the session keeps about one document."""
+
+    path: str
+    analysed: Analysed | None = None
+    cache: cache.Entry | None = None
+    memory: incremental.Memory | None = None
+    reused: list[str] = field(default_factory=list)  # what its last analysis did not translate again
+
+
+def static_targets(sites: tuple[CompiledSite, ...]) -> tuple[StaticTarget, ...]:
+    return tuple(
+        StaticTarget(s.id, s.name, s.qualname, s.kind, s.line, s.first_line, s.in_main_block) for s in sites
+    )
+
+
+async def analyse(
+    worker: Worker,
+    path: str,
+    source: str,
+    settings: Settings,
+    workspace: str,
+    text_of: TextOf,
+    reuse: tuple[str, ...] = (),
+) -> FileReport:
+    """One full analysis of ``source``: discovery, the worker's run, the report. ``reuse``: compiled
+    functions whose last results still hold (see ``incremental``), run eagerly and not translated."""
+    path = os.path.abspath(path)
+    # Discovery parses the file: off the event loop, so that hovers stay instant.
+    sites = await asyncio.to_thread(find_compiled, source, path, settings.interpreter or None)
+    request = Request(
+        id=worker.new_id(),
+        path=path,
+        source=source,
+        settings=settings.for_worker(),
+        targets=static_targets(sites),
+        workspace=workspace,
+        reuse=reuse,
+    )
+    result = await worker.analyse(request)
+    return build(path, source, result, sites, text_of)
+
+
+class Session:
+    def __init__(self, settings: Settings, folders: list[str], text_of: TextOf) -> None:
+        self.settings = settings
+        self.folders = [os.path.abspath(folder) for folder in folders]
+        self.text_of = text_of
+        self.documents: dict[str, Document] = {}
+        self._worker: Worker | None = None
+        self._worker_key: tuple[str, str] | None = None
+        self._stopping: set[asyncio.Task[None]] = set()
+
+    # -- the worker -------------------------------------------------------------------------
+
+    @property
+    def worker(self) -> Worker:
+        """The warm worker for the current settings; a change of interpreter or sandbox replaces it."""
+        key = self.settings.worker_key()
+        if self._worker is None or key != self._worker_key:
+            if self._worker is not None:
+                self._stop_later(self._worker)
+            settings, folders = self.settings, self.folders or [os.getcwd()]
+            self._worker = Worker(lambda: launch(settings.interpreter or None, folders, settings.sandbox))
+            self._worker_key = key
+        return self._worker
+
+    async def warm(self) -> WorkerInfo:
+        """Start the current worker, if it is not running; raises ``WorkerError`` if it cannot start."""
+        return await self.worker.start()
+
+    async def restart(self) -> None:
+        if self._worker is not None:
+            await self._worker.stop()
+        self._worker = None
+        for document in self.documents.values():
+            document.memory = None
+
+    async def stop(self) -> None:
+        if self._worker is not None:
+            with contextlib.suppress(Exception):
+                await self._worker.stop()
+        for task in list(self._stopping):
+            with contextlib.suppress(Exception):
+                await task
+
+    def _stop_later(self, worker: Worker) -> None:
+        task = asyncio.create_task(worker.stop())
+        self._stopping.add(task)
+        task.add_done_callback(self._stopping.discard)
+
+    # -- documents ----------------------------------------------------------------------------
+
+    def document(self, key: str, path: str) -> Document:
+        document = self.documents.get(key)
+        if document is None or document.path != path:
+            document = self.documents[key] = Document(path)
+        return document
+
+    def analysed(self) -> Iterator[tuple[str, Analysed]]:
+        for key, document in self.documents.items():
+            if document.analysed is not None:
+                yield key, document.analysed
+
+    def report_of(self, path: str) -> FileReport | None:
+        """The last report of the document at ``path``, whatever its key."""
+        for document in self.documents.values():
+            if document.path == path and document.analysed is not None:
+                return document.analysed.report
+        return None
+
+    def forget(self, key: str) -> Analysed | None:
+        document = self.documents.pop(key, None)
+        return document.analysed if document else None
+
+    def _settings_key(self) -> tuple[object, ...]:
+        return (self.settings.for_worker(), self.settings.worker_key())
+
+    def from_cache(self, key: str, path: str, source: str) -> FileReport | None:
+        """The last report moved onto ``source``, when the edit (comments, blank lines) cannot change it."""
+        return cache.reuse(self.document(key, path).cache, source, self._settings_key(), self.text_of)
+
+    def record(self, key: str, path: str, analysed: Analysed) -> Analysed | None:
+        """Keep ``analysed`` as the document's result; the previous one, if any."""
+        document = self.document(key, path)
+        previous, document.analysed = document.analysed, analysed
+        return previous
+
+    # -- analysing --------------------------------------------------------------------------
+
+    async def analyse(self, key: str, path: str, source: str, fresh: bool = False) -> FileReport:
+        """Translate what the edit can have changed; keep the other functions' last results."""
+        document = self.document(key, path)
+        memory = None if fresh else document.memory
+        # Parsing and tokenizing every region takes a while on big files: not on the event loop.
+        reuse = await asyncio.to_thread(
+            incremental.reusable, memory, source, self._settings_key(), self.text_of
+        )
+        report = await self._run(path, source, tuple(reuse))
+        document.reused = reuse
+        if not reuse:
+            return report
+        if memory is None or report.status != "ok":  # the module failed: say exactly what a full run says
+            document.reused = []
+            return await self._run(path, source, ())
+        return incremental.combine(report, memory, reuse, source, self.text_of)
+
+    async def _run(self, path: str, source: str, reuse: tuple[str, ...]) -> FileReport:
+        workspace = self.folder_of(path)
+        return await analyse(self.worker, path, source, self.settings, workspace, self.text_of, reuse)
+
+    async def remember(self, key: str, path: str, source: str, report: FileReport) -> None:
+        """What the next analysis of the document may reuse; worked out off the event loop."""
+        if report.status != "ok":
+            return
+        settings = self._settings_key()
+
+        def work() -> tuple[cache.Entry | None, incremental.Memory]:
+            imported = cache.workspace_imports(report.path, self.folders, self.text_of)
+            reached = {loc.path for b in report.breaks for loc in b.chain if loc.path != report.path}
+            dependencies = sorted(reached | set(imported))
+            stored = cache.entry(source, settings, dependencies, self.text_of, report)
+            return stored, incremental.remember(report, source, settings, imported, self.text_of)
+
+        stored, memory = await asyncio.to_thread(work)
+        document = self.document(key, path)
+        if stored is not None:
+            document.cache = stored
+        document.memory = memory
+
+    async def check(self, path: str, source: str) -> FileReport:
+        """The CLI's whole cycle for one file: reuse what still holds, analyse the rest, remember it."""
+        report = self.from_cache(path, path, source)
+        if report is None:
+            report = await self.analyse(path, path, source)
+            await self.remember(path, path, source, report)
+        self.record(path, path, Analysed(None, source, report))
+        return report
+
+    def folder_of(self, path: str) -> str:
+        containing = [f for f in self.folders if path == f or path.startswith(f.rstrip(os.sep) + os.sep)]
+        return max(containing, key=len) if containing else os.path.dirname(path)

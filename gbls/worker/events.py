@@ -1,0 +1,188 @@
+"""What an analysis observes, as it happens: the events a child streams to the warm worker.
+
+The child writes one JSON line per event the moment it sees it, so that a crash later loses
+nothing already seen; the worker checks each line back into its dataclass (``decode``) and
+``merge`` folds them into the result. Every event but ``Discard`` belongs to an input attempt
+(``attempt``): a failed attempt's events are discarded, so a call that raised leaves no trace.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, replace
+from typing import Any, ClassVar, Dict, Optional, Tuple, Type
+
+from .protocol import Frame, Message, ProtocolError, from_dict, to_dict
+
+
+@dataclass(frozen=True)
+class Event:
+    KIND: ClassVar[str] = ""
+    attempt: int = 0
+
+
+@dataclass(frozen=True)
+class TargetEvent(Event):
+    """``torch.compile`` was called on something: a compiled target, numbered in order."""
+
+    KIND: ClassVar[str] = "target"
+    target: int = 0
+    name: str = ""
+    qualname: str = ""
+    path: str = ""
+    line: int = 0
+    kind: str = "function"
+    fullgraph: bool = False
+    call_path: str = ""
+    call_line: int = 0
+    reused: bool = False
+    disabled: bool = False
+    site: str = ""  # the StaticTarget it is, if the source shows it
+
+
+@dataclass(frozen=True)
+class ReachEvent(Event):
+    """Dynamo translated or inlined ``code`` (path, first line, name) while running ``target``."""
+
+    KIND: ClassVar[str] = "reach"
+    target: int = 0
+    code: Tuple[str, int, str] = ("", 0, "")
+
+
+@dataclass(frozen=True)
+class CallEvent(Event):
+    """The target's own code was entered: it is analysed, with these inputs."""
+
+    KIND: ClassVar[str] = "call"
+    target: int = 0
+    inputs: str = ""
+    source: str = "module"  # module | example | synthesized
+
+
+@dataclass(frozen=True)
+class GraphEvent(Event):
+    KIND: ClassVar[str] = "graph"
+    target: int = 0
+    frame: str = ""
+    ops: int = 0
+    first_line: Optional[int] = None
+
+
+@dataclass(frozen=True)
+class BreakEvent(Event):
+    """One graph break as Dynamo logged it, with the full chain from the compiled function."""
+
+    KIND: ClassVar[str] = "break"
+    target: int = 0
+    compile_id: str = ""
+    direct: bool = True  # in the target's own frame (or a resume function of it), not a re-entered callee
+    skipped: bool = False  # Dynamo gave up on the whole frame
+    messages: Tuple[Message, ...] = ()  # the root cause first, then any break raised while handling it
+    chain: Tuple[Frame, ...] = ()
+
+
+@dataclass(frozen=True)
+class VerdictEvent(Event):
+    """Why a target the analysis tried to call was not analysed."""
+
+    KIND: ClassVar[str] = "verdict"
+    target: int = 0
+    reason: str = ""
+
+
+@dataclass(frozen=True)
+class StaticEvent(Event):
+    """A compile site of the source that never became a target, and why."""
+
+    KIND: ClassVar[str] = "static"
+    site: str = ""
+    qualname: str = ""
+    path: str = ""
+    line: int = 0
+    kind: str = "function"
+    reason: str = ""
+
+
+@dataclass(frozen=True)
+class FailureEvent(Event):
+    KIND: ClassVar[str] = "failure"
+    kind: str = ""
+    message: str = ""
+    line: Optional[int] = None
+    column: Optional[int] = None
+
+
+@dataclass(frozen=True)
+class DoneEvent(Event):
+    KIND: ClassVar[str] = "done"
+
+
+@dataclass(frozen=True)
+class DiscardEvent(Event):
+    """Forget every event of ``attempt``: its call raised."""
+
+    KIND: ClassVar[str] = "discard"
+
+
+@dataclass(frozen=True)
+class StuckEvent(Event):
+    """Where the child was when the timeout hit: a line of the file, and the function Dynamo traced."""
+
+    KIND: ClassVar[str] = "stuck"
+    line: Optional[int] = None
+    tracing: str = ""
+
+
+@dataclass(frozen=True)
+class ExitEvent(Event):
+    KIND: ClassVar[str] = "exit"
+    code: int = 0
+    line: Optional[int] = None
+
+
+@dataclass(frozen=True)
+class ForkEvent(Event):
+    KIND: ClassVar[str] = "fork"
+    line: Optional[int] = None
+
+
+KINDS: Dict[str, Type[Event]] = {
+    cls.KIND: cls
+    for cls in (
+        TargetEvent,
+        ReachEvent,
+        CallEvent,
+        GraphEvent,
+        BreakEvent,
+        VerdictEvent,
+        StaticEvent,
+        FailureEvent,
+        DoneEvent,
+        DiscardEvent,
+        StuckEvent,
+        ExitEvent,
+        ForkEvent,
+    )
+}
+
+
+def with_attempt(event: Event, attempt: int) -> Event:
+    return replace(event, attempt=attempt)
+
+
+def encode(event: Event) -> bytes:
+    payload: Dict[str, Any] = {"event": event.KIND}
+    payload.update(to_dict(event))
+    return (json.dumps(payload, separators=(",", ":"), default=str) + "\n").encode()
+
+
+def decode(line: bytes) -> Event:
+    """One event line back as its dataclass; ``ProtocolError`` for anything else."""
+    try:
+        data = json.loads(line)
+    except ValueError as error:
+        raise ProtocolError(f"not JSON: {error}") from None
+    cls = KINDS.get(str(data.get("event"))) if isinstance(data, dict) else None
+    if cls is None:
+        raise ProtocolError("not a gbls event")
+    return from_dict(cls, data)
