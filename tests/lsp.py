@@ -81,5 +81,9 @@ async def published_after(
     return (await until(found, timeout))[0]
 
 
-def close(client: LanguageClient, path: Path) -> None:
+async def close(client: LanguageClient, path: Path) -> list[lsp.Diagnostic]:
+    """Close ``path`` and wait for the publication that clears it: the next test starts from nothing."""
+    recorder: Recorder = client.diagnostics  # type: ignore[assignment]
+    seen = len(recorder.history)
     client.text_document_did_close(lsp.DidCloseTextDocumentParams(lsp.TextDocumentIdentifier(uri_of(path))))
+    return await published_after(client, seen, uri_of(path))

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import re
-import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -12,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from .conftest import FIXTURES
+from .torchlog import logged_breaks
 
 ROOT = Path(__file__).parent.parent
 ENGINE = FIXTURES / "engine"
@@ -98,7 +98,10 @@ def test_json_output(runs: Runs) -> None:
         ("normalize", 11, 12, 24),
         ("log_stats", 5, 5, 28),
     ]
-    assert brk["hints"] and brk["explanation"] and brk["context"]
+    (logged,) = [entry for entry in logged_breaks(ENGINE / "deep_helpers.py") if entry.stack]
+    assert brk["explanation"] == logged.explanations[0]
+    assert [hint.splitlines()[0] for hint in brk["hints"]] == logged.hints
+    assert brk["context"].startswith("builtin print")
 
 
 def test_sarif_output(runs: Runs) -> None:
@@ -152,4 +155,3 @@ def test_no_interpreter_is_an_error_not_a_crash() -> None:
     )
     assert result.returncode == 2
     assert result.stderr.startswith("gbls: ")
-    assert shutil.which("gbls") is not None

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 from pathlib import Path
 
 import pytest
@@ -49,6 +50,10 @@ def assert_agrees_with_torch(report: FileReport, fixture: Path) -> None:
             assert any(entry.suppressed for entry in at_root)
             continue
         first, stack = full[0]
+        # What the hover and the JSON say is what torch printed (but for object addresses).
+        assert printed(brk.cause.explanation) == printed(first.explanations[0])
+        ours = [printed(hint) for hint in brk.cause.hints]
+        assert ours == [printed(hint) for hint in first.hints[: len(ours)]] and (ours or not first.hints)
         assert [(f.path, f.function, f.line) for f in stack] == [
             (loc.path, loc.function, loc.span.line) for loc in brk.chain
         ]
@@ -61,6 +66,11 @@ def assert_agrees_with_torch(report: FileReport, fixture: Path) -> None:
                 assert frame.carets[0] == start
                 assert end <= frame.carets[1] or span.end_line > span.line
         assert brk.count == count_in_log(logged, first)
+
+
+def printed(text: str) -> str:
+    """The first line of a message, with object addresses (different in each run) taken out."""
+    return re.sub(r"0x[0-9a-f]+", "0x…", text.splitlines()[0] if text else "")
 
 
 def count_in_log(logged: list[LoggedBreak], first: LoggedBreak) -> int:

@@ -89,4 +89,4 @@ async def test_an_edit_in_one_function_translates_only_that_one(
     diagnostics = await edit(client, THREE, 5, called)
     assert (await status).reused == []
     assert published(diagnostics) == expected(await analyse_file(THREE, source=called))
-    close(client, THREE)
+    await close(client, THREE)

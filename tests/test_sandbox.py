@@ -13,6 +13,7 @@ import json
 import os
 import shutil
 import signal
+import site
 import subprocess
 import sys
 import time
@@ -102,6 +103,14 @@ FAULT_TABLE = {
 WRITTEN = (FAULTS / "written-by-analysis.txt", Path("/tmp/gbls-fault-written.txt"))
 
 
+def assert_nothing_written() -> None:
+    """Nothing the analysed code tried to write outside its sandbox exists (nor is left for later tests)."""
+    written = [path for path in WRITTEN if path.exists()]
+    for path in written:
+        path.unlink()
+    assert written == [], f"the analysis wrote {written}"
+
+
 def require_bwrap() -> None:
     if not HAS_BWRAP:
         if os.environ.get("CI") == "true":
@@ -144,6 +153,19 @@ def descendants(root: int) -> list[int]:
         found += children
         todo += children
     return found
+
+
+def worker_above(pid: int) -> int:
+    """The warm worker that ``pid`` descends from (the analyses are forks of it, with its command line)."""
+    table = live_processes()
+    found = None
+    while pid in table:
+        pid = table[pid]
+        if b"worker/__main__.py" in _read(f"/proc/{pid}/cmdline") and not is_bwrap(pid):
+            found = pid
+        elif found is not None:
+            return found
+    raise AssertionError("not under a gbls worker")
 
 
 def marker_of(pid: int) -> str:
@@ -235,9 +257,11 @@ def cli(tmp_path_factory: pytest.TempPathFactory) -> CliRuns:
     no_bwrap = {**ENVIRONMENT, "PATH": str(tmp_path_factory.mktemp("empty-path"))}
     # An interpreter under /tmp (a virtual environment there): bwrap's private /tmp must not hide it.
     venv = tmp_path_factory.mktemp("venv")
-    subprocess.run(
-        [sys.executable, "-m", "venv", "--without-pip", "--system-site-packages", venv], check=True
-    )
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", venv], check=True)
+    # Another interpreter that sees this one's packages (torch among them), wherever they are
+    # installed: in a virtual environment of the user's, or system-wide.
+    (site_packages,) = (venv / "lib").glob("python*/site-packages")
+    (site_packages / "outer.pth").write_text("\n".join(site.getsitepackages()) + "\n")
     started = {
         "venv": gbls("--python", str(venv / "bin" / "python"), str(FAULTS / "raises_after_break.py")),
         "off": gbls("--sandbox", "off", str(CLEAN), str(FAULTS / "raises_after_break.py")),
@@ -280,8 +304,7 @@ def test_fault_through_the_cli(cli: CliRuns, name: str) -> None:
 def test_cli_leaves_no_process_and_no_file_behind(cli: CliRuns) -> None:
     assert cli.faults_status == 2
     assert strays(cli.marker) == []
-    for written in WRITTEN:
-        assert not written.exists(), f"the analysis wrote {written}"
+    assert_nothing_written()
 
 
 def test_the_analysis_sees_no_secret_and_no_gpu(cli: CliRuns) -> None:
@@ -436,23 +459,20 @@ async def test_fault_through_the_language_server(
     check_diagnostics(await analyse_over_lsp(client, path), expected)
     zygote = zygote_of(server_pid(client))
     assert strays(marker_of(zygote), zygote) == []
-    for written in WRITTEN:
-        assert not written.exists(), f"the analysis wrote {written}"
+    assert_nothing_written()
     await answers(client)
-    close(client, path)
+    await close(client, path)
 
 
 async def test_the_analysis_sees_no_secret_and_no_gpu_over_lsp(client: LanguageClient) -> None:
     diagnostics = await open_and_wait(client, FAULTS / "environment.py")
     (failure,) = diagnostics
     check_environment(failure.message.removeprefix("gbls could not analyse this file: "), FIXTURES)
-    close(client, FAULTS / "environment.py")
+    await close(client, FAULTS / "environment.py")
 
 
 async def kill_the_worker_while_it_analyses(client: LanguageClient, path: Path) -> list[lsp.Diagnostic]:
     """Open ``path``, SIGKILL the worker once the module started a daemon; the diagnostics."""
-    zygote = zygote_of(server_pid(client))
-    marker = marker_of(zygote)
     uri = uri_of(path)
     seen = publications(client)
     client.text_document_did_open(
@@ -460,16 +480,22 @@ async def kill_the_worker_while_it_analyses(client: LanguageClient, path: Path) 
             lsp.TextDocumentItem(uri=uri, language_id="python", version=1, text=path.read_text())
         )
     )
-    # until the module has started its daemon
-    await until(
-        lambda: any(_read(f"/proc/{pid}/cmdline").startswith(b"sleep") for pid in descendants(zygote)),
-        60,
-        0.02,
-    )
+
+    def daemon() -> list[int]:
+        return [
+            pid
+            for pid in descendants(server_pid(client))
+            if _read(f"/proc/{pid}/cmdline").startswith(b"sleep")
+        ]
+
+    # The worker that runs the analysis (a settings change may have just replaced the one before).
+    (sleeping,) = await until(daemon, 60, 0.02)
+    zygote = worker_above(sleeping)
+    marker = marker_of(zygote)
     os.kill(zygote, signal.SIGKILL)
     diagnostics = await published_after(client, seen, uri)
     assert strays(marker) == []
-    close(client, path)
+    await close(client, path)
     return diagnostics
 
 
@@ -478,25 +504,27 @@ async def test_worker_death_is_reported_and_a_fresh_worker_takes_over(
     client: LanguageClient, sandbox: str, tmp_path_factory: pytest.TempPathFactory
 ) -> None:
     await configure(client, sandbox=sandbox)
-    # A module that leaves a daemon in a session of its own, then loops: only the sweep after the
-    # worker's death (or bwrap's PID namespace) can stop the daemon.
-    path = tmp_path_factory.mktemp("death") / "daemon_then_loop.py"
-    path.write_text((FAULTS / "escapes_group.py").read_text() + "\nwhile True:\n    pass\n")
-    diagnostics = await kill_the_worker_while_it_analyses(client, path)
-    (failure,) = [d for d in diagnostics if d.code == "analysis-worker"]
-    assert failure.range.start.line == 0
-    assert failure.message == (
-        "gbls could not analyse this file: the gbls worker process was killed by SIGKILL, e.g. by the "
-        "out-of-memory killer; a fresh one starts with the next analysis"
-    )
-    check_diagnostics(await open_and_wait(client, CLEAN), Fault("", "", (), ()))
-    zygote = zygote_of(server_pid(client))
-    assert strays(marker_of(zygote), zygote) == []
-    close(client, CLEAN)
+    try:
+        # A module that leaves a daemon in a session of its own, then loops: only the sweep after the
+        # worker's death (or bwrap's PID namespace) can stop the daemon.
+        path = tmp_path_factory.mktemp("death") / "daemon_then_loop.py"
+        path.write_text((FAULTS / "escapes_group.py").read_text() + "\nwhile True:\n    pass\n")
+        diagnostics = await kill_the_worker_while_it_analyses(client, path)
+        (failure,) = [d for d in diagnostics if d.code == "analysis-worker"]
+        assert failure.range.start.line == 0
+        assert failure.message == (
+            "gbls could not analyse this file: the gbls worker process was killed by SIGKILL, e.g. by the "
+            "out-of-memory killer; a fresh one starts with the next analysis"
+        )
+        check_diagnostics(await open_and_wait(client, CLEAN), Fault("", "", (), ()))
+        zygote = zygote_of(server_pid(client))
+        assert strays(marker_of(zygote), zygote) == []
+        await close(client, CLEAN)
+    finally:
+        await configure(client)
 
 
 async def test_disabled_means_no_analysis_and_no_diagnostics(client: LanguageClient) -> None:
-    await configure(client, sandbox="auto")
     shown = FAULTS / "raises_after_break.py"
     assert await open_and_wait(client, shown)
     seen = publications(client)
@@ -516,31 +544,41 @@ async def test_disabled_means_no_analysis_and_no_diagnostics(client: LanguageCli
     assert publications(client) == seen
     await configure(client, enable=True)  # analyses every open document again
     check_diagnostics(await published_after(client, seen, uri_of(opened)), FAULT_TABLE["sys_exit.py"])
-    close(client, opened)
-    close(client, shown)
+    await close(client, opened)
+    await close(client, shown)
 
 
-async def test_server_says_once_that_it_runs_without_the_sandbox(client: LanguageClient) -> None:
-    # Failures are never taken from the cache: each analysis below needs a worker that started.
-    shown = FAULTS / "raises_after_break.py"
+@pytest.fixture
+async def unsandboxed(client: LanguageClient) -> AsyncIterator[LanguageClient]:
+    """The shared server without the sandbox for one test, and with it again afterwards, whatever happens."""
     await configure(client, sandbox="off")
+    try:
+        yield client
+    finally:
+        await configure(client)
+
+
+async def test_server_says_once_that_it_runs_without_the_sandbox(unsandboxed: LanguageClient) -> None:
+    # Failures are never taken from the cache: each analysis below needs a worker that started.
+    client = unsandboxed
+    shown = FAULTS / "raises_after_break.py"
     check_diagnostics(await open_and_wait(client, shown), FAULT_TABLE[shown.name])
-    close(client, shown)
+    await close(client, shown)
     await client.workspace_execute_command_async(
         lsp.ExecuteCommandParams(command="gbls.restartWorker", arguments=[])
     )
     check_diagnostics(await open_and_wait(client, shown), FAULT_TABLE[shown.name])
-    close(client, shown)
+    await close(client, shown)
     notes = [m for m in client.log_messages if NOT_SANDBOXED in m.message]
     assert len(notes) == 1 and "(the sandbox setting is off)" in notes[0].message
     assert notes[0].type == lsp.MessageType.Warning
 
 
 @pytest.mark.parametrize("name", ["fork_bomb.py", "escapes_group.py", "network.py", "memory.py"])
-async def test_faults_without_the_sandbox(client: LanguageClient, name: str) -> None:
+async def test_faults_without_the_sandbox(unsandboxed: LanguageClient, name: str) -> None:
     """Without bwrap's PID namespace and network cut, the worker's own limits still hold."""
-    await configure(client, sandbox="off")
+    client = unsandboxed
     check_diagnostics(await open_and_wait(client, FAULTS / name), FAULT_TABLE[name])
     zygote = zygote_of(server_pid(client))
     assert strays(marker_of(zygote), zygote) == []
-    close(client, FAULTS / name)
+    await close(client, FAULTS / name)

@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import asyncio
 import os
+from collections.abc import AsyncIterator
 from pathlib import Path
 
+import pytest
 from lsprotocol import types as lsp
 from pytest_lsp import LanguageClient
 
@@ -16,8 +18,15 @@ LSP = FIXTURES / "lsp"
 ENGINE = FIXTURES / "engine"
 
 
-async def test_diagnostics_ranges_related_information_and_links(client: LanguageClient) -> None:
-    diagnostics = await open_and_wait(client, LSP / "main.py")
+@pytest.fixture
+async def main_py(client: LanguageClient) -> AsyncIterator[list[lsp.Diagnostic]]:
+    """main.py open and analysed, closed afterwards: each test stands alone."""
+    yield await open_and_wait(client, LSP / "main.py")
+    await close(client, LSP / "main.py")
+
+
+async def test_diagnostics_ranges_related_information_and_links(main_py: list[lsp.Diagnostic]) -> None:
+    diagnostics = main_py
     breaks = [d for d in diagnostics if d.code == "GB0059"]
     assert len(breaks) == 1
     brk = breaks[0]
@@ -45,7 +54,9 @@ async def test_diagnostics_ranges_related_information_and_links(client: Language
     assert "inputs invalid" in not_analysed.message
 
 
-async def test_hover_on_a_break_and_on_a_function(client: LanguageClient) -> None:
+async def test_hover_on_a_break_and_on_a_function(
+    client: LanguageClient, main_py: list[lsp.Diagnostic]
+) -> None:
     uri = uri_of(LSP / "main.py")
     hover = await client.text_document_hover_async(
         lsp.HoverParams(lsp.TextDocumentIdentifier(uri), lsp.Position(8, 10))
@@ -69,7 +80,7 @@ async def test_hover_on_a_break_and_on_a_function(client: LanguageClient) -> Non
     assert nothing is None
 
 
-async def test_code_lens_per_compiled_function(client: LanguageClient) -> None:
+async def test_code_lens_per_compiled_function(client: LanguageClient, main_py: list[lsp.Diagnostic]) -> None:
     uri = uri_of(LSP / "main.py")
     found = await client.text_document_code_lens_async(lsp.CodeLensParams(lsp.TextDocumentIdentifier(uri)))
     titles = {lens.range.start.line: lens.command.title for lens in found or [] if lens.command}
@@ -78,10 +89,11 @@ async def test_code_lens_per_compiled_function(client: LanguageClient) -> None:
     assert titles[17].startswith("gbls: not analysed: no synthesized input worked")
 
 
-async def test_code_actions_include_suppression(client: LanguageClient) -> None:
+async def test_code_actions_include_suppression(
+    client: LanguageClient, main_py: list[lsp.Diagnostic]
+) -> None:
     uri = uri_of(LSP / "main.py")
-    diagnostics = client.diagnostics[uri]
-    brk = next(d for d in diagnostics if d.code == "GB0059")
+    brk = next(d for d in main_py if d.code == "GB0059")
     actions = await client.text_document_code_action_async(
         lsp.CodeActionParams(
             lsp.TextDocumentIdentifier(uri), brk.range, lsp.CodeActionContext(diagnostics=[brk])
@@ -95,15 +107,15 @@ async def test_code_actions_include_suppression(client: LanguageClient) -> None:
     assert text_edit.new_text == "    z = middle(y)  # gbls: ignore[GB0059]"
 
 
-async def test_root_cause_side_gets_a_hint(client: LanguageClient) -> None:
+async def test_root_cause_side_gets_a_hint(client: LanguageClient, main_py: list[lsp.Diagnostic]) -> None:
     diagnostics = await open_and_wait(client, LSP / "helpers.py")
     (hint,) = [d for d in diagnostics if d.severity == lsp.DiagnosticSeverity.Hint]
     assert hint.range.start.line == 1
     assert hint.message == "Failed to trace builtin operator: breaks the graph of `g` (via middle)"
-    close(client, LSP / "helpers.py")
+    await close(client, LSP / "helpers.py")
 
 
-async def test_report_command_and_progress(client: LanguageClient) -> None:
+async def test_report_command_and_progress(client: LanguageClient, main_py: list[lsp.Diagnostic]) -> None:
     uri = uri_of(LSP / "main.py")
     report = await client.workspace_execute_command_async(
         lsp.ExecuteCommandParams(command="gbls.showReport", arguments=[uri, "g"])
@@ -139,7 +151,7 @@ async def test_only_the_last_version_is_published_under_rapid_edits(client: Lang
     assert len(published) == 1
     # Version 6 has five prints, each a break; any earlier version has fewer.
     assert [(d.code, d.range.start.line) for d in diagnostics] == [("GB0059", line) for line in range(10, 15)]
-    close(client, path)
+    await close(client, path)
 
 
 async def test_syntax_error_gets_one_diagnostic_where_it_is(client: LanguageClient) -> None:
@@ -147,14 +159,13 @@ async def test_syntax_error_gets_one_diagnostic_where_it_is(client: LanguageClie
     assert diagnostic.severity == lsp.DiagnosticSeverity.Error
     assert diagnostic.range.start.line == 4
     assert "SyntaxError" in diagnostic.message
-    close(client, LSP / "broken.py")
+    await close(client, LSP / "broken.py")
 
 
 async def test_closing_clears_diagnostics(client: LanguageClient) -> None:
     path = ENGINE / "print_body.py"
     assert await open_and_wait(client, path)
-    close(client, path)
-    assert await diagnostics_for(client, uri_of(path)) == []
+    assert await close(client, path) == []
 
 
 async def test_server_never_imports_torch(client: LanguageClient) -> None:
@@ -198,14 +209,14 @@ async def test_settings_change_applies_to_the_next_publication(client: LanguageC
     client.workspace_did_change_configuration(lsp.DidChangeConfigurationParams(settings=None))
     (restored,) = await waiting
     assert restored.severity == lsp.DiagnosticSeverity.Warning
-    close(client, path)
+    await close(client, path)
 
 
 async def test_restart_worker_command(client: LanguageClient) -> None:
     await client.workspace_execute_command_async(lsp.ExecuteCommandParams(command="gbls.restartWorker"))
     diagnostics = await open_and_wait(client, ENGINE / "dynamic_shapes.py")
     assert [d.code for d in diagnostics] == ["GB0036"]
-    close(client, ENGINE / "dynamic_shapes.py")
+    await close(client, ENGINE / "dynamic_shapes.py")
 
 
 async def test_cancelling_the_progress_stops_the_analysis(client: LanguageClient) -> None:
@@ -223,7 +234,7 @@ async def test_cancelling_the_progress_stops_the_analysis(client: LanguageClient
     )
     await asyncio.sleep(1.0)
     assert [u for u, _ in recorder.history[seen:] if u == uri_of(path)] == []  # cancelled: nothing published
-    close(client, path)
+    await close(client, path)
 
 
 async def test_ranges_count_utf16_code_units(client: LanguageClient) -> None:
@@ -231,7 +242,7 @@ async def test_ranges_count_utf16_code_units(client: LanguageClient) -> None:
     (diagnostic,) = [d for d in await open_and_wait(client, path) if d.code == "GB0059"]
     # 23 characters precede the print, and 🚀 is two UTF-16 code units.
     assert diagnostic.range == lsp.Range(lsp.Position(5, 24), lsp.Position(5, 39))
-    close(client, path)
+    await close(client, path)
 
 
 async def test_comment_and_blank_line_edits_publish_from_cache_with_shifted_ranges(
@@ -257,4 +268,4 @@ async def test_comment_and_blank_line_edits_publish_from_cache_with_shifted_rang
         ("GB0124", 9, before[1].range.start.character),
     ]
     assert len(client.progress_reports) == analyses  # nothing was re-analysed
-    close(client, path)
+    await close(client, path)

@@ -58,6 +58,8 @@ class LoggedBreak:
     at: tuple[str, int]
     gb_ids: list[str] = field(default_factory=list)
     gb_types: list[str] = field(default_factory=list)
+    explanations: list[str] = field(default_factory=list)  # the first line of each, root cause first
+    hints: list[str] = field(default_factory=list)  # the first line of each, in order
     stack: list[LoggedFrame] = field(default_factory=list)
 
 
@@ -106,6 +108,9 @@ def _feed(entry: LoggedBreak, previous: list[str], text: str) -> None:
         entry.gb_ids.append(f"GB{gb.group(1)}")
     if text.startswith("  Explanation:") and previous:
         entry.gb_types.append(previous[-1].strip())
+        entry.explanations.append(text[len("  Explanation:") :].strip())
+    if text.startswith("  Hint:"):
+        entry.hints.append(text[len("  Hint:") :].strip())
     frame = FRAME.match(text)
     if frame:
         entry.stack.append(LoggedFrame(frame.group(1), int(frame.group(2)), frame.group(3)))

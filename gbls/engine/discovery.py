@@ -10,6 +10,7 @@ are found and ``re.compile`` is not.
 from __future__ import annotations
 
 import ast
+import logging
 import threading
 from dataclasses import dataclass, field
 from functools import lru_cache
@@ -18,6 +19,8 @@ from typing import Any
 import jedi
 
 from .ranges import Span
+
+log = logging.getLogger(__name__)
 
 COMPILE_FUNCTIONS = {"torch.compile", "torch._dynamo.optimize", "torch._dynamo.eval_frame.optimize"}
 MODULE_COMPILE = "torch.nn.modules.module.Module.compile"
@@ -58,6 +61,9 @@ def _environment(interpreter: str | None) -> Any:
     try:
         return jedi.create_environment(interpreter, safe=False)
     except Exception:  # an interpreter jedi cannot inspect: resolve with gbls's own
+        log.warning(
+            "jedi cannot inspect %s; names are resolved with gbls's own Python", interpreter, exc_info=True
+        )
         return None
 
 
@@ -149,6 +155,7 @@ class _Finder:
             try:
                 self.resolved[key] = self.script.goto(line, max(column - 1, 0), follow_imports=True)
             except Exception:
+                log.warning("jedi failed to resolve line %s of %s", line, self.script.path, exc_info=True)
                 self.resolved[key] = []
         return self.resolved[key]
 
@@ -268,6 +275,7 @@ class _Finder:
                 line, column = name.end_lineno, name.end_col_offset  # type: ignore[attr-defined]
                 definitions = self.script.infer(line, max(column - 1, 0))
         except Exception:
+            log.warning("jedi failed on the compiled object at line %s", call.lineno, exc_info=True)
             definitions = []
         for definition in definitions:
             module_name = definition.module_name or ""
@@ -301,6 +309,7 @@ def definition_of(source: str, path: str, line: int, byte_column: int) -> tuple[
         try:
             found = jedi.Script(source, path=path).goto(line, column, follow_imports=True)
         except Exception:
+            log.warning("jedi failed to find the definition at %s:%s", path, line, exc_info=True)
             return None
     for definition in found:
         module = str(definition.module_path or "")

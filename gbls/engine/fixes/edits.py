@@ -43,7 +43,7 @@ class Fix:
 
 
 def apply(source: str, edits: list[Edit]) -> str:
-    """``source`` with non-overlapping ``edits`` applied (for the CLI and the tests)."""
+    """``source`` with non-overlapping ``edits`` applied, snippets with their placeholders' defaults."""
     lines = source.splitlines(keepends=True)
     starts = [0]
     for text in lines:
@@ -58,7 +58,7 @@ def apply(source: str, edits: list[Edit]) -> str:
             offset(edit.span.line, edit.span.column),
             offset(edit.span.end_line, edit.span.end_column),
         )
-        result = result[:start] + edit.text + result[end:]
+        result = result[:start] + edit.plain_text + result[end:]
     return result
 
 

@@ -1,0 +1,193 @@
+"""The fix catalogue as pure functions: which fixes a break's source shape gets, and what each one writes.
+
+test_fixes.py applies every fix through the real server and re-runs the real translator; these pin
+down the catalogue's own rules (when it offers a fix, when it refuses, what text it produces) on the
+same fixture files, without Dynamo.
+"""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from gbls.engine.fixes.catalogue import fixes_for, fullgraph_fix
+from gbls.engine.fixes.edits import Fix, apply
+from gbls.engine.model import BreakReport, Location
+from gbls.engine.ranges import Span
+from gbls.engine.sources import Sources, read_source
+from gbls.worker.protocol import Break, Frame
+
+from .conftest import FIXTURES
+
+FIXES = FIXTURES / "fixes"
+REORDER = "Let Dynamo move print() after the graph (torch._dynamo.config.reorderable_logging_functions)"
+
+
+def at(path: Path, function: str, line: int, snippet: str) -> Location:
+    text = path.read_text().splitlines()[line - 1]
+    column = text.index(snippet)
+    return Location(str(path), function, Span(line, column, line, column + len(snippet)))
+
+
+def broken(gb_id: str, *chain: Location) -> BreakReport:
+    frames = tuple(Frame(location.path, location.function, location.span.line) for location in chain)
+    cause = Break(chain[0].function, "a graph break", gb_id, None, "", (), "", frames)
+    return BreakReport(cause, chain[0].span, chain, "")
+
+
+def applied(fix: Fix, sources: Sources) -> dict[str, str]:
+    paths = {edit.path for edit in fix.edits}
+    return {
+        Path(path).name: apply(sources.text(path) or "", [e for e in fix.edits if e.path == path])
+        for path in paths
+    }
+
+
+CASES = [
+    (
+        "print_call.py", "scaled", "GB0059", 7, 'print("scaled", y)',
+        [
+            ("Remove the print() call", False, "    y = x * 2\n    return y + 1\n"),
+            (REORDER, False, "import torch\ntorch._dynamo.config.reorderable_logging_functions.add(print)\n"),
+        ],
+    ),
+    (
+        "logger_call.py", "logged", "GB0291", 12, 'log.info("exp done %s", y)',
+        [("Remove the log.info() call", False, "    if True:\n        pass\n")],  # a body is never left empty
+    ),
+    (
+        "item_call.py", "normalized", "GB0124", 9, "x.abs().max().item()",
+        # After the module's imports and docstring, with the module's own name for torch.
+        [("Enable torch._dynamo.config.capture_scalar_outputs", True,
+          "from torch import nn\nT._dynamo.config.capture_scalar_outputs = True\n")],
+    ),
+    (
+        "nonzero_call.py", "positive_indices", "GB0036", 6, "nonzero(x > 0)",
+        [("Enable torch._dynamo.config.capture_dynamic_output_shape_ops", True,
+          "import torch\ntorch._dynamo.config.capture_dynamic_output_shape_ops = True\n")],
+    ),
+    (
+        "explicit_break.py", "split", "GB0025", 7, "torch._dynamo.graph_break()",
+        [("Remove the explicit torch._dynamo.graph_break()", True, "    a = x.exp()\n    return a.log()\n")],
+    ),
+    (
+        "branch_where.py", "clamp_positive", "GB0170", 7, "y.sum() > 0",
+        [("Rewrite the branch with torch.where (both sides are computed)", False,
+          "    y = torch.where(y.sum() > 0, y - 1, y)\n    return y.relu()\n")],
+    ),
+    (
+        "ifexp_where.py", "pick", "GB0170", 6, "a.mean() > b.mean()",
+        [("Rewrite the conditional expression with torch.where", False,
+          "    return torch.where(a.mean() > b.mean(), a, b)\n")],
+    ),
+    (
+        "branch_cond.py", "route", "GB0170", 7, "h.sum() > 0",
+        [("Rewrite the branch with torch.cond (both branches must return tensors of the same shape)", False,
+          "    g, h = torch.cond(h.sum() > 0, _true_branch, _false_branch, (h,))\n")],
+    ),
+    (
+        "return_cond.py", "choose", "GB0170", 6, "x.sum() > y.sum()",
+        [("Rewrite the early return with torch.cond (both branches must return tensors of the same shape)",
+          False, "    return torch.cond(x.sum() > y.sum(), _true_branch, _false_branch, (x, y))")],
+    ),
+    (
+        "branch_skeleton.py", "accumulate", "GB0170", 6, "x.sum() > 0",
+        [("Turn the branch into a torch.cond skeleton to complete (operands, outputs)", False,
+          "    x = torch.cond(x.sum() > 0, _true_branch, _false_branch, (x,))\n")],
+    ),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(("name", "function", "gb_id", "line", "snippet", "expected"), CASES)
+def test_each_break_gets_the_fixes_its_shape_allows(
+    name: str, function: str, gb_id: str, line: int, snippet: str, expected: list[tuple[str, bool, str]]
+) -> None:
+    path = FIXES / name
+    sources = Sources(read_source)
+    fixes = fixes_for(broken(gb_id, at(path, function, line, snippet)), str(path), sources)
+    assert [(fix.title, fix.safe) for fix in fixes] == [(title, safe) for title, safe, _ in expected]
+    for fix, (_, _, fragment) in zip(fixes, expected, strict=True):
+        (text,) = applied(fix, sources).values()
+        assert fragment in text
+        ast.parse(text)
+
+
+def test_a_root_cause_in_another_file_is_fixed_there() -> None:
+    here = at(FIXES / "propagated.py", "outer", 9, "announce(y)")
+    root = at(FIXES / "fix_helpers.py", "announce", 5, 'print("announcing", x)')
+    sources = Sources(read_source)
+    removal, _ = fixes_for(broken("GB0059", here, root), here.path, sources)
+    assert applied(removal, sources) == {
+        "fix_helpers.py": sources.text(root.path).replace(  # type: ignore[union-attr]
+            '    print("announcing", x)\n', ""
+        )
+    }
+
+
+def test_a_disabled_callee_in_a_sibling_module_loses_its_decorator() -> None:
+    here = at(FIXES / "disabled.py", "uses_opaque", 8, "opaque(x * 2)")
+    sources = Sources(read_source)
+    (fix,) = fixes_for(broken("GB0098", here), here.path, sources)
+    assert fix.title == "Remove @torch.compiler.disable from opaque so that Dynamo compiles it"
+    assert "@torch.compiler.disable\n" not in applied(fix, sources)["fix_helpers.py"]
+
+
+def test_no_fix_where_the_shape_is_not_the_one_the_fix_is_sure_about(tmp_path: Path) -> None:
+    source = tmp_path / "odd.py"
+    source.write_text(
+        "import torch\n"
+        "torch._dynamo.config.capture_scalar_outputs = True\n"
+        "\n"
+        "@torch.compile\n"
+        "def f(x):\n"
+        "    y = x.sum().item(); print(y)\n"
+        "    x = x + 1; torch._dynamo.graph_break()\n"
+        "    return y\n"
+    )
+    sources = Sources(read_source)
+
+    def offered(gb_id: str, line: int, snippet: str) -> list[str]:
+        return [
+            fix.title
+            for fix in fixes_for(broken(gb_id, at(source, "f", line, snippet)), str(source), sources)
+        ]
+
+    assert offered("GB0124", 6, "x.sum().item()") == []  # the flag is already set
+    assert offered("GB0059", 6, "print(y)") == [REORDER]  # not alone on its line: not removed
+    assert offered("GB0025", 7, "torch._dynamo.graph_break()") == []  # not alone on its line
+    assert offered("GB9999", 7, "torch") == []  # nothing in the catalogue
+
+
+def test_one_request_reads_each_file_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The GB0170 family tries four rewrites on the same tree: it is read and parsed once."""
+    reads: list[str] = []
+
+    def counted(path: str) -> str | None:
+        reads.append(path)
+        return read_source(path)
+
+    parses: list[str] = []
+    real_parse = ast.parse
+
+    def parse(source: str, *args: Any, **kwargs: Any) -> Any:
+        parses.append(source)
+        return real_parse(source, *args, **kwargs)
+
+    monkeypatch.setattr(ast, "parse", parse)
+    path = FIXES / "branch_skeleton.py"
+    fixes_for(broken("GB0170", at(path, "accumulate", 6, "x.sum() > 0")), str(path), Sources(counted))
+    assert reads == [str(path)] and len(parses) == 1
+
+
+def test_a_clean_function_is_locked_in_with_fullgraph() -> None:
+    path = FIXES / "clean_lock.py"
+    source = path.read_text()
+    decorator = at(path, "fused", 4, "torch.compile").span
+    fix = fullgraph_fix(str(path), source, decorator, None)
+    assert fix is not None and "@torch.compile(fullgraph=True)\ndef fused" in apply(source, list(fix.edits))
+    call = at(path, "plain", 18, "torch.compile(plain)").span
+    fix = fullgraph_fix(str(path), source, None, call)
+    assert fix is not None and "torch.compile(plain, fullgraph=True)" in apply(source, list(fix.edits))
