@@ -11,7 +11,7 @@ import traceback
 from typing import List, Optional
 
 from . import endings, events, limits, processes
-from .events import DoneEvent, Event, FailureEvent
+from .events import DoneEvent, Event, FailureEvent, NoteEvent
 from .protocol import CANCELLED, ERROR, OK, TIMEOUT, Failure, ProtocolError, Request, Result
 
 TAIL_BYTES = 16 * 1024
@@ -124,7 +124,22 @@ class Child:
             output=self.output.text(),
             torch=torch_version,
             seconds=round(time.monotonic() - self.started, 3),
+            notes=tuple(dict.fromkeys(event.text for event in self.events if isinstance(event, NoteEvent))),
         )
+
+
+def _fresh_random_state() -> None:
+    """The random generators seeded afresh, as a new interpreter seeds them: a fork inherits the warm
+    parent's, and every analysis would draw the same "random" numbers."""
+    import random
+
+    import torch
+
+    random.seed()
+    torch.seed()
+    numpy = sys.modules.get("numpy")
+    if numpy is not None:
+        numpy.random.seed()
 
 
 def run(
@@ -156,6 +171,7 @@ def run(
         tempfile.tempdir = scratch
         offline = sandboxed or processes.unshare_network()
         limits.apply(request.settings)
+        _fresh_random_state()
         from .analyse import run as analyse
 
         analyse(request, emit, offline)
