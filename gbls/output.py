@@ -166,6 +166,7 @@ def to_json(reports: list[FileReport], torch_version: str, fixes: Fixes) -> str:
                         "range": _range(b.span),
                         "chain": [_frame(location) for location in b.chain],
                         "count": b.count,
+                        "gaps": list(b.cause.gaps),
                         "fix": _fix(fixes.get((report.path, b.key))),
                     }
                     for b in report.breaks

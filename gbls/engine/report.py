@@ -81,7 +81,13 @@ def _break_report(
     in_file = [location for location in chain if location.path == path]
     function = next((f for f in functions if f.qualname == brk.function and f.site), None)
     site = sites.get(function.site) if function else None
-    whole_function = len(brk.chain) == 1 and brk.chain[0].column is None
+    owner = function or next((f for f in functions if f.qualname == brk.function), None)
+    # Refused before its first instruction, Dynamo names only the function's first line (and on
+    # Python 3.10 every frame lacks a column, so the line tells the refusals apart).
+    first = brk.chain[0]
+    whole_function = (
+        len(brk.chain) == 1 and first.column is None and (owner is None or first.line == owner.line)
+    )
     reason = short_reason(text(chain[-1].path) or "", chain[-1].span) if chain else ""
     if in_file and not (whole_function and site is not None):
         span = in_file[0].span

@@ -39,6 +39,8 @@ def break_markdown(brk: BreakReport, function: FunctionReport | None) -> str:
         )
     if function is not None and function.graphs:
         parts.append(f"**How `{function.qualname}` splits**\n" + split_story(function, brk))
+    if brk.cause.gaps:
+        parts.append("_Not from your torch_: " + "; ".join(brk.cause.gaps) + ".")
     return "\n\n".join(parts)
 
 

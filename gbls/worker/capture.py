@@ -11,35 +11,31 @@ note of the result, and never reaches Dynamo or the analysed code (whose own exc
 through untouched). What Dynamo did to each frame (compiled it, or gave up and ran it eagerly)
 is read from Dynamo itself (what its frame callback returned), not guessed from the breaks.
 
-Where the hooks sit (torch 2.13):
-- ``exc.format_graph_break_message``: every structured break before Dynamo flattens it to text;
-- ``InstructionTranslatorBase.log_graph_break``: each break that splits a graph or drops a
-  frame, with the exception (gb_type, user stack with columns);
-- ``convert_frame.format_error_msg``: breaks that never reach the above (a compiled generator);
-- ``CatchErrorsWrapper``: every frame Dynamo is asked to translate (which compiled target it
-  runs under, and the eager call chain leading to it), and whole-frame skips;
-- a bytecode hook: which Dynamo-generated code belongs to which compiled target.
+Where the hooks sit, in each torch from 2.6 on, is ``hookpoints``'s concern: structured break
+messages, the break log (each break that splits a graph or drops a frame, with its user stack),
+frame-level errors (breaks that never reach the log: a compiled generator), the frame callback
+(which compiled target a frame runs under, the eager call chain leading to it, and what Dynamo
+made of it), inlined functions, and the bytecode hook (which generated code belongs to which
+target). A hook point this torch lacks is said once ("torch X.Y: … is not captured"); the
+others still report what they see.
 """
 
 from __future__ import annotations
 
-import functools
 import inspect
-import json
 import os
 import re
 import sys
 import sysconfig
 import types
+import weakref
 from dataclasses import replace
 from typing import Any, Callable, Dict, List, Optional, Set, Tuple
 
 import torch
 import torch._dynamo
-import torch._dynamo.convert_frame as convert_frame
-import torch._dynamo.exc as dynamo_exc
-import torch._dynamo.symbolic_convert as symbolic_convert
 
+from . import hookpoints
 from .events import BreakEvent, CallEvent, Event, FrameEvent, GraphEvent, NoteEvent, ReachEvent, TargetEvent
 from .protocol import Frame, Message, StaticTarget
 
@@ -53,7 +49,6 @@ STDLIB_DIR = sysconfig.get_paths()["stdlib"] + os.sep
 
 RESUME_PREFIX = "torch_dynamo_resume_in_"
 NESTED_BREAK_SEPARATOR = "\n\n*** While handling this graph break, another graph break occurred: ***\n\n"
-GRAPH_BREAK_SITE = "https://meta-pytorch.github.io/compile-graph-break-site/gb/"
 
 # Whole-frame skips worth reporting when they hit a compiled target itself; the others are
 # benign (no ops at all) or already reported as a break.
@@ -130,6 +125,7 @@ class Translation:
         # Frames above the translated one, outermost first: (path, raw code name, line, col, end_col)
         self.prefix: List[RawFrame] = []
         self.compile_ids: List[str] = []  # of the breaks recorded while Dynamo translated it
+        self.loop_skip = ""  # before torch 2.11: Dynamo dropped the frame for a break in a loop
 
 
 class Capture:
@@ -151,7 +147,13 @@ class Capture:
         self.structured: Dict[str, Message] = {}
         self.input_source = "module"
         self.reaches = True
-        self.gb_ids = _load_gb_ids()
+        # GB ids: the user's torch's own registry first (None: it has none), then gbls's table.
+        self.torch_ids = hookpoints.registry_ids()
+        self.shipped_ids = hookpoints.shipped_ids()
+        self.logged: "weakref.WeakSet[BaseException]" = weakref.WeakSet()
+        self.columns: "weakref.WeakKeyDictionary[BaseException, List[hookpoints.Columns]]" = (
+            weakref.WeakKeyDictionary()
+        )
         self.original_compile = torch.compile
 
     def guarded(self, hook: str, work: Callable[[], None]) -> None:
@@ -173,31 +175,41 @@ class Capture:
     # -- installation -------------------------------------------------------------------
 
     def install(self) -> "Capture":
-        """Patch torch.compile and hook Dynamo, by what this torch version has (see the module doc)."""
+        """Patch torch.compile and hook Dynamo where this torch has each hook point."""
         torch.compile = self.compile
-        self._hook_messages()
-        self._hook_break_log()
-        self._hook_error_messages()
-        self._hook_frame_callback()
-        self._hook_inlining()
-        convert_frame.register_bytecode_hook(self.bytecode_hook)
+        guard = self.guarded
+        hooks: List[Tuple[str, Callable[[], None]]] = [
+            ("structured break messages", lambda: hookpoints.wrap_messages(guard, self.remember_message)),
+            ("the graph-break log", lambda: hookpoints.wrap_break_log(guard, self.logged_break)),
+            ("the columns of breaks", lambda: hookpoints.wrap_unsupported(guard, self.remember_columns)),
+            ("frame-level errors", lambda: hookpoints.wrap_error_messages(guard, self.error_break)),
+            ("loop breaks' frames", lambda: hookpoints.wrap_loop_skips(guard, self.loop_skip)),
+            ("the frame callback", lambda: hookpoints.wrap_frame_callback(self.translate)),
+            ("inlined functions", self._hook_inlining),
+            ("Dynamo-generated code", lambda: hookpoints.register_bytecode_hook(self.bytecode_hook)),
+        ]
+        for what, hook in hooks:
+            try:
+                hook()
+            except Exception as error:
+                self.note(
+                    f"torch {hookpoints.TORCH_RELEASE}: {what} is not captured ({_described(error)}); "
+                    "gbls reports what its other hooks see"
+                )
         self.last_metric = _newest_metric()
         return self
 
+    def note(self, text: str) -> None:
+        try:
+            self.emit(NoteEvent(text=text))
+        except Exception:
+            pass
+
     def _hook_inlining(self) -> None:
         """Record each function Dynamo inlines: a target's results depend on their code too."""
-        inlining = getattr(symbolic_convert, "InliningInstructionTranslator", None)
-        build = getattr(inlining, "build_inline_tracer", None)
-        if build is None:  # this torch cannot say what a target reaches: nothing is ever reused
-            self.reaches = False
-            return
-        capture = self
-
-        def build_inline_tracer(parent: Any, func: Any, *args: Any, **kwargs: Any) -> Any:
-            capture.guarded("inlining", lambda: capture.reach_function(func))
-            return build(parent, func, *args, **kwargs)
-
-        inlining.build_inline_tracer = staticmethod(build_inline_tracer)  # type: ignore[union-attr]
+        self.reaches = False  # until the hook is in: without it nothing is ever reused
+        hookpoints.wrap_inlining(self.guarded, self.reach_function)
+        self.reaches = True
 
     def reach_function(self, func: Any) -> None:
         code = getattr(func, "get_code", lambda: None)()
@@ -213,104 +225,66 @@ class Capture:
         target.reached.add(key)
         self.emit(ReachEvent(target=target.number, code=key))
 
-    def _hook_messages(self) -> None:
-        original = getattr(dynamo_exc, "format_graph_break_message", None)
-        if original is None:  # before ~2.7 breaks are plain text: parse_break_text reads them
+    def remember_message(
+        self, text: str, gb_type: str, context: str, explanation: str, hints: List[str]
+    ) -> None:
+        self.structured[hookpoints.message_key(text)] = Message(
+            str(gb_type), str(context), str(explanation), tuple(map(str, hints))
+        )
+
+    def remember_columns(self, exc: BaseException, columns: List["hookpoints.Columns"]) -> None:
+        self.columns[exc] = columns
+
+    def logged_break(self, translator: Any, reason: str, exc: Any, user_stack: Any, caller: Any) -> None:
+        """One break Dynamo logs, in whichever shape this torch logs it (with or without the exception)."""
+        if exc is None:
+            exc = hookpoints.handled_exception(caller)
+        if exc is not None:
+            if getattr(exc, "logged", False) or exc in self.logged:
+                return
+            self.logged.add(exc)
+            stack = getattr(exc, "real_stack", None)
+            text = str(getattr(exc, "msg", None) or exc)
+            columns = self.columns.get(exc)
+        else:  # a data-dependent jump before torch 2.11: the reason is the message
+            text, stack, columns = str(reason), None, None
+            if text.startswith("Unsupported: "):
+                text = text[len("Unsupported: ") :]
+        if stack is None:
+            stack = user_stack
+        frames = list(hookpoints.current_stack() if stack is None else stack)
+        if columns is None or len(columns) != len(frames):
+            # The innermost frame is the logging translator's own instruction (a jump, a store).
+            translators = [translator] if translator is not None else []
+            columns = hookpoints.columns_of(frames[-1:], translators) if frames else []
+            columns = [(None, None)] * (len(frames) - len(columns)) + columns
+        skipped = bool(getattr(exc, "skip_frame", False))
+        self.record_break(text, frames, columns, skipped, True, reason)
+
+    def error_break(self, exc: Any) -> None:
+        """A break that reached Dynamo's frame-level error handling without being logged (a generator)."""
+        if getattr(exc, "logged", False) or exc in self.logged:
             return
-        structured = self.structured
-        capture = self
+        self.logged.add(exc)
+        frames = list(getattr(exc, "real_stack", None) or [])
+        columns = self.columns.get(exc)
+        self.record_break(str(exc.msg), frames, columns, True, False, "")
 
-        def format_graph_break_message(gb_type: str, context: str, explanation: str, hints: List[str]) -> str:
-            text: str = original(gb_type, context, explanation, hints)
+    def loop_skip(self, message: str) -> None:
+        if self.translations:
+            self.translations[-1].loop_skip = message.splitlines()[0]
 
-            def remember() -> None:
-                structured[text] = Message(
-                    str(gb_type), str(context), str(explanation), tuple(map(str, hints))
-                )
-
-            capture.guarded("break message", remember)
-            return text
-
-        dynamo_exc.format_graph_break_message = format_graph_break_message
-
-    def _hook_break_log(self) -> None:
-        capture = self
-        translator = symbolic_convert.InstructionTranslatorBase
-        if hasattr(translator, "log_graph_break"):
-            original_method = translator.log_graph_break
-
-            def log_graph_break(self: Any, code_options: Any, reason: str, exc: Any) -> None:
-                if not getattr(exc, "logged", False):
-                    skipped = bool(getattr(exc, "skip_frame", False))
-                    capture.guarded(
-                        "graph break log", lambda: capture.record_break(exc, skipped, True, reason)
-                    )
-                return original_method(self, code_options, reason, exc)
-
-            translator.log_graph_break = log_graph_break  # type: ignore[method-assign]
-            return
-        # torch 2.4-2.6: a module function, with the reason text and the user stack but no exception.
-        original_function = symbolic_convert.log_graph_break  # type: ignore[attr-defined]
-
-        def log_graph_break_text(
-            code_options: Any, reason: str = "", exc_info: bool = False, user_stack: Any = None
-        ) -> Any:
-            exc = types.SimpleNamespace(msg=reason, real_stack=user_stack)
-            capture.guarded("graph break log", lambda: capture.record_break(exc, False, True, ""))
-            return original_function(code_options, reason, exc_info, user_stack)
-
-        symbolic_convert.log_graph_break = log_graph_break_text  # type: ignore[attr-defined]
-
-    def _hook_error_messages(self) -> None:
-        capture = self
-        original = convert_frame.format_error_msg  # type: ignore[attr-defined]
-
-        def format_error_msg(exc: Exception, code: types.CodeType, *args: Any, **kwargs: Any) -> str:
-            if isinstance(exc, dynamo_exc.Unsupported) and not getattr(exc, "logged", False):
-                capture.guarded("error message", lambda: capture.record_break(exc, True, False, ""))
-            return original(exc, code, *args, **kwargs)
-
-        convert_frame.format_error_msg = format_error_msg  # type: ignore[attr-defined]
-
-    def _hook_frame_callback(self) -> None:
-        translate = self.translate
-        wrapper = getattr(convert_frame, "CatchErrorsWrapper", None)
-        if wrapper is None:  # older torch: the callback is a closure made by catch_errors_wrapper
-            factory = convert_frame.catch_errors_wrapper
-
-            def catch_errors_wrapper(*args: Any, **kwargs: Any) -> Any:
-                return functools.partial(translate, factory(*args, **kwargs))
-
-            convert_frame.catch_errors_wrapper = catch_errors_wrapper
-            return
-        original_call = wrapper.__call__
-        original_skip = wrapper._handle_skip
-        capture = self
-
-        def call(self: Any, frame: Any, *args: Any) -> Any:
-            return translate(functools.partial(original_call, self), frame, *args)
-
-        def handle_skip(self: Any, result: Any, frame: Any) -> Any:
-            reason = result.skip_reason or ""
-            if result.guarded_code is None and reason.startswith(REPORTED_SKIPS):
-                capture.guarded("frame skip", lambda: capture.record_skip(frame.f_code, reason))
-            return original_skip(self, result, frame)
-
-        wrapper.__call__ = call
-        wrapper._handle_skip = handle_skip
-
-    def translate(self, callback: Callable[..., Any], frame: Any, *args: Any) -> Any:
+    def translate(self, callback: Callable[..., Any], frame: Any, args: Tuple[Any, ...], caller: Any) -> Any:
         """Dynamo's frame callback, told which compiled target's call the frame runs in."""
         if not is_user_file(frame.f_code.co_filename):
             return callback(frame, *args)
         translation = Translation(frame.f_code)
         self.translations.append(translation)
-        # The frame about to run is not on the stack yet: its callers are this function's callers.
-        callers = sys._getframe(1)
-        self.guarded("frame callback", lambda: self.begin_translation(translation, frame, callers))
+        # The frame about to run is not on the stack yet: its callers are the callback's callers.
+        self.guarded("frame callback", lambda: self.begin_translation(translation, frame, caller))
         try:
             result = callback(frame, *args)
-            self.guarded("frame result", lambda: self.record_frame(translation, result))
+            self.guarded("frame result", lambda: self.record_frame(translation, result, frame, caller))
             return result
         finally:
             self.translations.pop()
@@ -434,7 +408,8 @@ class Capture:
             for index, caller in enumerate(stack):
                 target = self.of_generated(caller.f_code)
                 if target is not None:
-                    translation.prefix = [_position(f) for f in stack[index:] if self._in_chain(f.f_code)]
+                    chain = [f for f in stack[index:] if self._in_chain(f.f_code)]
+                    translation.prefix = [_position(f) for f in chain[self._placed_from(chain) :]]
                     break
         translation.target = target
         if not code.co_name.startswith(RESUME_PREFIX):  # a resume function is its function's code
@@ -449,6 +424,20 @@ class Capture:
                 )
             )
 
+    def _placed_from(self, chain: List[types.FrameType]) -> int:
+        """Where the eager call chain starts to say where it is: generated code without positions for
+        the calls it leaves in (torch 2.6) says only its first line. Below the last such frame the
+        chain is a suffix of the one Dynamo logged for the compiled frame, and merges with it."""
+        for index in range(len(chain) - 1, -1, -1):
+            frame = chain[index]
+            if (
+                self.of_generated(frame.f_code) is not None
+                and frame.f_lineno == frame.f_code.co_firstlineno
+                and _position(frame)[3] is None
+            ):
+                return index + 1
+        return 0
+
     def target_of(self, code: types.CodeType, frame: Any) -> Optional[Target]:
         """The target ``frame`` is the own call of: a function's code, or a compiled instance's forward."""
         target = self.of_code(code)
@@ -460,7 +449,7 @@ class Capture:
     def _in_chain(self, code: types.CodeType) -> bool:
         return self.of_generated(code) is not None or is_user_file(code.co_filename)
 
-    def record_frame(self, translation: Translation, result: Any) -> None:
+    def record_frame(self, translation: Translation, result: Any, frame: Any, caller: Any) -> None:
         """What Dynamo did with the frame: code for it, or nothing (it runs eagerly), as its callback says.
 
         The compile id comes from Dynamo's compilation metrics for this frame, or from the breaks
@@ -473,11 +462,18 @@ class Capture:
         code = translation.code
         if target is None:
             return
+        produced = hookpoints.produced_code(result)
+        if not produced and self.of_code(code) is target:
+            reason = hookpoints.skip_reason(result, frame, caller)
+            if reason.startswith(REPORTED_SKIPS):
+                self.record_skip(code, reason)
         mine = [m for m in metrics if getattr(m, "co_name", None) == code.co_name]
         compile_id = _metric_compile_id(mine[-1]) if mine else ""
         if not compile_id and translation.compile_ids:
             compile_id = translation.compile_ids[-1]
-        reason = str(getattr(mine[-1], "fail_reason", None) or "") if mine else ""
+        failure = str(getattr(mine[-1], "fail_reason", None) or "").strip() if mine else ""
+        if not produced and translation.loop_skip:  # before torch 2.11 only this says why
+            failure = f"{hookpoints.legacy_gb_type(translation.loop_skip)}: {translation.loop_skip}"
         self.emit(
             FrameEvent(
                 target=target.number,
@@ -485,31 +481,40 @@ class Capture:
                 frame=base_name(code.co_name),
                 own=_runs_own_code(code, target),
                 resumes_at=_resume_line(code.co_name),
-                guarded=_produced_code(result),
-                failure=reason.strip().splitlines()[0] if reason.strip() else "",
+                guarded=produced,
+                failure=failure.splitlines()[0] if failure else "",
             )
         )
 
-    def record_break(self, exc: Any, skipped: bool, logged: bool, reason: str) -> None:
+    def record_break(
+        self,
+        text: str,
+        stack: List[Any],
+        columns: Optional[List["hookpoints.Columns"]],
+        skipped: bool,
+        logged: bool,
+        reason: str,
+    ) -> None:
+        """One break: its (possibly nested) message text and Dynamo's user stack, innermost last."""
         translation = self.translations[-1] if self.translations else None
         if translation is None or translation.target is None:
             return
         frames = list(translation.prefix)
-        for summary in exc.real_stack or []:
-            frames.append(
-                (
-                    summary.filename,
-                    summary.name,
-                    summary.lineno,
-                    getattr(summary, "colno", None),
-                    getattr(summary, "end_colno", None),
-                )
-            )
+        for index, summary in enumerate(stack):
+            column, end = getattr(summary, "colno", None), getattr(summary, "end_colno", None)
+            if column is None and columns is not None and index < len(columns):
+                column, end = columns[index]
+            frames.append((summary.filename, summary.name, summary.lineno, column, end))
         if not frames:
             code = translation.code
             frames.append((code.co_filename, code.co_name, code.co_firstlineno, None, None))
         compile_id = _compile_id()
         translation.compile_ids.append(compile_id)
+        messages = [self.message(part) for part in text.split(NESTED_BREAK_SEPARATOR)]
+        if not hookpoints.has_columns():
+            python = f"{sys.version_info[0]}.{sys.version_info[1]}"
+            gap = f"Python {python} has no column table: the range is the whole line"
+            messages[0] = replace(messages[0], gaps=(*messages[0].gaps, gap))
         self.emit(
             BreakEvent(
                 target=translation.target.number,
@@ -518,7 +523,7 @@ class Capture:
                 skipped=skipped,
                 logged=logged,
                 reason=str(reason).strip().splitlines()[0] if str(reason).strip() else "",
-                messages=tuple(self.message(text) for text in str(exc.msg).split(NESTED_BREAK_SEPARATOR)),
+                messages=tuple(messages),
                 chain=_collapse(frames),
             )
         )
@@ -547,16 +552,42 @@ class Capture:
         )
 
     def message(self, text: str) -> Message:
-        structured = self.structured.get(text) or parse_break_text(text)
-        gb_id = self.gb_ids.get(structured.gb_type)
-        return replace(structured, gb_id=gb_id, url=_documentation_link(structured.gb_type, gb_id))
+        """A break's message as structured as this torch makes it, with its GB id, and what is missing."""
+        key = hookpoints.message_key(text)
+        gaps: List[str] = []
+        structured = self.structured.get(key)
+        if structured is None:
+            structured = parse_break_text(key)
+            if not structured.explanation:  # plain text (torch 2.6, a few breaks of 2.7-2.10)
+                legacy = hookpoints.legacy_gb_type(key)
+                first = key.splitlines()[0] if key else ""
+                structured = Message(legacy or first, "", key, ())
+                gaps.append(
+                    f"torch {hookpoints.TORCH_RELEASE} gives this break as text only"
+                    + (": gbls names its gb_type from the text" if legacy else "")
+                    + "; no explanation or hints"
+                )
+        gb_type = structured.gb_type
+        gb_id = (self.torch_ids or {}).get(gb_type)
+        if gb_id is None and gb_type in self.shipped_ids:
+            gb_id = self.shipped_ids[gb_type]
+            release = hookpoints.TORCH_RELEASE
+            why = (
+                f"torch {release} has no graph-break registry"
+                if self.torch_ids is None
+                else (f"the graph-break registry of torch {release} lacks this gb_type")
+            )
+            gaps.append(f"the GB id is from gbls's table, not from your torch ({why})")
+        return replace(
+            structured, gb_id=gb_id, url=hookpoints.documentation_link(gb_type, gb_id), gaps=tuple(gaps)
+        )
 
 
 # -- helpers ---------------------------------------------------------------------------------
 
 
 def parse_break_text(text: str) -> Message:
-    """Structure a break from Dynamo's formatted text, for torch versions without the hook."""
+    """Structure a break from Dynamo's formatted text, for messages the structured hook did not see."""
     lines = text.strip("\n").splitlines()
     sections: Dict[str, List[str]] = {"explanation": [], "context": []}
     hints: List[List[str]] = []
@@ -584,29 +615,8 @@ def parse_break_text(text: str) -> Message:
     )
 
 
-def _load_gb_ids() -> Dict[str, str]:
-    """gb_type → GB id from the registry in the user's torch (none before about 2.8)."""
-    path = os.path.join(os.path.dirname(dynamo_exc.__file__), "graph_break_registry.json")
-    try:
-        with open(path, encoding="utf-8") as handle:
-            registry = json.load(handle)
-    except (OSError, ValueError):
-        return {}
-    ids: Dict[str, str] = {}
-    for gb_id, entries in registry.items():
-        for entry in entries:
-            ids.setdefault(entry["Gb_type"], gb_id)
-    return ids
-
-
-def _documentation_link(gb_type: str, gb_id: Optional[str]) -> Optional[str]:
-    link = getattr(dynamo_exc, "get_gbid_documentation_link", None)
-    if link is not None:
-        found: Optional[str] = link(gb_type)
-        return found
-    if gb_id is None:
-        return None
-    return f"{GRAPH_BREAK_SITE}gb{gb_id[2:]}.html"
+def _described(error: BaseException) -> str:
+    return str(error) if isinstance(error, hookpoints.Missing) else f"{type(error).__name__}: {error}"
 
 
 def _is_compiled_call_impl(model: Any) -> bool:
@@ -686,13 +696,6 @@ def _runs_own_code(code: types.CodeType, target: Target) -> bool:
         and code.co_filename == own.co_filename
         and base_name(code.co_name) == own.co_name
     )
-
-
-def _produced_code(result: Any) -> bool:
-    """Whether the frame callback's result carries code for the frame (else the frame runs eagerly)."""
-    if hasattr(result, "guarded_code"):  # ConvertFrameReturn
-        return result.guarded_code is not None
-    return type(result).__name__ == "GuardedCode"  # older torch returns it, or None
 
 
 def _resume_line(code_name: str) -> Optional[int]:

@@ -190,6 +190,7 @@ def _breaks(events: List[BreakEvent], frames: List[FrameEvent], names: Dict[int,
 
     outcomes = {(frame.target, frame.compile_id): frame for frame in frames if frame.own}
     effects = {id(group): _effect(group, outcomes) for group in kept}
+    failures = {id(group): _failure(group, outcomes) for group in kept}
     reasons: Dict[int, str] = {}
     for group in list(kept):
         cause = _caused_by(group, kept, effects)
@@ -206,7 +207,7 @@ def _breaks(events: List[BreakEvent], frames: List[FrameEvent], names: Dict[int,
             outer = group.messages[-1]
             eager_reason = f"{outer.gb_type}: {outer.explanation}"
         if effect == EAGER and not eager_reason:
-            eager_reason = group.reason
+            eager_reason = group.reason or failures[id(group)]
         breaks.append(
             Break(
                 function=names[group.target],
@@ -221,6 +222,7 @@ def _breaks(events: List[BreakEvent], frames: List[FrameEvent], names: Dict[int,
                 effect=effect,
                 eager_reason=eager_reason,
                 eager_from=eager_from,
+                gaps=root.gaps,
             )
         )
     breaks.sort(key=lambda b: (b.function, b.chain[0].line, b.chain[0].column or 0, b.gb_type))
@@ -254,6 +256,15 @@ def _effect(group: _Group, outcomes: Dict[Tuple[int, str], FrameEvent]) -> Tuple
     if any(frame.resumes_at is None for frame in eager):
         return EAGER, None
     return EAGER, min(frame.resumes_at for frame in eager if frame.resumes_at is not None)
+
+
+def _failure(group: _Group, outcomes: Dict[Tuple[int, str], FrameEvent]) -> str:
+    """Why Dynamo gave up on the target's own frame in a compilation that hit the break, if it said."""
+    for compile_id in sorted(group.direct):
+        frame = outcomes.get((group.target, compile_id))
+        if frame is not None and not frame.guarded and frame.failure:
+            return frame.failure
+    return ""
 
 
 def _caused_by(

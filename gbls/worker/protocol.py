@@ -55,6 +55,8 @@ class Message:
     hints: Tuple[str, ...]
     gb_id: Optional[str] = None
     url: Optional[str] = None
+    # What the user's torch or Python does not say about it, and what gbls filled in instead.
+    gaps: Tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -76,6 +78,8 @@ class Break:
     # For EAGER breaks in a resume function: the line after which the function runs eagerly (else the
     # whole function does).
     eager_from: Optional[int] = None
+    # What the user's torch or Python does not say about it (no GB id in its registry, no columns).
+    gaps: Tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)

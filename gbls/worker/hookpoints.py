@@ -1,0 +1,402 @@
+"""Where Dynamo's hook points live in the installed torch (2.6 to 2.15), found by feature detection.
+
+Each ``wrap_*`` function finds one hook point in the shape this torch has it, wraps it so that
+gbls's bookkeeping (run through ``guard``, so that its failure is never Dynamo's) sees what
+passes there, and always calls the original with what it was given. A hook point that is in none
+of the known shapes raises ``Missing``: the capture says so once and goes on with the others.
+
+The shapes (see /work/notes/compat-hooks.md for the releases' sources):
+- structured break messages: ``exc.format_graph_break_message`` (2.7+), also held by name in
+  ``symbolic_convert`` (2.7-2.10); 2.6 has only one-line texts. 2.9-2.10 append the documentation
+  link after formatting, 2.11+ inside it: messages are keyed without it.
+- the break log: a module function ``symbolic_convert.log_graph_break`` without the exception
+  (2.6-2.9), a translator method without it (2.10), the method with it (2.11+). Without it, the
+  exception is the caller's local.
+- the frame callback: ``CatchErrorsWrapper.__call__`` (all); its result is ``GuardedCode`` or
+  None (2.6) or a ``ConvertFrameReturn`` (2.7+), with the reason of a whole-frame skip from 2.13.
+- inlining: the staticmethod ``InliningInstructionTranslator.build_inline_tracer`` (2.7+) or
+  ``inline_call_`` (2.6).
+- a break in a loop drops the frame with ``SkipFrame`` (2.6-2.10), or is a break of its own
+  (``Unsupported(skip_frame=True)``, 2.11+).
+- columns: Dynamo's user stacks carry them from 2.13; before, they are taken from the
+  translators' current instructions when the ``Unsupported`` is made (Python 3.11+).
+"""
+
+from __future__ import annotations
+
+import functools
+import inspect
+import json
+import os
+import re
+import sys
+import traceback
+import types
+from typing import Any, Callable, Dict, List, Mapping, Optional, Tuple
+
+import torch
+import torch._dynamo.convert_frame as convert_frame
+import torch._dynamo.exc as dynamo_exc
+import torch._dynamo.symbolic_convert as symbolic_convert
+
+# What the wrappers run gbls's bookkeeping through: (what it is about, the work).
+Guard = Callable[[str, Callable[[], None]], None]
+Columns = Tuple[Optional[int], Optional[int]]
+
+TORCH_RELEASE = ".".join(torch.__version__.split("+")[0].split(".")[:2])
+WORKER_DIR = os.path.dirname(os.path.abspath(__file__))
+REGISTRY = os.path.join(os.path.dirname(dynamo_exc.__file__), "graph_break_registry.json")
+# gb_type → GB id, from torch 2.15's registry: the ids are stable across releases.
+SHIPPED_IDS = os.path.join(WORKER_DIR, "gb_ids.json")
+GRAPH_BREAK_SITE = "https://meta-pytorch.github.io/compile-graph-break-site/gb/"
+
+LINK_SUFFIX = re.compile(r"\n+ ?For more details about this graph break, please visit: \S+\s*$")
+LOOP_SKIP = "Skipping frame because there is a graph break in a for/while loop"
+# The one-line texts of torch 2.6 (and the few text-only breaks of 2.7-2.10) → the gb_type later
+# releases give the same break. Others keep their first line as their gb_type.
+LEGACY_GB_TYPES = (
+    (re.compile(r"^builtin: \w+ "), "Failed to trace builtin operator"),
+    (re.compile(r"^Data-dependent jump$"), "Data-dependent branching"),
+    (re.compile(r"^Tensor\.item$"), "Unsupported Tensor.item() call with capture_scalar_outputs=False"),
+    (re.compile(r"^dynamic shape operator: "), "Dynamic shape operator"),
+    (re.compile(r"^generator$"), "Attempt to trace generator"),
+    (re.compile(r"^(accumulated_)?(cache_size|recompile)_limit reached"), "Dynamo recompile limit exceeded"),
+    (re.compile(r"^'skip function graph_break in file "), "Call to `torch._dynamo.graph_break()`"),
+    (
+        re.compile(r"^call torch\._dynamo\.disable\(\) wrapped function"),
+        "Skip calling `torch.compiler.disable()`d function",
+    ),
+    (re.compile(r"^" + re.escape(LOOP_SKIP)), "graph break in loop"),
+)
+
+
+class Missing(Exception):
+    """A hook point that is in none of the shapes gbls knows (a torch newer than it)."""
+
+
+def _parameters(function: Any) -> Mapping[str, inspect.Parameter]:
+    try:
+        return inspect.signature(function).parameters
+    except (TypeError, ValueError):
+        return {}
+
+
+def _find(owner: Any, name: str, where: str) -> Any:
+    found = vars(owner).get(name) if isinstance(owner, type) else getattr(owner, name, None)
+    if found is None:
+        raise Missing(f"{where} has no {name}")
+    return found
+
+
+def legacy_gb_type(text: str) -> Optional[str]:
+    """The gb_type later releases give a break torch formatted as one line of text, if gbls knows it."""
+    return next((gb_type for pattern, gb_type in LEGACY_GB_TYPES if pattern.search(text)), None)
+
+
+def message_key(text: str) -> str:
+    """A formatted message without the documentation link (appended after formatting in 2.9-2.10)."""
+    return LINK_SUFFIX.sub("", text).strip("\n")
+
+
+# -- structured messages ---------------------------------------------------------------------
+
+
+def formats_messages() -> bool:
+    """Whether this torch builds its break messages from structured fields (2.7+), not plain text."""
+    return callable(getattr(dynamo_exc, "format_graph_break_message", None))
+
+
+def wrap_messages(guard: Guard, record: Callable[[str, str, str, str, List[str]], None]) -> None:
+    """``record(text, gb_type, context, explanation, hints)`` for every structured message."""
+    original = getattr(dynamo_exc, "format_graph_break_message", None)
+    if original is None:
+        return  # torch 2.6: plain text only (parse_break_text reads it)
+
+    signature = inspect.signature(original)
+
+    @functools.wraps(original)
+    def format_graph_break_message(*args: Any, **kwargs: Any) -> str:
+        text: str = original(*args, **kwargs)
+
+        def remember() -> None:
+            fields = signature.bind(*args, **kwargs).arguments
+            record(text, fields["gb_type"], fields["context"], fields["explanation"], list(fields["hints"]))
+
+        guard("break message", remember)
+        return text
+
+    # symbolic_convert (2.7-2.10) calls its own copy for data-dependent branching: rebind every one.
+    for name, module in list(sys.modules.items()):
+        if module is not None and (name == "torch._dynamo" or name.startswith("torch._dynamo.")):
+            namespace = vars(module)
+            for key, value in list(namespace.items()):
+                if value is original:
+                    namespace[key] = format_graph_break_message
+
+
+# -- the break log ---------------------------------------------------------------------------
+
+# record(translator or None, reason, the exception or None, the user stack or None, the caller's frame)
+BreakRecorder = Callable[[Any, str, Any, Any, Any], None]
+
+
+def wrap_break_log(guard: Guard, record: BreakRecorder) -> None:
+    translator = symbolic_convert.InstructionTranslatorBase
+    method = vars(translator).get("log_graph_break")
+    if method is not None:  # 2.10+: (self, code_options, reason, exc), 2.10 (…, reason="", user_stack=None)
+        signature = inspect.signature(method)
+
+        @functools.wraps(method)
+        def log_graph_break(self: Any, *args: Any, **kwargs: Any) -> Any:
+            caller = sys._getframe(1)
+
+            def remember() -> None:
+                bound = signature.bind(self, *args, **kwargs).arguments
+                record(self, bound.get("reason", ""), bound.get("exc"), bound.get("user_stack"), caller)
+
+            guard("graph-break log", remember)
+            return method(self, *args, **kwargs)
+
+        translator.log_graph_break = log_graph_break  # type: ignore[method-assign]
+        return
+    function = getattr(symbolic_convert, "log_graph_break", None)
+    if not callable(function):
+        raise Missing("InstructionTranslatorBase has no log_graph_break, nor symbolic_convert")
+    # 2.6-2.9: (code_options, reason="", exc_info=False, user_stack=None), called from a translator's method.
+    module_signature = inspect.signature(function)
+
+    @functools.wraps(function)
+    def log_graph_break_function(*args: Any, **kwargs: Any) -> Any:
+        caller = sys._getframe(1)
+
+        def remember() -> None:
+            bound = module_signature.bind(*args, **kwargs).arguments
+            owner = caller.f_locals.get("self")
+            owner = owner if isinstance(owner, translator) else None
+            record(owner, bound.get("reason", ""), None, bound.get("user_stack"), caller)
+
+        guard("graph-break log", remember)
+        return function(*args, **kwargs)
+
+    symbolic_convert.log_graph_break = log_graph_break_function  # type: ignore[attr-defined]
+
+
+def handled_exception(caller: Any) -> Any:
+    """The Unsupported a break-log caller is handling (its local ``excp`` or ``e``), before 2.11."""
+    for name in ("excp", "e", "exc"):
+        value = caller.f_locals.get(name) if caller is not None else None
+        if isinstance(value, dynamo_exc.Unsupported):
+            return value
+    return None
+
+
+def current_stack() -> List[Any]:
+    """The user stack of the translators running now, as Dynamo's own log would take it."""
+    return list(torch._guards.TracingContext.extract_stack())
+
+
+# -- whole-frame failures --------------------------------------------------------------------
+
+
+def wrap_error_messages(guard: Guard, record: Callable[[Any], None]) -> None:
+    """``record(exc)`` for every Unsupported that reaches Dynamo's frame-level error handling."""
+    original = _find(convert_frame, "format_error_msg", "torch._dynamo.convert_frame")
+
+    @functools.wraps(original)
+    def format_error_msg(exc: Exception, *args: Any, **kwargs: Any) -> str:
+        if isinstance(exc, dynamo_exc.Unsupported):
+            guard("error message", lambda: record(exc))
+        return original(exc, *args, **kwargs)  # type: ignore[no-any-return]
+
+    convert_frame.format_error_msg = format_error_msg  # type: ignore[attr-defined]
+
+
+def drops_loops_with_skip_frame() -> bool:
+    """Whether a break in a loop drops the frame by raising SkipFrame (2.6-2.10) rather than being an
+    Unsupported that says so itself (2.11+)."""
+    return "skip_frame" not in _parameters(dynamo_exc.Unsupported.__init__)
+
+
+def wrap_loop_skips(guard: Guard, record: Callable[[str], None]) -> None:
+    """``record(message)`` for each frame Dynamo drops because of a break in a loop, before 2.11."""
+    if not drops_loops_with_skip_frame():
+        return
+    skip_frame = _find(dynamo_exc, "SkipFrame", "torch._dynamo.exc")
+    original = skip_frame.__init__
+
+    @functools.wraps(original)
+    def __init__(self: Any, *args: Any, **kwargs: Any) -> None:
+        original(self, *args, **kwargs)
+        message = str(args[0]) if args else ""
+        if message.startswith(LOOP_SKIP):
+            guard("loop skip", lambda: record(message))
+
+    skip_frame.__init__ = __init__
+
+
+# -- columns ---------------------------------------------------------------------------------
+
+
+def has_columns() -> bool:
+    """Whether this Python has column tables (3.11+): without them, breaks have lines only."""
+    return "colno" in getattr(traceback.FrameSummary, "__slots__", ())
+
+
+def wrap_unsupported(guard: Guard, record: Callable[[Any, List[Columns]], None]) -> None:
+    """``record(exc, columns)`` for each Unsupported made with a user stack that lacks columns
+    (before 2.13): the columns, frame by frame, from the translators still on the stack."""
+    if not has_columns():
+        return
+    unsupported = dynamo_exc.Unsupported
+    original = unsupported.__init__
+
+    @functools.wraps(original)
+    def __init__(self: Any, *args: Any, **kwargs: Any) -> None:
+        original(self, *args, **kwargs)
+
+        def remember() -> None:
+            stack = getattr(self, "real_stack", None) or []
+            if any(getattr(summary, "colno", None) is None for summary in stack):
+                record(self, columns_of(stack, translators_on_stack()))
+
+        guard("columns", remember)
+
+    unsupported.__init__ = __init__  # type: ignore[method-assign]
+
+
+def translators_on_stack() -> List[Any]:
+    """The instruction translators active on the Python stack, outermost first."""
+    found: List[Any] = []
+    frame: Optional[types.FrameType] = sys._getframe(1)
+    base = symbolic_convert.InstructionTranslatorBase
+    while frame is not None:
+        candidate = frame.f_locals.get("self")
+        if isinstance(candidate, base) and all(candidate is not other for other in found):
+            found.append(candidate)
+        frame = frame.f_back
+    found.reverse()
+    return found
+
+
+def columns_of(stack: List[Any], translators: List[Any]) -> List[Columns]:
+    """Each frame summary's columns: its own, else those of the current instruction of the translator
+    at the same file, line and function (the call it is in, or the failing instruction innermost)."""
+    positions: Dict[Tuple[str, Any, str], Any] = {}
+    for translator in translators:
+        code = getattr(translator, "f_code", None)
+        where = getattr(getattr(translator, "current_instruction", None), "positions", None)
+        if code is not None and where is not None:
+            positions[(code.co_filename, getattr(translator, "lineno", None), code.co_name)] = where
+    columns: List[Columns] = []
+    for summary in stack:
+        own = getattr(summary, "colno", None)
+        if own is not None:
+            columns.append((own, getattr(summary, "end_colno", None)))
+            continue
+        where = positions.get((summary.filename, summary.lineno, summary.name))
+        columns.append((where.col_offset, where.end_col_offset) if where is not None else (None, None))
+    return columns
+
+
+# -- the frame callback ----------------------------------------------------------------------
+
+# translate(Dynamo's callback bound to its wrapper, the frame, the other arguments, the caller's frame)
+Translate = Callable[[Callable[..., Any], Any, Tuple[Any, ...], Any], Any]
+
+
+def wrap_frame_callback(translate: Translate) -> None:
+    wrapper = getattr(convert_frame, "CatchErrorsWrapper", None)
+    if not isinstance(wrapper, type):
+        raise Missing("torch._dynamo.convert_frame has no CatchErrorsWrapper class")
+    original = _find(wrapper, "__call__", "CatchErrorsWrapper")
+
+    @functools.wraps(original)
+    def __call__(self: Any, frame: Any, *args: Any) -> Any:
+        return translate(functools.partial(original, self), frame, args, sys._getframe(1))
+
+    wrapper.__call__ = __call__  # type: ignore[method-assign]
+
+
+def produced_code(result: Any) -> bool:
+    """Whether the frame callback's result carries code for the frame (else the frame runs eagerly)."""
+    if hasattr(result, "guarded_code"):  # 2.7+: ConvertFrameReturn
+        return result.guarded_code is not None
+    return type(result).__name__ == "GuardedCode"  # 2.6: GuardedCode, None or a C flag object
+
+
+def skip_reason(result: Any, frame: Any, caller: Any) -> str:
+    """Why Dynamo did not translate a frame it produced no code for, in 2.13+'s words: said by the
+    result from 2.13, decided here as 2.13 decides it before (for the two reasons gbls reports)."""
+    if hasattr(result, "skip_reason"):
+        return str(result.skip_reason or "")
+    from torch._dynamo import decorators, trace_rules
+
+    check = trace_rules.check
+    skipped = check(frame.f_code, frame=frame) if "frame" in _parameters(check) else check(frame.f_code)
+    if skipped:
+        return "frame is in the Dynamo skipfiles list"
+    wrapper_code = getattr(decorators, "_nonrecursive_disable_wrapper_code", None)  # 2.8+
+    if wrapper_code is not None and caller is not None and caller.f_code is wrapper_code:
+        return "tracing is non-recursively disabled for this frame"
+    return ""
+
+
+# -- inlining and generated code -------------------------------------------------------------
+
+
+def wrap_inlining(guard: Guard, record: Callable[[Any], None]) -> None:
+    """``record(func)`` for each function Dynamo inlines (a VariableTracker with ``get_code``)."""
+    inlining = getattr(symbolic_convert, "InliningInstructionTranslator", None)
+    for name in ("build_inline_tracer", "inline_call_"):  # 2.7+, 2.6 (an instance method from 2.7)
+        raw = vars(inlining).get(name) if isinstance(inlining, type) else None
+        if isinstance(raw, staticmethod):
+            break
+    else:
+        raise Missing("InliningInstructionTranslator has no static build_inline_tracer nor inline_call_")
+    original = raw.__func__
+
+    @functools.wraps(original)
+    def inline(parent: Any, func: Any, *args: Any, **kwargs: Any) -> Any:
+        guard("inlining", lambda: record(func))
+        return original(parent, func, *args, **kwargs)
+
+    setattr(inlining, name, staticmethod(inline))
+
+
+def register_bytecode_hook(hook: Callable[[types.CodeType, types.CodeType], None]) -> None:
+    _find(convert_frame, "register_bytecode_hook", "torch._dynamo.convert_frame")(hook)
+
+
+# -- GB ids ----------------------------------------------------------------------------------
+
+
+def registry_ids() -> Optional[Dict[str, str]]:
+    """gb_type → GB id from the registry of the user's torch; None before it had one (2.6, 2.7)."""
+    try:
+        with open(REGISTRY, encoding="utf-8") as handle:
+            registry = json.load(handle)
+    except (OSError, ValueError):
+        return None
+    ids: Dict[str, str] = {}
+    for gb_id, entries in registry.items():
+        for entry in entries:
+            ids.setdefault(entry["Gb_type"], gb_id)
+    return ids
+
+
+def shipped_ids() -> Dict[str, str]:
+    """gb_type → GB id as gbls ships them (from torch 2.15's registry), for the gaps of older ones."""
+    try:
+        with open(SHIPPED_IDS, encoding="utf-8") as handle:
+            shipped: Dict[str, str] = json.load(handle)
+    except (OSError, ValueError):
+        return {}
+    return shipped
+
+
+def documentation_link(gb_type: str, gb_id: Optional[str]) -> Optional[str]:
+    link = getattr(dynamo_exc, "get_gbid_documentation_link", None)  # 2.9+
+    found = link(gb_type) if link is not None else None
+    if found:
+        return str(found)
+    return f"{GRAPH_BREAK_SITE}gb{gb_id[2:]}.html" if gb_id else None
