@@ -1,7 +1,7 @@
 from __future__ import annotations
 
 import sys
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -33,9 +33,24 @@ async def worker(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[Work
     await shared.stop()
 
 
+# The fixture files the running test analysed: the compatibility matrix (scripts/compat.py) counts
+# fixtures whose every test agrees with torch's log, from the JUnit report's "fixture" properties.
+analysed: list[Path] = []
+
+
+@pytest.fixture(autouse=True)
+def _record_fixtures(record_property: Callable[[str, object], None]) -> Iterator[None]:
+    analysed.clear()
+    yield
+    for path in dict.fromkeys(analysed):
+        if path.is_relative_to(FIXTURES):
+            record_property("fixture", str(path.relative_to(FIXTURES)))
+
+
 @pytest.fixture(scope="session")
 def analyse_file(worker: Worker) -> Analyse:
     async def run(path: Path, source: str | None = None, settings: Settings | None = None) -> FileReport:
+        analysed.append(path)
         text = path.read_text() if source is None else source
         return await analyse(worker, str(path), text, settings or Settings(), str(path.parent), read_source)
 

@@ -4,12 +4,15 @@ from __future__ import annotations
 
 import os
 import re
+import sys
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
 import torch
 
 from gbls.engine.model import BreakReport, FileReport
+from gbls.worker.capture import base_name
 from gbls.worker.protocol import EAGER, SPLIT
 
 from .conftest import FIXTURES, Analyse
@@ -17,6 +20,8 @@ from .torchlog import LoggedBreak, LoggedFrame, logged_breaks
 
 ENGINE = FIXTURES / "engine"
 TORCH_DIR = os.path.dirname(torch.__file__)
+# Python 3.10 has no column table: a break's range is then its whole line.
+COLUMNS = sys.version_info >= (3, 11)
 
 
 def stripped_columns(path: Path, line: int, start: int, end: int) -> tuple[int, int]:
@@ -32,7 +37,7 @@ def assert_agrees_with_torch(report: FileReport, fixture: Path) -> None:
         if brk.effect == EAGER and not brk.chain[0].span.column:
             continue  # a frame refused before its first instruction has no traceback in the log
         root = brk.root
-        at_root = [e for e in logged if root_of(e) == (root.path, root.span.line) and brk.gb_id in e.gb_ids]
+        at_root = [e for e in logged if root_of(e) == (root.path, root.span.line) and same_break(brk, e)]
         assert at_root, f"{brk.gb_id} at {root.path}:{root.span.line} is not in torch's log"
         # Above the compiled function the log shows the module's call site and nn.Module's call
         # machinery: neither is part of the chain, nor are torch's frames below it (a polyfill).
@@ -50,7 +55,9 @@ def assert_agrees_with_torch(report: FileReport, fixture: Path) -> None:
             continue
         first, stack = full[0]
         # What the hover and the JSON say is what torch printed (but for object addresses).
-        assert printed(brk.cause.explanation) == printed(first.explanations[0])
+        assert printed(brk.cause.explanation) == printed(
+            first.explanations[0] if first.explanations else first.text
+        )
         ours = [printed(hint) for hint in brk.cause.hints]
         assert ours == [printed(hint) for hint in first.hints[: len(ours)]] and (ours or not first.hints)
         assert [(f.path, f.function, f.line) for f in stack] == [
@@ -67,12 +74,24 @@ def assert_agrees_with_torch(report: FileReport, fixture: Path) -> None:
         assert brk.count == count_in_log(logged, first)
 
 
+def same_break(brk: BreakReport, entry: LoggedBreak) -> bool:
+    """Whether torch logged this break: by GB id where its log prints them (2.9+; 2.9-2.10 not for
+    every break), else by gb_type (2.7+), else by the one-line text it printed (2.6)."""
+    if entry.gb_ids:
+        return brk.gb_id in entry.gb_ids
+    if entry.gb_types:
+        return brk.gb_type in entry.gb_types
+    return printed(brk.cause.explanation) == printed(entry.text)
+
+
 def user_frames(stack: list[LoggedFrame]) -> list[LoggedFrame]:
-    """The frames of a logged stack that are the user's, a frame left twice by a folded one once."""
+    """The frames of a logged stack that are the user's, a frame left twice by a folded one once, and
+    a resume function as the function it resumes (torch 2.6 prints its own name)."""
     kept: list[LoggedFrame] = []
     for frame in stack:
         if frame.function == "<module>" or frame.path.startswith(TORCH_DIR):
             continue
+        frame = replace(frame, function=base_name(frame.function))
         if kept and (kept[-1].path, kept[-1].function, kept[-1].line) == (
             frame.path,
             frame.function,
@@ -118,6 +137,17 @@ def span_text(path: Path, brk: BreakReport) -> str:
     return path.read_text().splitlines()[span.line - 1][span.column : span.end_column]
 
 
+def spans(path: Path, brk: BreakReport, code: str) -> bool:
+    """Whether the break's range is exactly ``code`` (on Python 3.10: the whole line that holds it)."""
+    line = path.read_text().splitlines()[brk.span.line - 1]
+    return code in line and span_text(path, brk) == (code if COLUMNS else line.strip())
+
+
+def reason_is(brk: BreakReport, reason: str) -> bool:
+    """The short reason is read from the range's code: on Python 3.10, from the whole line."""
+    return brk.reason == reason or not COLUMNS
+
+
 async def test_print_in_compiled_body(analyse_file: Analyse) -> None:
     fixture = ENGINE / "print_body.py"
     report = await analyse_file(fixture)
@@ -130,9 +160,10 @@ async def test_print_in_compiled_body(analyse_file: Analyse) -> None:
     )
     assert brk.url == "https://meta-pytorch.github.io/compile-graph-break-site/gb/gb0059.html"
     assert (brk.span.line, brk.span.column, brk.span.end_column) == (7, 4, 29)
-    assert span_text(fixture, brk) == 'print("scaling", y.shape)'
-    assert brk.reason == "print" and brk.via == ()
-    assert "print" in brk.cause.explanation and brk.cause.hints
+    assert spans(fixture, brk, 'print("scaling", y.shape)')
+    assert reason_is(brk, "print") and brk.via == ()
+    assert "print" in brk.cause.explanation
+    assert bool(brk.cause.hints) == any(entry.hints for entry in logged_breaks(fixture))  # none in torch 2.6
     scale = summary(report, "scale")
     assert (scale.analysed, scale.target.input_source, scale.target.inputs) == (True, "module", "x: f32[4]")
     assert (len(scale.graphs), scale.ops, scale.breaks) == (2, 2, 1)
@@ -145,13 +176,15 @@ async def test_break_two_calls_deep_is_one_root_cause_at_the_split(analyse_file:
     assert len(report.breaks) == 1
     brk = only(report, "g")
     assert brk.via == ("normalize", "log_stats") and brk.count == 1
-    assert span_text(fixture, brk) == "normalize(y)"
+    assert spans(fixture, brk, "normalize(y)")
     assert [(loc.function, loc.span.line) for loc in brk.chain] == [
         ("g", 17),
         ("normalize", 11),
         ("log_stats", 5),
     ]
-    assert brk.message == "Failed to trace builtin operator (print) (via normalize → log_stats)"
+    assert (
+        brk.message == "Failed to trace builtin operator (print) (via normalize → log_stats)" or not COLUMNS
+    )
     # The graphs of the re-entered callees run inside g's call, so they are g's.
     assert {graph.frame for graph in summary(report, "g").graphs} == {"g", "normalize", "log_stats"}
     assert_agrees_with_torch(report, fixture)
@@ -167,7 +200,7 @@ async def test_break_through_a_helper_in_another_module(analyse_file: Analyse) -
         (lib, "via_lib", 7),
         (lib, "report", 2),
     ]
-    assert span_text(fixture, brk) == "via_lib(y)"
+    assert spans(fixture, brk, "via_lib(y)")
     assert brk.root.span == brk.chain[-1].span and brk.root.span.column == 4
     assert_agrees_with_torch(report, fixture)
 
@@ -180,8 +213,8 @@ async def test_branch_then_item_are_two_breaks_in_the_original_function(analyse_
         ("branchy", "GB0124", 8),
     ]
     branch, item = report.breaks
-    assert span_text(fixture, branch) == "x.sum() > 0" and branch.reason == "x.sum() > 0"
-    assert span_text(fixture, item) == "x.sum().item()" and item.reason == "x.sum().item"
+    assert spans(fixture, branch, "x.sum() > 0") and reason_is(branch, "x.sum() > 0")
+    assert spans(fixture, item, "x.sum().item()") and reason_is(item, "x.sum().item")
     assert [loc.function for loc in item.chain] == ["branchy"]  # the resume function maps back
     assert_agrees_with_torch(report, fixture)
 
@@ -191,7 +224,7 @@ async def test_explicit_graph_break(analyse_file: Analyse) -> None:
     report = await analyse_file(fixture)
     brk = only(report, "split")
     assert (brk.gb_id, brk.span.line) == ("GB0025", 8)
-    assert span_text(fixture, brk) == "torch._dynamo.graph_break()"
+    assert spans(fixture, brk, "torch._dynamo.graph_break()")
     assert_agrees_with_torch(report, fixture)
 
 
@@ -199,8 +232,8 @@ async def test_disabled_callee(analyse_file: Analyse) -> None:
     fixture = ENGINE / "disabled_callee.py"
     report = await analyse_file(fixture)
     brk = only(report, "uses_disabled")
-    assert (brk.gb_id, brk.span.line, brk.reason) == ("GB0098", 11, "eager_only")
-    assert span_text(fixture, brk) == "eager_only(x * 2)"
+    assert (brk.gb_id, brk.span.line) == ("GB0098", 11) and reason_is(brk, "eager_only")
+    assert spans(fixture, brk, "eager_only(x * 2)")
     assert_agrees_with_torch(report, fixture)
 
 
@@ -208,7 +241,9 @@ async def test_dynamic_shape_operator(analyse_file: Analyse) -> None:
     fixture = ENGINE / "dynamic_shapes.py"
     report = await analyse_file(fixture)
     brk = only(report, "positives")
-    assert (brk.gb_id, brk.gb_type, brk.reason) == ("GB0036", "Dynamic shape operator", "torch.nonzero")
+    assert (brk.gb_id, brk.gb_type) == ("GB0036", "Dynamic shape operator") and reason_is(
+        brk, "torch.nonzero"
+    )
     assert_agrees_with_torch(report, fixture)
 
 
@@ -229,7 +264,7 @@ async def test_module_compile_method(analyse_file: Analyse) -> None:
     fixture = ENGINE / "method_compile.py"
     report = await analyse_file(fixture)
     brk = only(report, "Block")
-    assert (brk.gb_id, brk.span.line, span_text(fixture, brk)) == ("GB0036", 12, "y.nonzero()")
+    assert (brk.gb_id, brk.span.line) == ("GB0036", 12) and spans(fixture, brk, "y.nonzero()")
     assert_agrees_with_torch(report, fixture)
 
 
@@ -374,11 +409,9 @@ async def test_targets_compiled_where_nothing_runs_them_are_analysed_anyway(anal
     assert [(b.function, b.gb_id) for b in report.breaks] == [("Tower", "GB0170"), ("step", "GB0059")]
     # The print call spans four lines: the span does too.
     printed = report.breaks[1]
-    assert (printed.span.line, printed.span.column, printed.span.end_line, printed.span.end_column) == (
-        19,
-        4,
-        22,
-        5,
+    span = printed.span
+    assert (span.line, span.column, span.end_line, span.end_column) == (
+        (19, 4, 22, 5) if COLUMNS else (19, 4, 19, 10)
     )
 
 
@@ -397,8 +430,8 @@ async def test_columns_count_characters_not_bytes(analyse_file: Analyse) -> None
     report = await analyse_file(fixture)
     brk = only(report, "naïve")
     # Dynamo reports UTF-8 byte offsets (ï is 2 bytes, 🚀 is 4): the span is in characters.
-    assert (brk.span.line, brk.span.column, brk.span.end_column) == (6, 23, 38)
-    assert span_text(fixture, brk) == "print(label, x)"
+    assert (brk.span.line, brk.span.column, brk.span.end_column) == ((6, 23, 38) if COLUMNS else (6, 4, 38))
+    assert spans(fixture, brk, "print(label, x)")
 
 
 def test_spans_without_columns_cover_the_line() -> None:

@@ -21,7 +21,7 @@ from gbls.settings import Settings
 from gbls.worker.protocol import EAGER, SPLIT
 
 from .conftest import FIXTURES, Analyse
-from .test_engine import TORCH_DIR, assert_agrees_with_torch, root_of
+from .test_engine import TORCH_DIR, assert_agrees_with_torch, root_of, same_break
 from .torchlog import logged_breaks, logged_compiles
 
 FIDELITY = FIXTURES / "fidelity"
@@ -73,7 +73,6 @@ def summary(brk: BreakReport) -> tuple[str, str, int, str, int | None]:
 
 def assert_torch_agrees(report: FileReport, fixture: Path) -> None:
     """Every root cause torch logged is a break gbls reports, or the reason it reports an eager one."""
-    reported = {(brk.root.path, brk.root.span.line, brk.code) for brk in report.breaks}
     reasons = {
         (brk.root.path, brk.root.span.line, brk.cause.eager_reason.split(":")[0]) for brk in report.breaks
     }
@@ -81,7 +80,10 @@ def assert_torch_agrees(report: FileReport, fixture: Path) -> None:
         path, line = root_of(entry)
         if path.startswith(TORCH_DIR):
             continue  # torch printed no user frame for it: nothing in the user's code to point at
-        found = any((path, line, gb_id) in reported for gb_id in entry.gb_ids)
+        found = any(
+            (brk.root.path, brk.root.span.line) == (path, line) and same_break(brk, entry)
+            for brk in report.breaks
+        )
         folded = any((path, line, gb_type) in reasons for gb_type in entry.gb_types)
         assert found or folded, (
             f"torch logged {entry.gb_ids or entry.gb_types} at {path}:{line}; gbls did not"

@@ -2,10 +2,17 @@
 
 Runs fixture files in a fresh interpreter with ``TORCH_LOGS=graph_breaks`` and every
 ``torch.compile`` on the eager backend, and parses each logged break: its compile id, gb_type and
-GB id, and the user traceback with the caret columns torch printed. Dynamo's compilation metrics
-of the same run say what became of each frame it translated (compiled, or run eagerly). All the
-files of a folder run in one interpreter (``torch._dynamo.reset()`` between them) so that torch
-is imported once.
+GB id, and the user traceback with the caret columns torch printed. What became of each frame
+Dynamo translated (compiled, or run eagerly) is whether Dynamo produced code for it (its bytecode
+hook ran in that compilation), for each compilation its metrics recorded (their own
+``has_guarded_code`` is wrong for frames dropped by a loop break in torch 2.7-2.10). All the files
+of a folder run in one interpreter (``torch._dynamo.reset()`` between them) so that torch is
+imported once.
+
+The log's shape differs between releases: torch 2.6 prints ``Reason: <text>`` and no structure,
+2.7-2.9 put the gb_type on the ``Graph Break Reason:`` line, 2.10+ put a line of what Dynamo did
+before the message; GB ids appear in links from 2.9 (not for every break before 2.11); carets
+appear from 2.13 (to the end of the line before 2.15).
 """
 
 from __future__ import annotations
@@ -21,9 +28,15 @@ from pathlib import Path
 _cache: dict[Path, list[LoggedBreak]] = {}
 _compiles: dict[Path, list[LoggedCompile]] = {}
 
-RUNNER = """
-import json, os, sys, torch, torch._dynamo, torch._dynamo.utils as utils
+RUNNER = r"""
+import json, os, re, sys, torch, torch._dynamo, torch._dynamo.utils as utils
+import torch._dynamo.convert_frame as convert_frame
 utils.set_compilation_metrics_limit(100000)
+produced = set()
+def produced_code(code, new_code):
+    compile_id = torch._guards.CompileContext.current_trace_id().compile_id
+    produced.add(f"{compile_id.frame_id}/{compile_id.frame_compile_id}")
+convert_frame.register_bytecode_hook(produced_code)
 original = torch.compile
 def eager_compile(model=None, **options):
     options["backend"] = "eager"
@@ -41,15 +54,17 @@ for path in sys.argv[1:]:
     except BaseException:
         pass
     for metric in utils.get_compilation_metrics():
-        record = [str(metric.compile_id), metric.co_name, metric.co_filename, bool(metric.has_guarded_code)]
-        print(METRIC + json.dumps(record), file=sys.stderr, flush=True)
+        compile_id = "/".join(re.findall(r"\d+", str(metric.compile_id))[:2])
+        record = [compile_id, metric.co_name, metric.co_filename, compile_id in produced]
+        print(FRAME + json.dumps(record), file=sys.stderr, flush=True)
     utils.clear_compilation_metrics()
+    produced.clear()
 """
 MARKER = "=== oracle file: "
-METRIC = "=== oracle metric: "
+FRAME = "=== oracle compile: "
 
 LINE = re.compile(r"\] \[(\d+)/(\d+)(?:_\d+)?\] \[__graph_breaks\] ?(.*)$")
-FRAME = re.compile(r'^  File "([^"]+)", line (\d+), in (\S+)$')
+STACK_FRAME = re.compile(r'^  File "([^"]+)", line (\d+), in (\S+)$')
 
 
 @dataclass
@@ -70,12 +85,13 @@ class LoggedBreak:
     gb_types: list[str] = field(default_factory=list)
     explanations: list[str] = field(default_factory=list)  # the first line of each, root cause first
     hints: list[str] = field(default_factory=list)  # the first line of each, in order
+    text: str = ""  # torch 2.6: the reason as printed, its only description of the break
     stack: list[LoggedFrame] = field(default_factory=list)
 
 
 @dataclass
 class LoggedCompile:
-    """One translation of a frame, from Dynamo's compilation metrics."""
+    """One translation of a frame, from Dynamo's compilation metrics and its bytecode hook."""
 
     compile_id: str  # frame/recompile, as the log's [0/1] says
     function: str  # the code's name: a resume function is torch_dynamo_resume_in_<f>_at_<line>
@@ -104,7 +120,7 @@ def _load(path: Path) -> None:
 def _run(paths: list[Path]) -> tuple[dict[Path, list[LoggedBreak]], dict[Path, list[LoggedCompile]]]:
     environment = dict(os.environ, TORCH_LOGS="graph_breaks")
     completed = subprocess.run(
-        [sys.executable, "-c", f"MARKER = {MARKER!r}\nMETRIC = {METRIC!r}\n" + RUNNER, *map(str, paths)],
+        [sys.executable, "-c", f"MARKER = {MARKER!r}\nFRAME = {FRAME!r}\n" + RUNNER, *map(str, paths)],
         capture_output=True,
         text=True,
         env=environment,
@@ -121,8 +137,8 @@ def _run(paths: list[Path]) -> tuple[dict[Path, list[LoggedBreak]], dict[Path, l
             entries = found.setdefault(current, [])
             compiles[current] = []
             continue
-        if raw.startswith(METRIC):
-            compile_id, function, path, guarded = json.loads(raw[len(METRIC) :])
+        if raw.startswith(FRAME):
+            compile_id, function, path, guarded = json.loads(raw[len(FRAME) :])
             compiles[current].append(LoggedCompile(compile_id, function, path, guarded))
             continue
         match = LINE.search(raw)
@@ -147,11 +163,14 @@ def _feed(entry: LoggedBreak, previous: list[str], text: str) -> None:
     if gb:
         entry.gb_ids.append(f"GB{gb.group(1)}")
     if text.startswith("  Explanation:") and previous:
-        entry.gb_types.append(previous[-1].strip())
+        gb_type = previous[-1].strip()
+        entry.gb_types.append(gb_type.removeprefix("Graph Break Reason:").strip())
         entry.explanations.append(text[len("  Explanation:") :].strip())
+    if text.startswith("Reason: ") and not entry.text:
+        entry.text = text[len("Reason: ") :].removeprefix("Unsupported: ")
     if text.startswith("  Hint:"):
         entry.hints.append(text[len("  Hint:") :].strip())
-    frame = FRAME.match(text)
+    frame = STACK_FRAME.match(text)
     if frame:
         entry.stack.append(LoggedFrame(frame.group(1), int(frame.group(2)), frame.group(3)))
     elif (
