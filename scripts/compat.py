@@ -97,44 +97,13 @@ def build(venv: Path, python: str, torch: str) -> None:
     if venv.exists():
         shutil.rmtree(venv)
     subprocess.run([python, "-m", "venv", str(venv)], check=True)
-    environment = dict(os.environ, **PIP_ENVIRONMENT)
-    subprocess.run(
-        [
-            str(venv / "bin" / "pip"),
-            "install",
-            "-q",
-            "--no-cache-dir",
-            f"torch=={torch}",
-            "numpy",
-            *requirements(),
-        ],
-        check=True,
-        env=environment,
-    )
+    install(venv, torch)
 
 
-def ensure_requirements(venv: Path) -> None:
-    """A venv found in the cache (or made by hand) gets what gbls's tests need, torch left as it is."""
-    environment = dict(os.environ, **PIP_ENVIRONMENT)
-    pins = subprocess.run(
-        [str(venv / "bin" / "python"), "-c", "import torch; print(torch.__version__)"],
-        capture_output=True,
-        text=True,
-        check=True,
-    ).stdout.strip()
-    subprocess.run(
-        [
-            str(venv / "bin" / "pip"),
-            "install",
-            "-q",
-            "--no-cache-dir",
-            f"torch=={pins}",
-            "numpy",
-            *requirements(),
-        ],
-        check=True,
-        env=environment,
-    )
+def install(venv: Path, torch: str) -> None:
+    # ``torch==2.6.0`` is also satisfied by the local builds (2.6.0+cu124, 2.13.0+cpu) already there.
+    command = [str(venv / "bin" / "pip"), "install", "-q", "--no-cache-dir", f"torch=={torch}", "numpy"]
+    subprocess.run([*command, *requirements()], check=True, env=dict(os.environ, **PIP_ENVIRONMENT))
 
 
 def run_tests(venv: Path, report: Path) -> tuple[float, int]:
@@ -191,7 +160,7 @@ def run_entry(python_version: str, torch: str, given: dict[str, str], keep: bool
         build(venv, python, torch)
     else:
         print(f"== reusing {venv}", flush=True)
-        ensure_requirements(venv)
+        install(venv, torch)  # what gbls's tests need, torch kept
     print(f"   ready in {time.monotonic() - started:.0f} s; running the engine tests", flush=True)
     report = CACHE / f"py{python_version}-torch{torch}.junit.xml"
     try:

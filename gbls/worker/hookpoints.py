@@ -5,7 +5,7 @@ gbls's bookkeeping (run through ``guard``, so that its failure is never Dynamo's
 passes there, and always calls the original with what it was given. A hook point that is in none
 of the known shapes raises ``Missing``: the capture says so once and goes on with the others.
 
-The shapes (see /work/notes/compat-hooks.md for the releases' sources):
+The shapes, read from each release's source:
 - structured break messages: ``exc.format_graph_break_message`` (2.7+), also held by name in
   ``symbolic_convert`` (2.7-2.10); 2.6 has only one-line texts. 2.9-2.10 append the documentation
   link after formatting, 2.11+ inside it: messages are keyed without it.
