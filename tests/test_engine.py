@@ -16,10 +16,11 @@ from gbls.worker.capture import base_name
 from gbls.worker.protocol import EAGER, SPLIT
 
 from .conftest import FIXTURES, Analyse
-from .torchlog import LoggedBreak, LoggedFrame, logged_breaks
+from .torchlog import LoggedBreak, LoggedCompile, LoggedFrame, logged_breaks, logged_compiles
 
 ENGINE = FIXTURES / "engine"
 TORCH_DIR = os.path.dirname(torch.__file__)
+RESUME = "torch_dynamo_resume_in_"
 # Python 3.10 has no column table: a break's range is then its whole line.
 COLUMNS = sys.version_info >= (3, 11)
 
@@ -38,6 +39,8 @@ def assert_agrees_with_torch(report: FileReport, fixture: Path) -> None:
             continue  # a frame refused before its first instruction has no traceback in the log
         root = brk.root
         at_root = [e for e in logged if root_of(e) == (root.path, root.span.line) and same_break(brk, e)]
+        if not at_root and brk.effect == EAGER and gave_up_at(fixture, brk):
+            continue  # Dynamo gave up on the frame without logging a graph break (as torch 2.6 often does)
         assert at_root, f"{brk.gb_id} at {root.path}:{root.span.line} is not in torch's log"
         # Above the compiled function the log shows the module's call site and nn.Module's call
         # machinery: neither is part of the chain, nor are torch's frames below it (a polyfill).
@@ -74,6 +77,17 @@ def assert_agrees_with_torch(report: FileReport, fixture: Path) -> None:
         assert brk.count == count_in_log(logged, first)
 
 
+def gave_up_at(fixture: Path, brk: BreakReport) -> list[LoggedCompile]:
+    """The compilations whose metrics say Dynamo gave up on the frame at the break's root, for its reason."""
+    root = (brk.root.path, brk.root.span.line)
+    said = {printed(brk.cause.explanation), printed(brk.gb_type)}
+    return [
+        compile
+        for compile in logged_compiles(fixture)
+        if not compile.guarded and compile.failed_at == root and printed(compile.failure) in said
+    ]
+
+
 def same_break(brk: BreakReport, entry: LoggedBreak) -> bool:
     """Whether torch logged this break: by GB id where its log prints them (2.9+; 2.9-2.10 not for
     every break), else by gb_type (2.7+), else by the one-line text it printed (2.6)."""
@@ -91,6 +105,16 @@ def user_frames(stack: list[LoggedFrame]) -> list[LoggedFrame]:
     for frame in stack:
         if frame.function == "<module>" or frame.path.startswith(TORCH_DIR):
             continue
+        if (
+            kept
+            and frame.function.startswith(RESUME)
+            and (kept[-1].path, kept[-1].function)
+            == (
+                frame.path,
+                base_name(frame.function),
+            )
+        ):
+            kept.pop()  # the generated code that calls the resume function
         frame = replace(frame, function=base_name(frame.function))
         if kept and (kept[-1].path, kept[-1].function, kept[-1].line) == (
             frame.path,
@@ -143,11 +167,6 @@ def spans(path: Path, brk: BreakReport, code: str) -> bool:
     return code in line and span_text(path, brk) == (code if COLUMNS else line.strip())
 
 
-def reason_is(brk: BreakReport, reason: str) -> bool:
-    """The short reason is read from the range's code: on Python 3.10, from the whole line."""
-    return brk.reason == reason or not COLUMNS
-
-
 async def test_print_in_compiled_body(analyse_file: Analyse) -> None:
     fixture = ENGINE / "print_body.py"
     report = await analyse_file(fixture)
@@ -161,7 +180,7 @@ async def test_print_in_compiled_body(analyse_file: Analyse) -> None:
     assert brk.url == "https://meta-pytorch.github.io/compile-graph-break-site/gb/gb0059.html"
     assert (brk.span.line, brk.span.column, brk.span.end_column) == (7, 4, 29)
     assert spans(fixture, brk, 'print("scaling", y.shape)')
-    assert reason_is(brk, "print") and brk.via == ()
+    assert brk.reason == "print" and brk.via == ()
     assert "print" in brk.cause.explanation
     assert bool(brk.cause.hints) == any(entry.hints for entry in logged_breaks(fixture))  # none in torch 2.6
     scale = summary(report, "scale")
@@ -182,9 +201,7 @@ async def test_break_two_calls_deep_is_one_root_cause_at_the_split(analyse_file:
         ("normalize", 11),
         ("log_stats", 5),
     ]
-    assert (
-        brk.message == "Failed to trace builtin operator (print) (via normalize → log_stats)" or not COLUMNS
-    )
+    assert brk.message == "Failed to trace builtin operator (print) (via normalize → log_stats)"
     # The graphs of the re-entered callees run inside g's call, so they are g's.
     assert {graph.frame for graph in summary(report, "g").graphs} == {"g", "normalize", "log_stats"}
     assert_agrees_with_torch(report, fixture)
@@ -213,8 +230,8 @@ async def test_branch_then_item_are_two_breaks_in_the_original_function(analyse_
         ("branchy", "GB0124", 8),
     ]
     branch, item = report.breaks
-    assert spans(fixture, branch, "x.sum() > 0") and reason_is(branch, "x.sum() > 0")
-    assert spans(fixture, item, "x.sum().item()") and reason_is(item, "x.sum().item")
+    assert spans(fixture, branch, "x.sum() > 0") and branch.reason == "x.sum() > 0"
+    assert spans(fixture, item, "x.sum().item()") and item.reason == "x.sum().item"
     assert [loc.function for loc in item.chain] == ["branchy"]  # the resume function maps back
     assert_agrees_with_torch(report, fixture)
 
@@ -232,7 +249,7 @@ async def test_disabled_callee(analyse_file: Analyse) -> None:
     fixture = ENGINE / "disabled_callee.py"
     report = await analyse_file(fixture)
     brk = only(report, "uses_disabled")
-    assert (brk.gb_id, brk.span.line) == ("GB0098", 11) and reason_is(brk, "eager_only")
+    assert (brk.gb_id, brk.span.line) == ("GB0098", 11) and brk.reason == "eager_only"
     assert spans(fixture, brk, "eager_only(x * 2)")
     assert_agrees_with_torch(report, fixture)
 
@@ -241,9 +258,7 @@ async def test_dynamic_shape_operator(analyse_file: Analyse) -> None:
     fixture = ENGINE / "dynamic_shapes.py"
     report = await analyse_file(fixture)
     brk = only(report, "positives")
-    assert (brk.gb_id, brk.gb_type) == ("GB0036", "Dynamic shape operator") and reason_is(
-        brk, "torch.nonzero"
-    )
+    assert (brk.gb_id, brk.gb_type, brk.reason) == ("GB0036", "Dynamic shape operator", "torch.nonzero")
     assert_agrees_with_torch(report, fixture)
 
 

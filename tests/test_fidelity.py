@@ -99,7 +99,10 @@ def own_compiles(fixture: Path, brk: BreakReport) -> list[tuple[str, bool]]:
     return [
         (compile.function, compile.guarded)
         for compile in logged_compiles(fixture)
-        if tuple(int(part) for part in compile.compile_id.split("/")[:2]) in logged
+        if (
+            tuple(int(part) for part in compile.compile_id.split("/")[:2]) in logged
+            or compile.failed_at == root
+        )
         and (compile.function == name or compile.function.startswith(f"{RESUME}{name}_at_"))
     ]
 
@@ -117,17 +120,35 @@ def assert_effects_are_dynamos(report: FileReport, fixture: Path) -> None:
             assert f"{RESUME}{brk.chain[0].function}_at_{brk.cause.eager_from}" in eager
 
 
+_reports: dict[str, FileReport] = {}
+
+
+async def report_of(analyse_file: Analyse, name: str) -> FileReport:
+    """One analysis per fixture for the two tests below (each still runs alone, in any order)."""
+    if name not in _reports:
+        _reports[name] = await analyse_file(FIDELITY / name)
+    return _reports[name]
+
+
 @pytest.mark.parametrize("name", FIXTURE_NAMES)
 async def test_every_break_is_what_dynamo_did(analyse_file: Analyse, name: str) -> None:
+    """On every torch (the compatibility matrix runs it): what gbls reports is what that torch did."""
     fixture = FIDELITY / name
-    report = await analyse_file(fixture)
+    report = await report_of(analyse_file, name)
     assert (report.status, report.message, report.notes) == ("ok", "", ())
-    assert [summary(brk) for brk in report.breaks] == EXPECTED[name]
     assert_agrees_with_torch(report, fixture)
     assert_torch_agrees(report, fixture)
     assert_effects_are_dynamos(report, fixture)
     # Every function listed is a compiled function of the file, and ran: nothing phantom, nothing missed.
     assert all(function.analysed for function in report.functions), report.functions
+
+
+@pytest.mark.parametrize("name", FIXTURE_NAMES)
+async def test_each_fixture_breaks_as_it_is_about(analyse_file: Analyse, name: str) -> None:
+    """What the fixture is about, as the torch the suite pins (2.13) does it: older releases break
+    in more places, and drop other frames to eager."""
+    report = await report_of(analyse_file, name)
+    assert [summary(brk) for brk in report.breaks] == EXPECTED[name]
 
 
 async def test_a_reconstruction_failure_is_the_reason_not_a_second_break(analyse_file: Analyse) -> None:

@@ -55,7 +55,9 @@ for path in sys.argv[1:]:
         pass
     for metric in utils.get_compilation_metrics():
         compile_id = "/".join(re.findall(r"\d+", str(metric.compile_id))[:2])
+        failed_at = [metric.fail_user_frame_filename, metric.fail_user_frame_lineno]
         record = [compile_id, metric.co_name, metric.co_filename, compile_id in produced]
+        record += [str(metric.fail_reason or ""), failed_at]
         print(FRAME + json.dumps(record), file=sys.stderr, flush=True)
     utils.clear_compilation_metrics()
     produced.clear()
@@ -86,6 +88,7 @@ class LoggedBreak:
     explanations: list[str] = field(default_factory=list)  # the first line of each, root cause first
     hints: list[str] = field(default_factory=list)  # the first line of each, in order
     text: str = ""  # torch 2.6: the reason as printed, its only description of the break
+    skipped: bool = False  # torch 2.6: "Graph break: skip", a frame Dynamo gave up on
     stack: list[LoggedFrame] = field(default_factory=list)
 
 
@@ -97,6 +100,8 @@ class LoggedCompile:
     function: str  # the code's name: a resume function is torch_dynamo_resume_in_<f>_at_<line>
     path: str
     guarded: bool  # Dynamo produced code for it; False: the frame ran eagerly
+    failure: str = ""  # why Dynamo gave up on the frame, if it did
+    failed_at: tuple[str, int] | None = None  # the user's line it gave up at
 
 
 def logged_breaks(path: Path) -> list[LoggedBreak]:
@@ -138,8 +143,11 @@ def _run(paths: list[Path]) -> tuple[dict[Path, list[LoggedBreak]], dict[Path, l
             compiles[current] = []
             continue
         if raw.startswith(FRAME):
-            compile_id, function, path, guarded = json.loads(raw[len(FRAME) :])
-            compiles[current].append(LoggedCompile(compile_id, function, path, guarded))
+            compile_id, function, path, guarded, failure, (failed_in, failed_line) = json.loads(
+                raw[len(FRAME) :]
+            )
+            failed_at = (failed_in, failed_line) if failed_in and failed_line else None
+            compiles[current].append(LoggedCompile(compile_id, function, path, guarded, failure, failed_at))
             continue
         match = LINE.search(raw)
         if not match:
@@ -151,6 +159,12 @@ def _run(paths: list[Path]) -> tuple[dict[Path, list[LoggedBreak]], dict[Path, l
                 LoggedBreak(
                     int(match.group(1)), int(match.group(2)), "suppressed" in text, (where, int(line))
                 )
+            )
+            lines = []
+        elif text.startswith("Graph break: skip: from user code at:"):
+            # torch 2.6: a frame Dynamo gave up on; the first frame is where, the exception says why.
+            entries.append(
+                LoggedBreak(int(match.group(1)), int(match.group(2)), False, ("", 0), skipped=True)
             )
             lines = []
         if entries:
@@ -170,7 +184,15 @@ def _feed(entry: LoggedBreak, previous: list[str], text: str) -> None:
         entry.text = text[len("Reason: ") :].removeprefix("Unsupported: ")
     if text.startswith("  Hint:"):
         entry.hints.append(text[len("  Hint:") :].strip())
+    if "Traceback (most recent call last):" in previous:
+        # torch 2.6's skipped frame: Dynamo's own traceback, the last exception in it the one it raised.
+        raised = re.match(r"torch\._dynamo\.exc\.\w+: (.*)", text)
+        entry.text = raised.group(1) if raised else entry.text
+        previous.append(text)
+        return
     frame = STACK_FRAME.match(text)
+    if frame and entry.skipped:
+        entry.at = (frame.group(1), int(frame.group(2)))  # the innermost frame
     if frame:
         entry.stack.append(LoggedFrame(frame.group(1), int(frame.group(2)), frame.group(3)))
     elif (

@@ -8,7 +8,9 @@ whether or not it ran.
 from __future__ import annotations
 
 import ast
+import io
 import os
+import tokenize
 
 from ..worker import comments
 from ..worker.protocol import OK, Break, Frame, Function, Graph, Result
@@ -88,7 +90,11 @@ def _break_report(
     whole_function = (
         len(brk.chain) == 1 and first.column is None and (owner is None or first.line == owner.line)
     )
-    reason = short_reason(text(chain[-1].path) or "", chain[-1].span) if chain else ""
+    reason = (
+        short_reason(text(chain[-1].path) or "", chain[-1].span, brk.chain[-1].column is None)
+        if chain
+        else ""
+    )
     if in_file and not (whole_function and site is not None):
         span = in_file[0].span
     else:
@@ -101,21 +107,44 @@ def _break_report(
     return BreakReport(cause=brk, span=span, chain=chain, reason=reason)
 
 
-def short_reason(source: str, span: Span) -> str:
-    """The root cause's code, short: the callee of a call, or the expression itself."""
+def short_reason(source: str, span: Span, whole_line: bool = False) -> str:
+    """The root cause's code, short: the callee of a call, or the expression itself. ``whole_line``:
+    the span is its line (Python 3.10 has no columns), so the code is the statement's expression."""
     lines = source.splitlines()
     if span.line != span.end_line:
         text = line_text(lines, span.line)[span.column :]
     else:
         text = line_text(lines, span.line)[span.column : span.end_column]
     text = text.strip()
-    try:
-        node = ast.parse(text, mode="eval").body
-    except SyntaxError:
-        node = None
+    node = _statement_expression(text) if whole_line else None
+    if node is None:
+        try:
+            node = ast.parse(text, mode="eval").body
+        except SyntaxError:
+            node = None
     if isinstance(node, ast.Call):
         text = ast.unparse(node.func)
+    elif node is not None and whole_line:
+        text = ast.unparse(node)
     return text if len(text) <= 40 else text[:37] + "..."
+
+
+def _statement_expression(line: str) -> ast.expr | None:
+    """The expression a one-line statement evaluates: an assignment's value, an ``if``'s test, …"""
+    try:
+        comments = [
+            t for t in tokenize.generate_tokens(io.StringIO(line).readline) if t.type == tokenize.COMMENT
+        ]
+        code = line[: comments[0].start[1]].rstrip() if comments else line
+        tree = ast.parse(code + (" pass" if code.endswith(":") else ""))
+    except (SyntaxError, tokenize.TokenError):
+        return None
+    statement = tree.body[-1] if tree.body else None
+    if isinstance(statement, (ast.If, ast.While)):
+        return statement.test
+    if isinstance(statement, (ast.Expr, ast.Assign, ast.AugAssign, ast.AnnAssign, ast.Return)):
+        return statement.value
+    return None
 
 
 def char_span(source: str, span: Span) -> Span:

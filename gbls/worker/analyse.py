@@ -234,10 +234,9 @@ def _failure(kind: str, message: str, error: BaseException, path: str) -> Failur
 def _describe_error(error: BaseException) -> str:
     if type(error).__name__ == "TorchRuntimeError":
         # Dynamo ran the graph on fake tensors and the shapes did not fit: the inputs are wrong.
-        text = str(error)
-        found = re.search(r"""got \w+\((['"])(.*?)\1\)""", text)
+        found = re.search(r"""got \w+\((['"])(.*?)\1\)""", str(error))
         # torch 2.6 gives the message on the line after "Failed running …:", not as got Error('…').
-        older = re.search(r"^Failed running [^\n]*:\n(.+?)\.?\n", text, re.M)
+        older = re.search(r"^Failed running [^\n]*:\n(.+?)\.?\n", str(error), re.M)
         detail = found.group(2) if found else older.group(1) if older else "the shapes do not fit the code"
         return f"inputs invalid: {detail}"
     text = str(error).strip().splitlines()
