@@ -28,7 +28,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 CACHE = Path(os.environ.get("GBLS_COMPAT_CACHE", Path.home() / ".cache" / "gbls-compat"))
 # (Python, torch): every minor torch release gbls supports on the Python CI uses, the newest torch on
-# the newest Python, and the oldest torch on the oldest Python.
+# the newer Pythons (their bytecode and position tables differ), and the oldest torch on the oldest.
 MATRIX = [
     *(
         ("3.11", torch)
@@ -36,6 +36,7 @@ MATRIX = [
             "2.6.0", "2.7.1", "2.8.0", "2.9.1", "2.10.0", "2.11.0", "2.12.1", "2.13.0", "2.14.1", "2.15.0",
         )
     ),
+    ("3.12", "2.15.0"),
     ("3.13", "2.15.0"),
     ("3.10", "2.6.0"),
 ]  # fmt: skip

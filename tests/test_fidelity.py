@@ -21,7 +21,7 @@ from gbls.settings import Settings
 from gbls.worker.protocol import EAGER, SPLIT
 
 from .conftest import FIXTURES, Analyse
-from .test_engine import TORCH_DIR, assert_agrees_with_torch, root_of, same_break
+from .test_engine import GENERATORS, TORCH_DIR, assert_agrees_with_torch, root_of, same_break
 from .torchlog import logged_breaks, logged_compiles
 
 FIDELITY = FIXTURES / "fidelity"
@@ -135,12 +135,16 @@ async def test_every_break_is_what_dynamo_did(analyse_file: Analyse, name: str) 
     """On every torch (the compatibility matrix runs it): what gbls reports is what that torch did."""
     fixture = FIDELITY / name
     report = await report_of(analyse_file, name)
-    assert (report.status, report.message, report.notes) == ("ok", "", ())
+    assert report.notes == ()
+    if report.status != "ok":  # this torch fails on the program itself (2.8: a KeyError in Dynamo)
+        plain = run_plainly(fixture)
+        assert plain.returncode != 0 and report.message.splitlines()[0] in plain.stdout, report.message
     assert_agrees_with_torch(report, fixture)
     assert_torch_agrees(report, fixture)
     assert_effects_are_dynamos(report, fixture)
     # Every function listed is a compiled function of the file, and ran: nothing phantom, nothing missed.
-    assert all(function.analysed for function in report.functions), report.functions
+    missed = [f for f in report.functions if not f.analysed]
+    assert all(not GENERATORS and "generator function" in f.target.reason for f in missed), missed
 
 
 @pytest.mark.parametrize("name", FIXTURE_NAMES)
@@ -148,7 +152,8 @@ async def test_each_fixture_breaks_as_it_is_about(analyse_file: Analyse, name: s
     """What the fixture is about, as the torch the suite pins (2.13) does it: older releases break
     in more places, and drop other frames to eager."""
     report = await report_of(analyse_file, name)
-    assert [summary(brk) for brk in report.breaks] == EXPECTED[name]
+    expected = [entry for entry in EXPECTED[name] if GENERATORS or entry[1] != "GB0003"]
+    assert [summary(brk) for brk in report.breaks] == expected
 
 
 async def test_a_reconstruction_failure_is_the_reason_not_a_second_break(analyse_file: Analyse) -> None:

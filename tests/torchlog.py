@@ -66,7 +66,7 @@ MARKER = "=== oracle file: "
 FRAME = "=== oracle compile: "
 
 LINE = re.compile(r"\] \[(\d+)/(\d+)(?:_\d+)?\] \[__graph_breaks\] ?(.*)$")
-STACK_FRAME = re.compile(r'^  File "([^"]+)", line (\d+), in (\S+)$')
+STACK_FRAME = re.compile(r'^ {1,2}File "([^"]+)", line (\d+), in (\S+)$')
 
 
 @dataclass
@@ -88,7 +88,7 @@ class LoggedBreak:
     explanations: list[str] = field(default_factory=list)  # the first line of each, root cause first
     hints: list[str] = field(default_factory=list)  # the first line of each, in order
     text: str = ""  # torch 2.6: the reason as printed, its only description of the break
-    skipped: bool = False  # torch 2.6: "Graph break: skip", a frame Dynamo gave up on
+    skipped: bool = False  # "Graph break: …", a frame Dynamo gave up on (2.6, 2.10)
     stack: list[LoggedFrame] = field(default_factory=list)
 
 
@@ -161,8 +161,9 @@ def _run(paths: list[Path]) -> tuple[dict[Path, list[LoggedBreak]], dict[Path, l
                 )
             )
             lines = []
-        elif text.startswith("Graph break: skip: from user code at:"):
-            # torch 2.6: a frame Dynamo gave up on; the first frame is where, the exception says why.
+        elif text.startswith("Graph break:"):
+            # A frame Dynamo gave up on ("skip: from user code at:" in 2.6, "cannot properly resume"
+            # in 2.10): where is its innermost frame, why its exception or message below.
             entries.append(
                 LoggedBreak(int(match.group(1)), int(match.group(2)), False, ("", 0), skipped=True)
             )
@@ -177,11 +178,17 @@ def _feed(entry: LoggedBreak, previous: list[str], text: str) -> None:
     if gb:
         entry.gb_ids.append(f"GB{gb.group(1)}")
     if text.startswith("  Explanation:") and previous:
-        gb_type = previous[-1].strip()
-        entry.gb_types.append(gb_type.removeprefix("Graph Break Reason:").strip())
+        # 2.7-2.9 put the gb_type on the reason's line; a skipped frame's exception line holds it too.
+        gb_type = re.sub(r"^(Graph Break Reason:|torch\._dynamo\.exc\.\w+:)", "", previous[-1].strip())
+        entry.gb_types.append(gb_type.strip())
         entry.explanations.append(text[len("  Explanation:") :].strip())
-    if text.startswith("Reason: ") and not entry.text:
-        entry.text = text[len("Reason: ") :].removeprefix("Unsupported: ")
+    reason = re.match(r"(Graph Break )?Reason: (Unsupported: )?(.*)", text)
+    if reason and not entry.text:  # all that torch 2.6 (and 2.7-2.10 for a few breaks) says of it
+        entry.text = reason.group(3)
+    elif text.strip() and [line for line in previous if line.strip()][-1:] == [
+        f"Graph Break Reason: {entry.text}"
+    ]:
+        entry.text = text.strip()  # 2.10+: what Dynamo did, then the message on a line of its own
     if text.startswith("  Hint:"):
         entry.hints.append(text[len("  Hint:") :].strip())
     if "Traceback (most recent call last):" in previous:

@@ -36,6 +36,7 @@ import torch
 import torch._dynamo
 
 from . import hookpoints
+from .columns import of_instruction as columns_from_syntax
 from .events import BreakEvent, CallEvent, Event, FrameEvent, GraphEvent, NoteEvent, ReachEvent, TargetEvent
 from .protocol import Frame, Message, StaticTarget
 
@@ -113,6 +114,7 @@ class Target:
             reused=self.reused,
             disabled=disabled,
             site=self.site,
+            generator=bool(self.code is not None and self.code.co_flags & inspect.CO_GENERATOR),
         )
 
 
@@ -409,7 +411,7 @@ class Capture:
                 target = self.of_generated(caller.f_code)
                 if target is not None:
                     chain = [f for f in stack[index:] if self._in_chain(f.f_code)]
-                    translation.prefix = [_position(f) for f in chain[self._placed_from(chain) :]]
+                    translation.prefix = [self.position(f) for f in chain[self._placed_from(chain) :]]
                     break
         translation.target = target
         if not code.co_name.startswith(RESUME_PREFIX):  # a resume function is its function's code
@@ -424,17 +426,28 @@ class Capture:
                 )
             )
 
+    def position(self, frame: types.FrameType) -> RawFrame:
+        """Where an eager frame is: its current instruction's columns, from the column table (3.11+)
+        or from the syntax of its line (3.10; not for Dynamo's generated code, which has no syntax)."""
+        code = frame.f_code
+        column = end_column = None
+        if hasattr(code, "co_positions") and frame.f_lasti >= 0:
+            for index, position in enumerate(code.co_positions()):
+                if index == frame.f_lasti // 2:
+                    column, end_column = position[2], position[3]
+                    break
+        elif self.of_generated(code) is None:
+            column, end_column = columns_from_syntax(code, frame.f_lasti)
+        return (code.co_filename, code.co_name, frame.f_lineno, column, end_column)
+
     def _placed_from(self, chain: List[types.FrameType]) -> int:
         """Where the eager call chain starts to say where it is: generated code without positions for
-        the calls it leaves in (torch 2.6) says only its first line. Below the last such frame the
-        chain is a suffix of the one Dynamo logged for the compiled frame, and merges with it."""
+        the calls it leaves in (torch 2.6, and any torch on Python 3.10) has no columns, or only its
+        first line. Below the last such frame the chain is a suffix of the one Dynamo logged for the
+        compiled frame, and merges with it."""
         for index in range(len(chain) - 1, -1, -1):
             frame = chain[index]
-            if (
-                self.of_generated(frame.f_code) is not None
-                and frame.f_lineno == frame.f_code.co_firstlineno
-                and _position(frame)[3] is None
-            ):
+            if self.of_generated(frame.f_code) is not None and self.position(frame)[3] is None:
                 return index + 1
         return 0
 
@@ -511,9 +524,12 @@ class Capture:
         compile_id = _compile_id()
         translation.compile_ids.append(compile_id)
         messages = [self.message(part) for part in text.split(NESTED_BREAK_SEPARATOR)]
-        if not hookpoints.has_columns():
+        chain = _collapse(frames)
+        if chain[-1].column is None and not hookpoints.has_columns():
             python = f"{sys.version_info[0]}.{sys.version_info[1]}"
-            gap = f"Python {python} has no column table: the range is the whole line"
+            gap = (
+                f"Python {python} has no column table and the line does not say where: the range is the line"
+            )
             messages[0] = replace(messages[0], gaps=(*messages[0].gaps, gap))
         self.emit(
             BreakEvent(
@@ -524,7 +540,7 @@ class Capture:
                 logged=logged,
                 reason=str(reason).strip().splitlines()[0] if str(reason).strip() else "",
                 messages=tuple(messages),
-                chain=_collapse(frames),
+                chain=chain,
             )
         )
 
@@ -648,17 +664,6 @@ def _call_site() -> Tuple[str, int]:
     if frame is None:
         return "", 0
     return frame.f_code.co_filename, frame.f_lineno
-
-
-def _position(frame: types.FrameType) -> RawFrame:
-    code = frame.f_code
-    column = end_column = None
-    if hasattr(code, "co_positions") and frame.f_lasti >= 0:
-        for index, position in enumerate(code.co_positions()):
-            if index == frame.f_lasti // 2:
-                column, end_column = position[2], position[3]
-                break
-    return (code.co_filename, code.co_name, frame.f_lineno, column, end_column)
 
 
 def _collapse(frames: List[RawFrame]) -> Tuple[Frame, ...]:

@@ -38,6 +38,7 @@ class TargetEvent(Event):
     reused: bool = False
     disabled: bool = False
     site: str = ""  # the StaticTarget it is, if the source shows it
+    generator: bool = False  # a generator function (Python 3.10 never hands their frames to Dynamo)
 
 
 @dataclass(frozen=True)

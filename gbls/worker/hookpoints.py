@@ -19,7 +19,8 @@ The shapes, read from each release's source:
 - a break in a loop drops the frame with ``SkipFrame`` (2.6-2.10), or is a break of its own
   (``Unsupported(skip_frame=True)``, 2.11+).
 - columns: Dynamo's user stacks carry them from 2.13; before, they are taken from the
-  translators' current instructions when the ``Unsupported`` is made (Python 3.11+).
+  translators' current instructions when the ``Unsupported`` is made (on Python 3.10, which has
+  no column table, from the syntax of their lines: ``columns``).
 """
 
 from __future__ import annotations
@@ -38,6 +39,8 @@ import torch
 import torch._dynamo.convert_frame as convert_frame
 import torch._dynamo.exc as dynamo_exc
 import torch._dynamo.symbolic_convert as symbolic_convert
+
+from . import columns
 
 # What the wrappers run gbls's bookkeeping through: (what it is about, the work).
 Guard = Callable[[str, Callable[[], None]], None]
@@ -244,9 +247,8 @@ def has_columns() -> bool:
 
 def wrap_unsupported(guard: Guard, record: Callable[[Any, List[Columns]], None]) -> None:
     """``record(exc, columns)`` for each Unsupported made with a user stack that lacks columns
-    (before 2.13): the columns, frame by frame, from the translators still on the stack."""
-    if not has_columns():
-        return
+    (before 2.13, or on Python 3.10): the columns, frame by frame, from the translators still on
+    the stack."""
     unsupported = dynamo_exc.Unsupported
     original = unsupported.__init__
 
@@ -281,21 +283,30 @@ def translators_on_stack() -> List[Any]:
 def columns_of(stack: List[Any], translators: List[Any]) -> List[Columns]:
     """Each frame summary's columns: its own, else those of the current instruction of the translator
     at the same file, line and function (the call it is in, or the failing instruction innermost)."""
-    positions: Dict[Tuple[str, Any, str], Any] = {}
+    current: Dict[Tuple[str, Any, str], Columns] = {}
     for translator in translators:
         code = getattr(translator, "f_code", None)
-        where = getattr(getattr(translator, "current_instruction", None), "positions", None)
-        if code is not None and where is not None:
-            positions[(code.co_filename, getattr(translator, "lineno", None), code.co_name)] = where
-    columns: List[Columns] = []
+        if code is not None:
+            key = (code.co_filename, getattr(translator, "lineno", None), code.co_name)
+            current[key] = _instruction_columns(code, getattr(translator, "current_instruction", None))
+    found: List[Columns] = []
     for summary in stack:
         own = getattr(summary, "colno", None)
         if own is not None:
-            columns.append((own, getattr(summary, "end_colno", None)))
-            continue
-        where = positions.get((summary.filename, summary.lineno, summary.name))
-        columns.append((where.col_offset, where.end_col_offset) if where is not None else (None, None))
-    return columns
+            found.append((own, getattr(summary, "end_colno", None)))
+        else:
+            found.append(current.get((summary.filename, summary.lineno, summary.name), (None, None)))
+    return found
+
+
+def _instruction_columns(code: types.CodeType, instruction: Any) -> Columns:
+    """An instruction's columns: from its position (3.11+), else from the syntax of its line (3.10)."""
+    where = getattr(instruction, "positions", None)
+    if where is not None:
+        return where.col_offset, where.end_col_offset
+    if has_columns():
+        return None, None
+    return columns.of_instruction(code, getattr(instruction, "offset", None))
 
 
 # -- the frame callback ----------------------------------------------------------------------

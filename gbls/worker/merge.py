@@ -18,6 +18,7 @@ failure), that second break is the reason for the first one's effect, not a root
 
 from __future__ import annotations
 
+import sys
 from typing import Dict, Iterable, List, Optional, Set, Tuple
 
 from .events import (
@@ -144,6 +145,8 @@ def _functions(events: List[Event], targets: Dict[int, TargetEvent]) -> Tuple[Fu
         reason = verdict.reason if verdict else ""
         if call is None and not reason:
             reason = "torch.compile never ran it during the analysis"
+            if target.generator and sys.version_info < (3, 11):  # CPython 3.10 skips them, any torch
+                reason += "; Python 3.10 never hands a generator function's frames to Dynamo: it runs eagerly"
         functions.append(
             Function(
                 name=target.name,
