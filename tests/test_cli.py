@@ -94,7 +94,7 @@ def test_json_output(runs: Runs) -> None:
         "suppressed": 0,
     }
     (brk,) = deep["breaks"]
-    assert (brk["function"], brk["gb_id"], brk["count"]) == ("g", "GB0059", 1)
+    assert (brk["function"], brk["gb_id"], brk["count"], brk["gaps"]) == ("g", "GB0059", 1, [])
     assert brk["url"].endswith("/gb/gb0059.html")
     # `    z = normalize(y)`: 1-based columns, end exclusive.
     assert brk["range"] == {"start": {"line": 17, "column": 9}, "end": {"line": 17, "column": 21}}
