@@ -24,6 +24,7 @@ from gbls.worker.merge import merge
 from gbls.worker.protocol import Frame, Message, ProtocolError
 
 from .conftest import FIXTURES
+from .test_engine import GENERATORS
 
 REGISTRY = os.path.join(os.path.dirname(dynamo_exc.__file__), "graph_break_registry.json")
 formats = pytest.mark.skipif(
@@ -165,8 +166,9 @@ MOVED = {
 }
 # (fixture, the breaks the other hooks still see: function, gb_type)
 STILL_SEEN = {
-    "bytecode hook": ("deep_helpers.py", [("g", "Failed to trace builtin operator")]),
-    "break log": ("loop_break.py", [("generate", "Attempt to trace generator")]),
+    "bytecode hook": ("engine/deep_helpers.py", [("g", "Failed to trace builtin operator")]),
+    # A generator reaches the frame-level error handling, not the break log (on Python 3.10, nothing).
+    "break log": ("engine/loop_break.py", [("generate", "Attempt to trace generator")] if GENERATORS else []),
 }
 
 
@@ -181,7 +183,7 @@ async def test_a_hook_point_torch_moved_is_one_note_not_a_failure(tmp_path: Path
     await worker.start()
     try:
         name, expected = STILL_SEEN[hook]
-        fixture = FIXTURES / "engine" / name
+        fixture = FIXTURES / name
         report = await analyse(
             worker, str(fixture), fixture.read_text(), Settings(), str(fixture.parent), read_source
         )
