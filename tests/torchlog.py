@@ -185,10 +185,8 @@ def _feed(entry: LoggedBreak, previous: list[str], text: str) -> None:
     reason = re.match(r"(Graph Break )?Reason: (Unsupported: )?(.*)", text)
     if reason and not entry.text:  # all that torch 2.6 (and 2.7-2.10 for a few breaks) says of it
         entry.text = reason.group(3)
-    elif text.strip() and [line for line in previous if line.strip()][-1:] == [
-        f"Graph Break Reason: {entry.text}"
-    ]:
-        entry.text = text.strip()  # 2.10+: what Dynamo did, then the message on a line of its own
+    elif text.strip() and previous[-2:] == [f"Graph Break Reason: {entry.text}", ""]:
+        entry.text = text.strip()  # 2.10+: what Dynamo did, a blank line, then the message
     if text.startswith("  Hint:"):
         entry.hints.append(text[len("  Hint:") :].strip())
     if "Traceback (most recent call last):" in previous:

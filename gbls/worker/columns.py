@@ -2,7 +2,7 @@
 
 The instruction is matched to the syntax of its line: the k-th call instruction of the line is the
 k-th call the line's code makes, in the order Python evaluates them; a conditional jump is the test
-of the line's ``if`` or ``while``. Only an unambiguous match counts (as many calls in the code as in
+of the line's ``if``, ``while`` or conditional expression. Only an unambiguous match counts (as many calls in the code as in
 the syntax, one test): anything else has no columns, and its range is the whole line.
 """
 
@@ -54,7 +54,7 @@ def of_instruction(code: types.CodeType, offset: Optional[int]) -> Columns:
         tests = [
             node.test
             for node in ast.walk(tree)
-            if isinstance(node, (ast.If, ast.While)) and node.test.lineno == line
+            if isinstance(node, (ast.If, ast.While, ast.IfExp)) and node.test.lineno == line
         ]
         if len(jumps) == 1 and len(tests) == 1:
             return _span(tests[0])
