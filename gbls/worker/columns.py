@@ -2,8 +2,9 @@
 
 The instruction is matched to the syntax of its line: the k-th call instruction of the line is the
 k-th call the line's code makes, in the order Python evaluates them; a conditional jump is the test
-of the line's ``if``, ``while`` or conditional expression. Only an unambiguous match counts (as many calls in the code as in
-the syntax, one test): anything else has no columns, and its range is the whole line.
+of the line's ``if``, ``while`` or conditional expression. Only an unambiguous match counts (as
+many calls in the code as in the syntax, one test): anything else has no columns, and its range
+is the whole line.
 """
 
 from __future__ import annotations
