@@ -248,6 +248,10 @@ def warm_up() -> str:
     finally:
         sys.stdout = sys.__stdout__
     torch._dynamo.reset()
+    # A warning the warm-up made torch give once (Python 3.13.0: "Guards may run slower") is the
+    # analysed program's to see, as under plain python: forget that it was given.
+    for module in list(sys.modules.values()):
+        getattr(module, "__dict__", {}).pop("__warningregistry__", None)
     # Children share the warm heap copy-on-write: no collection should walk (and so copy) it.
     gc.collect()
     gc.freeze()
