@@ -215,7 +215,7 @@ def _gbls_child(request: Any, events_w: int, output_w: int, report: str, profile
     """gbls's real child code path (``child.run``), timed by phase, optionally under cProfile."""
     import torch._dynamo.convert_frame as convert_frame
 
-    from gbls.worker import analyse, capture, child, limits, processes
+    from gbls.worker import analyse, capture, child, limits
 
     timed = Timed()
     timed.wrap(analyse, "_execute", "module execution (incl. translation)")
@@ -224,7 +224,7 @@ def _gbls_child(request: Any, events_w: int, output_w: int, report: str, profile
     timed.wrap(capture.Capture, "install", "hook installation")
     timed.wrap(convert_frame, "_compile", "Dynamo translation (convert_frame._compile)")
     timed.wrap(limits, "apply", "rlimits")
-    timed.wrap(processes, "unshare_network", "unshare network")
+    timed.wrap(child, "_isolate", "namespaces and a fresh /tmp")
     profiler = cProfile.Profile() if profile else None
     start = time.perf_counter()
     real_exit = child._exit
@@ -243,7 +243,7 @@ def _gbls_child(request: Any, events_w: int, output_w: int, report: str, profile
     if profiler is not None:
         profiler.enable()
     null = os.open(os.devnull, os.O_WRONLY)
-    child.run(request, events_w, output_w, scratch, null, sandboxed=True)
+    child.run(request, events_w, output_w, scratch, null, sandboxed=True, startup=frozenset())
 
 
 def _gbls_run(request: Any, report: str, profile: bool = False) -> Measured:

@@ -22,6 +22,7 @@ from .engine.sources import Sources, read_source, why_unreadable
 from .runtime.errors import WorkerError
 from .runtime.session import Session
 from .settings import SANDBOX_MODES, Settings
+from .worker.lines import split_lines
 
 SKIPPED_FOLDERS = {"__pycache__", "node_modules", "site-packages", "build", "dist"}
 PARALLEL = max(1, min(4, os.cpu_count() or 1))
@@ -79,7 +80,7 @@ def safe_edits(reports: list[FileReport], fixes: output.Fixes) -> tuple[dict[str
 def diff(path: str, old: str, new: str) -> str:
     name = output.relative(path)
     lines = difflib.unified_diff(
-        old.splitlines(keepends=True), new.splitlines(keepends=True), f"a/{name}", f"b/{name}"
+        split_lines(old, keepends=True), split_lines(new, keepends=True), f"a/{name}", f"b/{name}"
     )
     return "".join(lines)
 

@@ -18,7 +18,8 @@ from typing import Any
 
 import jedi
 
-from .ranges import Span
+from ..worker.lines import split_lines
+from .ranges import Span, line_text
 
 log = logging.getLogger(__name__)
 
@@ -303,7 +304,7 @@ class _Finder:
 
 def definition_of(source: str, path: str, line: int, byte_column: int) -> tuple[str, int] | None:
     """Where the name at ``line``/``byte_column`` is defined, when that is a workspace file, not a library."""
-    text = source.splitlines()[line - 1] if 0 < line <= len(source.splitlines()) else ""
+    text = line_text(split_lines(source), line)
     column = len(text.encode("utf-8")[:byte_column].decode("utf-8", "ignore"))
     with _jedi_lock:
         try:

@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
 
+from ..worker.lines import split_lines
 from .cache import Key, code_key, shifted_break, shifted_function
 from .model import FileReport
 from .sources import TextOf
@@ -49,7 +50,7 @@ def definitions(source: str) -> tuple[Definition, ...]:
         tree = ast.parse(source)
     except (SyntaxError, ValueError):
         return ()
-    lines = source.splitlines()
+    lines = split_lines(source)
     found: list[Definition] = []
 
     def visit(body: Iterable[ast.stmt], scope: list[str]) -> None:
@@ -76,7 +77,7 @@ def definitions(source: str) -> tuple[Definition, ...]:
 @lru_cache(maxsize=64)
 def _region_keys(source: str) -> dict[str, Key | None]:
     """The code key of every definition of ``source``, by qualname."""
-    lines = source.splitlines()
+    lines = split_lines(source)
     keys: dict[str, Key | None] = {}
     for definition in definitions(source):
         found = code_key("\n".join(lines[definition.start - 1 : definition.end]) + "\n")
@@ -90,7 +91,7 @@ def _region_key(source: str, qualname: str) -> Key | None:
 
 def skeleton(source: str, qualnames: set[str]) -> Key | None:
     """The code key of ``source`` with the named definitions blanked out."""
-    lines = source.splitlines()
+    lines = split_lines(source)
     for definition in definitions(source):
         if definition.qualname in qualnames:
             for index in range(definition.start - 1, definition.end):

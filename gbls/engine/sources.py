@@ -13,6 +13,8 @@ import stat
 import tokenize
 from collections.abc import Callable
 
+from ..worker.lines import split_lines
+
 MAX_SOURCE_BYTES = 16 << 20
 
 TextOf = Callable[[str], str | None]
@@ -82,7 +84,7 @@ class Sources:
         return self._texts[path]
 
     def lines(self, path: str) -> list[str]:
-        return (self.text(path) or "").splitlines()
+        return split_lines(self.text(path) or "")
 
     def tree(self, path: str) -> ast.Module | None:
         if path not in self._trees:

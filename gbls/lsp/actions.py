@@ -19,6 +19,7 @@ from ..engine.model import BreakReport, FileReport
 from ..engine.ranges import Span, char_to_utf16, line_text
 from ..engine.sources import Sources
 from ..worker.comments import with_suppression
+from ..worker.lines import split_lines
 from .diagnostics import to_range
 
 SHOW_LOCATION = "gbls.showLocation"
@@ -31,7 +32,7 @@ def _uri(path: str) -> str:
 
 def line_edit(source: str, line: int, new_text: str) -> lsp.TextEdit:
     """Replace 1-based ``line`` (without its newline) by ``new_text``."""
-    old = line_text(source.splitlines(), line)
+    old = line_text(split_lines(source), line)
     return lsp.TextEdit(
         range=lsp.Range(lsp.Position(line - 1, 0), lsp.Position(line - 1, char_to_utf16(old, len(old)))),
         new_text=new_text,
@@ -39,7 +40,7 @@ def line_edit(source: str, line: int, new_text: str) -> lsp.TextEdit:
 
 
 def _suppress(path: str, source: str, line: int, code: str | None) -> lsp.WorkspaceEdit:
-    new_text = with_suppression(line_text(source.splitlines(), line), code)
+    new_text = with_suppression(line_text(split_lines(source), line), code)
     return lsp.WorkspaceEdit(changes={_uri(path): [line_edit(source, line, new_text)]})
 
 

@@ -14,6 +14,7 @@ from pygls import uris
 
 from ..engine.model import BreakReport, FileReport
 from ..engine.ranges import Span, char_to_utf16, line_text
+from ..worker.lines import split_lines
 from ..worker.protocol import EAGER
 
 SOURCE = "gbls"
@@ -86,7 +87,7 @@ def file_diagnostics(
     report: FileReport, source: str, severity: str, lines_of: LinesOf
 ) -> list[lsp.Diagnostic]:
     """The analysed document's own diagnostics. ``lines_of(path)`` gives another file's lines."""
-    lines = source.splitlines()
+    lines = split_lines(source)
     level = SEVERITY.get(severity, lsp.DiagnosticSeverity.Warning)
     found = []
     for brk in report.breaks:

@@ -26,6 +26,7 @@ from ..runtime.errors import WorkerError
 from ..runtime.scheduler import Scheduler
 from ..runtime.session import Analysed, Session
 from ..settings import Settings, from_options
+from ..worker.lines import split_lines
 from .actions import SHOW_LOCATION, code_actions
 from .codelens import SHOW_REPORT, lenses
 from .diagnostics import file_diagnostics, root_cause_hints, to_span
@@ -317,7 +318,7 @@ def create_server() -> GblsServer:
         analysed = ls.analysed(params.text_document.uri)
         if analysed is None:
             return None
-        where = to_span(lsp.Range(params.position, params.position), analysed.source.splitlines())
+        where = to_span(lsp.Range(params.position, params.position), split_lines(analysed.source))
         markdown = hover_markdown(analysed.report, where.line, where.column)
         if markdown is None:
             return None

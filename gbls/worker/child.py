@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
+import builtins
+import json
 import os
 import signal
 import sys
 import tempfile
 import time
 import traceback
-from typing import List, Optional
+from typing import FrozenSet, List, Optional
 
 from . import endings, events, limits, processes
 from .events import DoneEvent, Event, FailureEvent
@@ -16,9 +18,34 @@ from .protocol import CANCELLED, ERROR, OK, TIMEOUT, Failure, ProtocolError, Req
 
 TAIL_BYTES = 16 * 1024
 EVENTS_LIMIT = 64 * 1024 * 1024
+EVENT_LINE_LIMIT = 1 << 20  # no real event comes near: a longer line is not gbls's
+MAX_EVENTS = 100_000
+MAX_BREAKS = 1_000  # root causes reported per file; a real file has a handful
+TMP_BYTES = 1 << 30
+SHM_BYTES = 256 << 20
 
-# The real one: the analysis wraps os._exit to learn which line called it.
+# The real ones, taken before any user code runs: the analysed code may replace them.
 _exit = os._exit
+_write = os.write
+_getpid = os.getpid
+# What gbls's own code calls while the analysed code runs: replaced, it is the analysed code's doing.
+WATCHED = {
+    "builtins.__import__": (builtins, "__import__"),
+    "builtins.open": (builtins, "open"),
+    "json.dumps": (json, "dumps"),
+    "json.loads": (json, "loads"),
+    "os.write": (os, "write"),
+}
+_originals = {name: getattr(owner, attribute) for name, (owner, attribute) in WATCHED.items()}
+
+
+def replaced() -> List[str]:
+    """What of ``WATCHED`` the analysed code replaced."""
+    return [
+        name
+        for name, (owner, attribute) in WATCHED.items()
+        if getattr(owner, attribute, None) is not _originals[name]
+    ]
 
 
 class Output:
@@ -57,9 +84,11 @@ class Child:
         self.scratch = scratch
         self.streams = {events_fd: "events", output_fd: "output"}
         self.partial = b""
+        self.skipping = False  # inside an over-long line, dropped up to its end
         self.event_bytes = 0
         self.events: List[Event] = []
         self.unreadable = 0  # event lines that are not gbls events: the analysed code wrote them
+        self.dropped = 0  # events past MAX_EVENTS
         self.output = Output(request.settings.max_output)
         self.started = time.monotonic()
         self.deadline = self.started + request.settings.timeout
@@ -78,7 +107,18 @@ class Child:
             return
         lines = (self.partial + data).split(b"\n")
         self.partial = lines.pop()
+        if self.skipping and lines:
+            lines.pop(0)  # the rest of the over-long line
+            self.skipping = False
+        if len(self.partial) > EVENT_LINE_LIMIT:
+            self.partial = b""
+            if not self.skipping:
+                self.unreadable += 1
+            self.skipping = True
         for line in lines:
+            if len(self.events) >= MAX_EVENTS:
+                self.dropped += 1
+                continue
             try:
                 self.events.append(events.decode(line))
             except ProtocolError:
@@ -93,6 +133,12 @@ class Child:
         from .merge import merge
 
         functions, breaks, graphs = merge(self.events, self.request.path)
+        truncated = []
+        if self.dropped:
+            truncated.append(f"{self.dropped} events past the first {MAX_EVENTS} were dropped")
+        if len(breaks) > MAX_BREAKS:
+            truncated.append(f"only the first {MAX_BREAKS} of {len(breaks)} graph breaks are shown")
+            breaks = breaks[:MAX_BREAKS]
         failure = endings.failure(
             self.ended_by,
             self.status or 0,
@@ -107,6 +153,13 @@ class Child:
                 "tampered",
                 f"the analysed code tampered with gbls's results ({self.unreadable} lines in its event "
                 "stream are not gbls's); what gbls captured is shown, but may be incomplete",
+            )
+        if truncated:
+            note = "gbls output truncated: " + "; ".join(truncated)
+            failure = (
+                Failure("truncated", note)
+                if failure is None
+                else Failure(failure.kind, f"{failure.message} ({note})", failure.line, failure.column)
             )
         if self.ended_by in (TIMEOUT, CANCELLED):
             status = self.ended_by
@@ -128,17 +181,23 @@ class Child:
 
 
 def run(
-    request: Request, events_fd: int, output_fd: int, scratch: str, protocol_fd: int, sandboxed: bool
+    request: Request,
+    events_fd: int,
+    output_fd: int,
+    scratch: str,
+    protocol_fd: int,
+    sandboxed: bool,
+    startup: FrozenSet[str],
 ) -> None:
     """The forked child: isolate, limit, analyse, and never return."""
-    me = os.getpid()
+    me = _getpid()
 
     def emit(event: Event) -> None:
-        if os.getpid() != me:  # a process the analysed code forked has no say in the result
+        if _getpid() != me:  # a process the analysed code forked has no say in the result
             return
         data = events.encode(event)
         while data:
-            data = data[os.write(events_fd, data) :]
+            data = data[_write(events_fd, data) :]
 
     code = 70
     try:
@@ -151,23 +210,40 @@ def run(
         os.dup2(output_fd, 2)
         os.close(null)
         os.close(output_fd)
+        offline = _isolate(sandboxed, scratch)
         os.chdir(scratch)
         os.environ["TMPDIR"] = scratch
         tempfile.tempdir = scratch
-        offline = sandboxed or processes.unshare_network()
+        workspace = request.workspace or os.path.dirname(request.path)
+        # Processes the analysed code starts import from the workspace, as the analysis does.
+        os.environ["PYTHONPATH"] = os.pathsep.join(
+            dict.fromkeys([workspace, *filter(None, os.environ.get("PYTHONPATH", "").split(os.pathsep))])
+        )
         limits.apply(request.settings)
         from .analyse import run as analyse
 
-        analyse(request, emit, offline)
+        analyse(request, emit, offline, startup)
         code = 0
-    except BaseException as error:  # a bug in gbls, not in the analysed code
-        traceback.print_exc()
+    except BaseException as error:
+        sabotaged = replaced()
         try:
-            emit(
-                FailureEvent(kind="worker", message=f"gbls's worker failed: {type(error).__name__}: {error}")
+            traceback.print_exc()
+        except BaseException:
+            pass
+        if sabotaged:
+            message = (
+                f"the analysed code replaced {', '.join(sabotaged)}, which gbls needs to report what it "
+                f"found, and the analysis stopped ({type(error).__name__}: {error})"
             )
+            failure = FailureEvent(kind="tampered", message=message)
+        else:  # a bug in gbls, not in the analysed code
+            failure = FailureEvent(
+                kind="worker", message=f"gbls's worker failed: {type(error).__name__}: {error}"
+            )
+        try:
+            emit(failure)
             emit(DoneEvent())
-        except OSError:
+        except BaseException:
             pass
     finally:
         try:
@@ -175,3 +251,40 @@ def run(
             sys.stderr.flush()
         finally:
             _exit(code)
+
+
+def _isolate(sandboxed: bool, scratch: str) -> bool:
+    """A mount namespace with a fresh /tmp and /dev/shm, and no network; whether the network is cut.
+
+    Under bwrap the network is gone already, and the worker holds CAP_SYS_ADMIN only for these
+    mounts: every capability is dropped before any user code runs. Without bwrap, root unshares
+    directly; anyone else through a user namespace where they stay who they are.
+    """
+    if sandboxed:
+        if processes.unshare(processes.CLONE_NEWNS):
+            _fresh_temporary_space(scratch)
+        if not processes.drop_capabilities():
+            raise RuntimeError("the analysis could not give up the capabilities bwrap lends the worker")
+        return True
+    uid, gid = os.getuid(), os.getgid()
+    isolated = processes.CLONE_NEWNS | processes.CLONE_NEWNET
+    if processes.unshare(isolated):
+        _fresh_temporary_space(scratch)
+        return True
+    if processes.unshare(processes.CLONE_NEWUSER | isolated):
+        processes.map_own_ids(uid, gid)
+        _fresh_temporary_space(scratch)
+        return True
+    return processes.unshare(processes.CLONE_NEWNET) or processes.unshare(
+        processes.CLONE_NEWUSER | processes.CLONE_NEWNET
+    )
+
+
+def _fresh_temporary_space(scratch: str) -> None:
+    """Empty /tmp and /dev/shm of this analysis's own, gone with it; the scratch directory in the new /tmp."""
+    if not processes.private_mounts():
+        return
+    if processes.mount_tmpfs("/tmp", TMP_BYTES):
+        os.makedirs(scratch, exist_ok=True)
+    if os.path.isdir("/dev/shm"):
+        processes.mount_tmpfs("/dev/shm", SHM_BYTES)

@@ -14,6 +14,9 @@ from typing import Any, ClassVar, Dict, Optional, Tuple, Type
 
 from .protocol import Frame, Message, ProtocolError, from_dict, to_dict
 
+# Taken while the worker starts: the analysed code, which runs in the process that encodes, may replace it.
+_dumps = json.dumps
+
 
 @dataclass(frozen=True)
 class Event:
@@ -173,7 +176,7 @@ def with_attempt(event: Event, attempt: int) -> Event:
 def encode(event: Event) -> bytes:
     payload: Dict[str, Any] = {"event": event.KIND}
     payload.update(to_dict(event))
-    return (json.dumps(payload, separators=(",", ":"), default=str) + "\n").encode()
+    return (_dumps(payload, separators=(",", ":"), default=str) + "\n").encode()
 
 
 def decode(line: bytes) -> Event:

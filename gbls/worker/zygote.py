@@ -4,7 +4,8 @@ Speaks the protocol on stdin/stdout (JSON lines). Each ``analyse`` request forks
 this warm, never-used-by-user-code parent, so every analysis starts from a clean state without
 paying for ``import torch``. The child (``child``) runs in its own session and process group
 with rlimits (``limits``), stdin closed, stdout and stderr captured through a pipe (bounded
-here), a scratch directory of its own, and, when no outer sandbox cut it already, no network.
+here), a scratch directory in a /tmp and /dev/shm of its own, and, when no outer sandbox cut it
+already, no network.
 This parent enforces the wall-clock timeout and a process count, answers cancels, and when a
 child ends kills its whole group and, as a subreaper, every process that escaped the group.
 Events the child streamed before it died are kept, and every way it can end is put in words
@@ -22,7 +23,7 @@ import signal
 import sys
 import tempfile
 import time
-from typing import Any, Dict, List
+from typing import Any, Dict, FrozenSet, List
 
 from . import child as children
 from . import endings, processes, protocol
@@ -36,9 +37,10 @@ SWEEP_ROUNDS = 200  # kill-and-look rounds, 10 ms apart, until no stray process 
 
 
 class Zygote:
-    def __init__(self, torch_version: str, sandboxed: bool) -> None:
+    def __init__(self, torch_version: str, sandboxed: bool, startup: FrozenSet[str]) -> None:
         self.torch_version = torch_version
         self.sandboxed = sandboxed
+        self.startup = startup
         self.selector = selectors.DefaultSelector()
         self.children: Dict[int, Child] = {}
         self.inbox = b""
@@ -93,7 +95,10 @@ class Zygote:
         if pid == 0:
             os.close(events_r)
             os.close(output_r)
-            children.run(request, events_w, output_w, scratch, self.out, self.sandboxed)
+            # The other analyses' requests (their ids, paths, sources) are none of this one's business.
+            self.children = {}
+            self.inbox = b""
+            children.run(request, events_w, output_w, scratch, self.out, self.sandboxed, self.startup)
         os.close(events_w)
         os.close(output_w)
         child = Child(request, pid, events_r, output_r, scratch)
@@ -254,9 +259,13 @@ def warm_up() -> str:
     return torch.__version__.split("+")[0]
 
 
-def main() -> None:
+def main(startup: FrozenSet[str]) -> None:
     processes.prctl(processes.PR_SET_PDEATHSIG, signal.SIGKILL)
     processes.prctl(processes.PR_SET_CHILD_SUBREAPER, 1)
+    # Not dumpable: /proc/<pid>/fd of this process (its end of the server's pipe) and of every
+    # analysis forked from it cannot be opened by the analysed code, which runs as the same user
+    # but without CAP_SYS_PTRACE under bwrap. Another analysis could otherwise write into this one's events.
+    processes.prctl(processes.PR_SET_DUMPABLE, 0)
     sandboxed = os.environ.get("GBLS_SANDBOX") == "bwrap"
     try:
         version = warm_up()
@@ -266,7 +275,7 @@ def main() -> None:
             flush=True,
         )
         return
-    zygote = Zygote(version, sandboxed)
+    zygote = Zygote(version, sandboxed, startup)
     zygote.send(
         protocol.encode(
             "ready",

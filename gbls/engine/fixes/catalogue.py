@@ -11,6 +11,7 @@ from __future__ import annotations
 import ast
 import re
 
+from ...worker.lines import split_lines
 from ..discovery import definition_of
 from ..model import BreakReport
 from ..ranges import Span, line_text
@@ -168,7 +169,7 @@ def fullgraph_fix(path: str, source: str, decorator: Span | None, call: Span | N
     anchor = decorator or call
     if tree is None or anchor is None:
         return None
-    lines = source.splitlines()
+    lines = split_lines(source)
     for node in ast.walk(tree):
         if not isinstance(node, ast.expr) or node_span(node, lines) != anchor:
             continue

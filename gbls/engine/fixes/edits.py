@@ -7,6 +7,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from ...worker.lines import split_lines
 from ..ranges import Span
 
 if TYPE_CHECKING:
@@ -44,7 +45,7 @@ class Fix:
 
 def apply(source: str, edits: list[Edit]) -> str:
     """``source`` with non-overlapping ``edits`` applied, snippets with their placeholders' defaults."""
-    lines = source.splitlines(keepends=True)
+    lines = split_lines(source, keepends=True)
     starts = [0]
     for text in lines:
         starts.append(starts[-1] + len(text))
