@@ -16,10 +16,11 @@ from collections.abc import Iterator
 
 from . import __version__, output
 from .engine.fixes.catalogue import fixes_for
-from .engine.fixes.edits import Edit, Fix, apply
+from .engine.fixes.edits import Edit, Fix, apply, editable
 from .engine.model import FileReport, failure_report
-from .engine.sources import Sources, read_source, why_unreadable
+from .engine.sources import Sources, read_source, source_encoding, why_unreadable
 from .runtime.errors import WorkerError
+from .runtime.sandbox import not_dumpable
 from .runtime.session import Session
 from .settings import SANDBOX_MODES, Settings
 from .worker.lines import split_lines
@@ -47,12 +48,15 @@ def python_files(paths: list[str]) -> Iterator[str]:
                         yield full
 
 
-def offered_fixes(reports: list[FileReport], sources: Sources) -> output.Fixes:
-    """Each break's fix: its first safe one, else the first one offered, else none."""
+def offered_fixes(reports: list[FileReport], sources: Sources, folders: list[str]) -> output.Fixes:
+    """Each break's fix: its first safe one, else the first one offered, else none; only fixes that
+    edit the workspace (``folders``) or the analysed file."""
     found: output.Fixes = {}
     for report in reports:
         for brk in report.breaks:
-            fixes = fixes_for(brk, report.path, sources)
+            fixes = [
+                fix for fix in fixes_for(brk, report.path, sources) if editable(fix, report.path, folders)
+            ]
             chosen = next((fix for fix in fixes if fix.safe), fixes[0] if fixes else None)
             if chosen is not None:
                 found[(report.path, brk.key)] = chosen
@@ -110,7 +114,7 @@ async def check(
     try:
         reports = list(await asyncio.gather(*(one(path) for path in files)))
         sources = Sources(read_source)
-        fixes = offered_fixes(reports, sources)
+        fixes = offered_fixes(reports, sources, session.folders)
         if fix or show_diff:
             edits, said = safe_edits(reports, fixes)
             changed = {
@@ -122,13 +126,16 @@ async def check(
                 )
                 return 2 if any(report.status != "ok" for report in reports) else int(bool(changed))
             for path, new in changed.items():
-                with open(path, "w", encoding="utf-8", newline="") as handle:
+                encoding = source_encoding(path)
+                if encoding is None:  # gone, or no longer the regular file it was: leave it be
+                    continue
+                with open(path, "w", encoding=encoding, newline="") as handle:
                     handle.write(new)
             if said:  # say what changed, then report what is left as the translator now sees it
                 print("\n".join(said), file=sys.stdout if fmt == "text" else sys.stderr)
                 reports = list(await asyncio.gather(*(one(path) for path in files)))
                 sources = Sources(read_source)
-                fixes = offered_fixes(reports, sources)
+                fixes = offered_fixes(reports, sources, session.folders)
     finally:
         await session.stop()
     if fmt == "json":
@@ -176,6 +183,7 @@ def main(argv: list[str] | None = None) -> int:
 
         serve()
         return 0
+    not_dumpable()
     settings = dataclasses.replace(
         Settings(),
         interpreter=arguments.python,

@@ -14,7 +14,7 @@ from lsprotocol import types as lsp
 from pygls import uris
 
 from ..engine.fixes.catalogue import fixes_for, fullgraph_fix
-from ..engine.fixes.edits import Fix
+from ..engine.fixes.edits import Fix, editable
 from ..engine.model import BreakReport, FileReport
 from ..engine.ranges import Span, char_to_utf16, line_text
 from ..engine.sources import Sources
@@ -80,10 +80,11 @@ def fix_action(
     by_uri: dict[str, list[lsp.TextEdit | lsp.SnippetTextEdit]] = {}
     for edit in fix.edits:
         range_ = to_range(edit.span, sources.lines(edit.path))
+        source = sources.text(edit.path) or ""
         change: lsp.TextEdit | lsp.SnippetTextEdit = (
-            lsp.SnippetTextEdit(range_, lsp.StringValue(edit.text))
+            lsp.SnippetTextEdit(range_, lsp.StringValue(edit.text_for(source, snippet=True)))
             if edit.snippet and snippets
-            else lsp.TextEdit(range_, edit.plain_text)
+            else lsp.TextEdit(range_, edit.text_for(source))
         )
         by_uri.setdefault(_uri(edit.path), []).append(change)
     if any(isinstance(change, lsp.SnippetTextEdit) for changes in by_uri.values() for change in changes):
@@ -136,18 +137,23 @@ def code_actions(
     diagnostics: list[lsp.Diagnostic],
     sources: Sources,
     report_of: ReportOf,
+    folders: list[str],
     selection: Span | None = None,
     snippets: bool = False,
 ) -> list[lsp.CodeAction | lsp.Command]:
     """Fixes and suppressions for the gbls diagnostics in ``diagnostics``, and ``fullgraph=True`` for
-    break-free compiled functions of ``path`` under ``selection``."""
+    break-free compiled functions of ``path`` under ``selection``. Fixes only edit the analysed file
+    and files in the workspace ``folders``."""
     actions: list[lsp.CodeAction | lsp.Command] = []
     for diagnostic in diagnostics:
         found = _break_of(diagnostic.data, report_of) if diagnostic.source == "gbls" else None
         if found is None:
             continue
         analysed, brk = found
-        for index, fix in enumerate(fixes_for(brk, analysed.path, sources)):
+        fixes = [
+            fix for fix in fixes_for(brk, analysed.path, sources) if editable(fix, analysed.path, folders)
+        ]
+        for index, fix in enumerate(fixes):
             actions.append(fix_action(fix, sources, diagnostic, preferred=index == 0, snippets=snippets))
         if len(brk.chain) > 1 and isinstance(diagnostic.data, dict) and diagnostic.data["kind"] == "break":
             actions.append(_go_to_root(brk, sources))

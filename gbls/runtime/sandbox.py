@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 
+from ..worker import processes
 from .errors import SandboxError
 
 WORKER_MAIN = Path(__file__).parent.parent / "worker" / "__main__.py"
@@ -35,6 +36,12 @@ PASSED_PREFIXES = ("LC_", "TORCH", "PYTORCH", "CONDA_")
 SECRET = re.compile(r"TOKEN|SECRET|PASSW|CREDENTIAL|KEY|PRIVATE|AUTH|SESSION|COOKIE", re.IGNORECASE)
 # TORCH_LOGS and friends would print Dynamo's own logs into the captured output for every analysis.
 DROPPED = {"TORCH_LOGS", "TORCH_TRACE", "TORCH_COMPILE_DEBUG", "TORCHDYNAMO_VERBOSE"}
+
+
+def not_dumpable() -> None:
+    """Keep the analysed code, which runs as the same user, out of this process's /proc/<pid>/fd
+    (its ends of the worker's pipes) when it lacks CAP_SYS_PTRACE, as under bwrap."""
+    processes.prctl(processes.PR_SET_DUMPABLE, 0)
 
 
 @dataclass(frozen=True)

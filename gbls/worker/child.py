@@ -10,7 +10,8 @@ import sys
 import tempfile
 import time
 import traceback
-from typing import FrozenSet, List, Optional
+from collections import deque
+from typing import Deque, FrozenSet, List, Optional
 
 from . import endings, events, limits, processes
 from .events import DoneEvent, Event, FailureEvent
@@ -84,15 +85,17 @@ class Child:
         self.scratch = scratch
         self.streams = {events_fd: "events", output_fd: "output"}
         self.partial = b""
-        self.skipping = False  # inside an over-long line, dropped up to its end
         self.event_bytes = 0
-        self.events: List[Event] = []
+        # Decoded once the child is done: checking each event costs, and the parent serves every child.
+        self.lines: List[bytes] = []
+        # The last lines past MAX_EVENTS: how the analysis ended (done, failure, stuck) is among them.
+        self.last: Deque[bytes] = deque(maxlen=64)
         self.unreadable = 0  # event lines that are not gbls events: the analysed code wrote them
         self.dropped = 0  # events past MAX_EVENTS
         self.output = Output(request.settings.max_output)
         self.started = time.monotonic()
         self.deadline = self.started + request.settings.timeout
-        self.ended_by = ""  # timeout | cancelled | processes | flood
+        self.ended_by = ""  # timeout | cancelled | processes | flood | overlong
         self.kill_at: Optional[float] = None
         self.status: Optional[int] = None
         self.exited_at: Optional[float] = None
@@ -101,28 +104,32 @@ class Child:
         if self.streams[fd] == "output":
             self.output.feed(data)
             return
+        if self.ended_by in (endings.FLOOD, endings.OVERLONG):
+            return
         self.event_bytes += len(data)
         if self.event_bytes > EVENTS_LIMIT:
             self.stop(endings.FLOOD)
             return
         lines = (self.partial + data).split(b"\n")
         self.partial = lines.pop()
-        if self.skipping and lines:
-            lines.pop(0)  # the rest of the over-long line
-            self.skipping = False
-        if len(self.partial) > EVENT_LINE_LIMIT:
+        if len(self.partial) > EVENT_LINE_LIMIT or any(len(line) > EVENT_LINE_LIMIT for line in lines):
             self.partial = b""
-            if not self.skipping:
-                self.unreadable += 1
-            self.skipping = True
-        for line in lines:
-            if len(self.events) >= MAX_EVENTS:
-                self.dropped += 1
-                continue
+            self.stop(endings.OVERLONG)
+            return
+        room = max(MAX_EVENTS - len(self.lines), 0)
+        self.lines += lines[:room]
+        self.last.extend(lines[room:])
+        self.dropped += max(len(lines) - room, 0)
+
+    def decoded(self) -> List[Event]:
+        """The events the child sent; lines that are no gbls event are counted as unreadable."""
+        found = []
+        for line in self.lines + list(self.last):
             try:
-                self.events.append(events.decode(line))
+                found.append(events.decode(line))
             except ProtocolError:
                 self.unreadable += 1
+        return found
 
     def stop(self, reason: str) -> None:
         if not self.ended_by and self.status is None:
@@ -132,17 +139,19 @@ class Child:
     def result(self, torch_version: str) -> Result:
         from .merge import merge
 
-        functions, breaks, graphs = merge(self.events, self.request.path)
+        decoded = self.decoded()
+        functions, breaks, graphs = merge(decoded, self.request.path)
         truncated = []
         if self.dropped:
-            truncated.append(f"{self.dropped} events past the first {MAX_EVENTS} were dropped")
+            dropped = self.dropped - len(self.last)
+            truncated.append(f"{dropped} events past the first {MAX_EVENTS} were dropped")
         if len(breaks) > MAX_BREAKS:
             truncated.append(f"only the first {MAX_BREAKS} of {len(breaks)} graph breaks are shown")
             breaks = breaks[:MAX_BREAKS]
         failure = endings.failure(
             self.ended_by,
             self.status or 0,
-            self.events,
+            decoded,
             self.output.text(),
             self.request.path,
             self.request.settings,

@@ -175,6 +175,9 @@ class Result:
 
 T = TypeVar("T")
 _hints: Dict[type, Dict[str, Any]] = {}
+# By id of annotation (they live in _hints for good): its origin, its arguments, whether it is a
+# dataclass. typing is slow to ask, and slow to hash its annotations.
+_shapes: Dict[int, Tuple[Any, Tuple[Any, ...], bool]] = {}
 
 
 def from_dict(cls: Type[T], data: Any) -> T:
@@ -187,11 +190,14 @@ def from_dict(cls: Type[T], data: Any) -> T:
         raise ProtocolError(f"{cls.__name__}: expected an object, got {type(data).__name__}")
     hints = _hints.get(cls)
     if hints is None:
-        hints = _hints[cls] = typing.get_type_hints(cls)
+        fields = {item.name for item in dataclasses.fields(cls)}  # type: ignore[arg-type]
+        hints = _hints[cls] = {
+            name: kind for name, kind in typing.get_type_hints(cls).items() if name in fields
+        }
     values = {}
-    for item in dataclasses.fields(cls):  # type: ignore[arg-type]
-        if item.name in data:
-            values[item.name] = _checked(hints[item.name], data[item.name], f"{cls.__name__}.{item.name}")
+    for name, annotation in hints.items():
+        if name in data:
+            values[name] = _checked(annotation, data[name], f"{cls.__name__}.{name}")
     try:
         return cls(**values)
     except TypeError as error:  # a required field is missing
@@ -199,12 +205,18 @@ def from_dict(cls: Type[T], data: Any) -> T:
 
 
 def _checked(annotation: Any, value: Any, where: str) -> Any:
-    origin = typing.get_origin(annotation)
-    arguments = typing.get_args(annotation)
+    shape = _shapes.get(id(annotation))
+    if shape is None:
+        shape = _shapes[id(annotation)] = (
+            typing.get_origin(annotation),
+            typing.get_args(annotation),
+            dataclasses.is_dataclass(annotation),
+        )
+    origin, arguments, is_dataclass = shape
     if annotation is Any:
         return value
-    if dataclasses.is_dataclass(annotation):
-        return from_dict(annotation, value)  # type: ignore[arg-type]
+    if is_dataclass:
+        return from_dict(annotation, value)
     if origin is Union:
         if value is None and type(None) in arguments:
             return None

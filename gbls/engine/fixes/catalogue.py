@@ -77,9 +77,26 @@ def register_reorderable_print(brk: BreakReport, here: str, sources: Sources) ->
     )
 
 
-def config_flag(flag: str) -> Maker:
+def _root_call(brk: BreakReport, sources: Sources) -> ast.Call | None:
+    """The call the root cause is, if the source really has one there."""
+    found = root_source(brk, sources)
+    if found is None:
+        return None
+    _, tree, lines = found
+    calls = nodes_at(tree, brk.root.span, lines, ast.Call)
+    return calls[0] if calls else None
+
+
+def config_flag(flag: str, method: str = "") -> Maker:
+    """``method``: the root cause must be a call of it (``.item()``); else any call confirms it."""
+
     def enable(brk: BreakReport, here: str, sources: Sources) -> Fix | None:
         source = sources.text(here)
+        call = _root_call(brk, sources)
+        if call is None or (
+            method and not (isinstance(call.func, ast.Attribute) and call.func.attr == method)
+        ):
+            return None  # the source does not show the call the break is about
         if source is None or re.search(rf"_dynamo\.config\.{flag}\s*=\s*True", source):
             return None
         edit = insert_after_imports(here, source, f"{{torch}}._dynamo.config.{flag} = True")
@@ -139,7 +156,7 @@ CATALOGUE: dict[str, tuple[Maker, ...]] = {
     "GB0059": (remove_logging_call, register_reorderable_print),  # Failed to trace builtin operator
     "GB0296": (remove_logging_call,),  # a debugging function that can't be reordered
     "GB0291": (remove_logging_call,),  # logging.Logger method
-    "GB0124": (config_flag("capture_scalar_outputs"),),  # Tensor.item()
+    "GB0124": (config_flag("capture_scalar_outputs", "item"),),  # Tensor.item()
     "GB0036": (config_flag("capture_dynamic_output_shape_ops"),),  # Dynamic shape operator
     "GB0025": (remove_graph_break,),  # torch._dynamo.graph_break()
     "GB0098": (drop_disable_decorator,),  # torch.compiler.disable'd callee
