@@ -81,6 +81,10 @@ def safe_edits(reports: list[FileReport], fixes: output.Fixes) -> tuple[dict[str
     return chosen, said
 
 
+def _touches(report: FileReport, changed: set[str]) -> bool:
+    return report.path in changed or any(loc.path in changed for b in report.breaks for loc in b.chain)
+
+
 def diff(path: str, old: str, new: str) -> str:
     name = output.relative(path)
     lines = difflib.unified_diff(
@@ -133,7 +137,11 @@ async def check(
                     handle.write(new)
             if said:  # say what changed, then report what is left as the translator now sees it
                 print("\n".join(said), file=sys.stdout if fmt == "text" else sys.stderr)
-                reports = list(await asyncio.gather(*(one(path) for path in files)))
+                # Only a file that changed, or whose breaks run through one, can have other breaks now.
+                again = [index for index, report in enumerate(reports) if _touches(report, set(changed))]
+                fresh = await asyncio.gather(*(one(files[index]) for index in again))
+                for index, report in zip(again, fresh, strict=True):
+                    reports[index] = report
                 sources = Sources(read_source)
                 fixes = offered_fixes(reports, sources, session.folders)
     finally:

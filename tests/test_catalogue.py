@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 
 from gbls.engine.fixes.catalogue import fixes_for, fullgraph_fix
-from gbls.engine.fixes.edits import Fix, apply
+from gbls.engine.fixes.edits import Edit, Fix, apply, editable
 from gbls.engine.model import BreakReport, Location
 from gbls.engine.ranges import Span
 from gbls.engine.sources import Sources, read_source
@@ -191,3 +191,38 @@ def test_a_clean_function_is_locked_in_with_fullgraph() -> None:
     call = at(path, "plain", 18, "torch.compile(plain)").span
     fix = fullgraph_fix(str(path), source, None, call)
     assert fix is not None and "torch.compile(plain, fullgraph=True)" in apply(source, list(fix.edits))
+
+
+def test_a_flag_is_only_offered_where_the_source_has_the_call(tmp_path: Path) -> None:
+    """A break said to be a ``.item()`` where the source has none (the analysed code can say so)."""
+    path = FIXES / "item_call.py"
+    sources = Sources(read_source)
+    elsewhere = at(path, "normalized", 10, "x / scale")
+    assert fixes_for(broken("GB0124", elsewhere), str(path), sources) == []
+    not_item = at(path, "normalized", 9, "x.abs()")
+    assert fixes_for(broken("GB0124", not_item), str(path), sources) == []
+
+
+def test_fixes_edit_the_analysed_file_and_the_workspace_only(tmp_path: Path) -> None:
+    workspace, outside = tmp_path / "workspace", tmp_path / "outside"
+    installed = workspace / ".venv" / "lib" / "python3.11" / "site-packages" / "lib.py"
+
+    def fix_of(path: Path) -> Fix:
+        return Fix("edit", (Edit(str(path), Span(1, 0, 1, 0), "x"),))
+
+    analysed = outside / "opened.py"  # opened in the editor from outside the workspace folders
+    assert editable(fix_of(workspace / "pkg" / "helper.py"), str(analysed), [str(workspace)])
+    assert editable(fix_of(analysed), str(analysed), [str(workspace)])
+    assert not editable(fix_of(outside / "other.py"), str(analysed), [str(workspace)])
+    assert not editable(fix_of(installed), str(analysed), [str(workspace)])
+    assert not editable(fix_of(Path(str(workspace) + "-twin") / "x.py"), str(analysed), [str(workspace)])
+    assert not editable(fix_of(Path("relative.py")), str(analysed), [str(workspace)])
+
+
+def test_edits_keep_the_line_endings_of_the_file() -> None:
+    source = "import torch\r\n\r\ndef f(x):\r\n\treturn x\r\n"
+    insert = Edit("f.py", Span(2, 0, 2, 0), "torch._dynamo.config.capture_scalar_outputs = True\n")
+    remove = Edit("f.py", Span(4, 0, 5, 0), "")
+    assert apply(source, [insert, remove]) == (
+        "import torch\r\ntorch._dynamo.config.capture_scalar_outputs = True\r\n\r\ndef f(x):\r\n"
+    )

@@ -6,6 +6,7 @@ import builtins
 import json
 import os
 import signal
+import stat
 import sys
 import tempfile
 import time
@@ -263,11 +264,11 @@ def run(
 
 
 def _isolate(sandboxed: bool, scratch: str) -> bool:
-    """A mount namespace with a fresh /tmp and /dev/shm, and no network; whether the network is cut.
+    """No network, and under bwrap a fresh /tmp and /dev/shm; whether the network is cut.
 
     Under bwrap the network is gone already, and the worker holds CAP_SYS_ADMIN only for these
-    mounts: every capability is dropped before any user code runs. Without bwrap, root unshares
-    directly; anyone else through a user namespace where they stay who they are.
+    mounts: every capability is dropped before any user code runs. Without bwrap, /tmp is the
+    machine's, as for plain ``python``, and the network is cut where the kernel lets us.
     """
     if sandboxed:
         if processes.unshare(processes.CLONE_NEWNS):
@@ -275,25 +276,31 @@ def _isolate(sandboxed: bool, scratch: str) -> bool:
         if not processes.drop_capabilities():
             raise RuntimeError("the analysis could not give up the capabilities bwrap lends the worker")
         return True
-    uid, gid = os.getuid(), os.getgid()
-    isolated = processes.CLONE_NEWNS | processes.CLONE_NEWNET
-    if processes.unshare(isolated):
-        _fresh_temporary_space(scratch)
-        return True
-    if processes.unshare(processes.CLONE_NEWUSER | isolated):
-        processes.map_own_ids(uid, gid)
-        _fresh_temporary_space(scratch)
-        return True
     return processes.unshare(processes.CLONE_NEWNET) or processes.unshare(
         processes.CLONE_NEWUSER | processes.CLONE_NEWNET
     )
 
 
 def _fresh_temporary_space(scratch: str) -> None:
-    """Empty /tmp and /dev/shm of this analysis's own, gone with it; the scratch directory in the new /tmp."""
+    """Empty /tmp and /dev/shm of this analysis's own, gone with it; the scratch directory in the new
+    /tmp, and the workspace folders bwrap shows under /tmp shown again, read-only."""
     if not processes.private_mounts():
         return
-    if processes.mount_tmpfs("/tmp", TMP_BYTES):
+    # Opened before /tmp is covered: each is bound again from its handle, through /proc.
+    shown = [(point, os.open(point, os.O_PATH)) for point in processes.mounts_under("/tmp")]
+    try:
+        if not processes.mount_tmpfs("/tmp", TMP_BYTES):
+            return
+        for point, handle in shown:
+            if stat.S_ISDIR(os.fstat(handle).st_mode):
+                os.makedirs(point, exist_ok=True)
+            else:
+                os.makedirs(os.path.dirname(point), exist_ok=True)
+                os.close(os.open(point, os.O_CREAT | os.O_WRONLY, 0o600))
+            processes.bind_read_only(f"/proc/self/fd/{handle}", point)
         os.makedirs(scratch, exist_ok=True)
+    finally:
+        for _, handle in shown:
+            os.close(handle)
     if os.path.isdir("/dev/shm"):
         processes.mount_tmpfs("/dev/shm", SHM_BYTES)

@@ -22,8 +22,11 @@ PR_CAP_AMBIENT_CLEAR_ALL = 4
 CLONE_NEWNS = 0x00020000
 CLONE_NEWUSER = 0x10000000
 CLONE_NEWNET = 0x40000000
+MS_RDONLY = 1
 MS_NOSUID = 2
 MS_NODEV = 4
+MS_REMOUNT = 32
+MS_BIND = 0x1000
 MS_REC = 0x4000
 MS_PRIVATE = 0x40000
 LINUX_CAPABILITY_VERSION_3 = 0x20080522
@@ -53,6 +56,24 @@ def map_own_ids(uid: int, gid: int) -> None:
 def mount_tmpfs(path: str, size: int) -> bool:
     options = f"size={size},mode=1777".encode()
     return bool(_libc.mount(b"tmpfs", path.encode(), b"tmpfs", MS_NOSUID | MS_NODEV, options) == 0)
+
+
+def mounts_under(folder: str) -> List[str]:
+    """Mount points below ``folder`` (bwrap's views of workspace folders under /tmp), parents first."""
+    points = []
+    with open("/proc/self/mountinfo") as mountinfo:
+        for line in mountinfo:
+            point = line.split()[4].replace("\\040", " ")
+            if point.startswith(folder.rstrip("/") + "/"):
+                points.append(point)
+    return sorted(set(points), key=len)
+
+
+def bind_read_only(source: str, target: str) -> bool:
+    if _libc.mount(source.encode(), target.encode(), None, MS_BIND | MS_REC, None) != 0:
+        return False
+    flags = MS_BIND | MS_REMOUNT | MS_RDONLY
+    return bool(_libc.mount(b"none", target.encode(), None, flags, None) == 0)
 
 
 def private_mounts() -> bool:
