@@ -124,7 +124,8 @@ FAULT_TABLE = {
     ),
     "many_events.py": Fault(
         "truncated",
-        "gbls output truncated: only the first 1000 of 40001 graph breaks are shown",
+        "gbls output truncated: 35001 graph-break events past 5000 distinct chains were dropped; only the "
+        "first 1000 of 5000 graph breaks are shown",
         (1,),
         (10,) + (14,) * 999,
     ),
@@ -349,6 +350,14 @@ def start_faults(folder: Path, sandbox: str) -> tuple[subprocess.Popen[str], dic
     return process, originals
 
 
+def finished(started: dict[str, subprocess.Popen[str]]) -> dict[str, subprocess.CompletedProcess[str]]:
+    done = {}
+    for name, process in started.items():
+        stdout, stderr = process.communicate(timeout=600)
+        done[name] = subprocess.CompletedProcess(process.args, process.returncode, stdout, stderr)
+    return done
+
+
 def finish_faults(
     process: subprocess.Popen[str], folder: Path, originals: dict[str, bytes], marker: str
 ) -> CliRun:
@@ -372,6 +381,15 @@ def cli(tmp_path_factory: pytest.TempPathFactory, bait: Path) -> CliRuns:
     (site_packages,) = (venv / "lib").glob("python*/site-packages")
     (site_packages / "outer.pth").write_text("\n".join(site.getsitepackages()) + "\n")
     disabled = {**ENVIRONMENT, "TORCH_COMPILE_DISABLE": "1"}
+    # One run of every fault at a time, then the short ones together: the machine has two cores,
+    # and faults with a timeout must not time out for the load of the others.
+    marker = marker_of(zygote_of(faults.pid))
+    delete_once_open(folder / "deleted.py", lambda: faults.poll() is None)
+    runs = {"bwrap": finish_faults(faults, folder, originals, marker)}
+    unsandboxed = tmp_path_factory.mktemp("cli-off") / "faults"
+    faults, originals = start_faults(unsandboxed, "off")
+    marker = marker_of(zygote_of(faults.pid))
+    runs["off"] = finish_faults(faults, unsandboxed, originals, marker)
     started = {
         "venv": gbls("--python", str(venv / "bin" / "python"), str(FAULTS / "raises_after_break.py")),
         "off": gbls("--sandbox", "off", str(CLEAN), str(FAULTS / "raises_after_break.py")),
@@ -380,9 +398,12 @@ def cli(tmp_path_factory: pytest.TempPathFactory, bait: Path) -> CliRuns:
         # The workspace itself (the working directory) holds random.py and torch.py.
         "shadowed": gbls("--format", "json", "shadows_random.py", cwd=FAULTS / "shadowing"),
         "disabled": gbls("--format", "json", str(CLEAN), environment=disabled),
+        "odd": gbls("--format", "json", str(FAULTS / "odd_lines.py")),
+    }
+    notes = finished(started)
+    started = {
         # Alone, the worker it stops is the only one to blame: no second try, an answer in time.
         "stopped": gbls("--format", "json", *LIMITS, str(FAULTS / "stops_worker.py")),
-        "odd": gbls("--format", "json", str(FAULTS / "odd_lines.py")),
         **{
             f"killers-{sandbox}": gbls(
                 "--format",
@@ -395,18 +416,7 @@ def cli(tmp_path_factory: pytest.TempPathFactory, bait: Path) -> CliRuns:
             for sandbox in ("auto", "off")
         },
     }
-    marker = marker_of(zygote_of(faults.pid))
-    delete_once_open(folder / "deleted.py", lambda: faults.poll() is None)
-    runs = {"bwrap": finish_faults(faults, folder, originals, marker)}
-    # Then every fault again without bwrap (the machine has two cores: one run at a time).
-    unsandboxed = tmp_path_factory.mktemp("cli-off") / "faults"
-    faults, originals = start_faults(unsandboxed, "off")
-    marker = marker_of(zygote_of(faults.pid))
-    runs["off"] = finish_faults(faults, unsandboxed, originals, marker)
-    notes = {}
-    for name, process in started.items():
-        stdout, stderr = process.communicate(timeout=600)
-        notes[name] = subprocess.CompletedProcess(process.args, process.returncode, stdout, stderr)
+    notes |= finished(started)
     killers = {
         mode: {Path(e["path"]).name: e for e in json.loads(notes[f"killers-{sandbox}"].stdout)["files"]}
         for mode, sandbox in (("bwrap", "auto"), ("off", "off"))
@@ -614,7 +624,11 @@ async def answers(client: LanguageClient) -> None:
 
 
 def check_diagnostics(diagnostics: list[lsp.Diagnostic], expected: Fault) -> None:
-    breaks = sorted(d.range.start.line + 1 for d in diagnostics if str(d.code).startswith("GB"))
+    # Hints mark where a break's root cause lies (many_events.py's forged ones: another line).
+    hints = lsp.DiagnosticSeverity.Hint
+    breaks = sorted(
+        d.range.start.line + 1 for d in diagnostics if str(d.code).startswith("GB") and d.severity != hints
+    )
     assert breaks == list(expected.breaks), diagnostics
     failures = [d for d in diagnostics if str(d.code).startswith("analysis-")]
     if not expected.kind:
@@ -681,6 +695,11 @@ def last_status(client: LanguageClient, uri: str) -> str:
     return str(mine[-1]["state"]) if mine else ""
 
 
+async def finally_done(client: LanguageClient, uri: str) -> bool:
+    """The status after the publication: sent right after it, so it may still be on its way."""
+    return await until(lambda: last_status(client, uri) == "done", 30)
+
+
 @pytest.mark.parametrize("name", sorted(FAULT_TABLE))
 async def test_fault_through_the_language_server(
     client: LanguageClient, name: str, tmp_path_factory: pytest.TempPathFactory, bait: Path
@@ -694,7 +713,7 @@ async def test_fault_through_the_language_server(
         shutil.copy(FAULTS / name, path)
     diagnostics = await analyse_over_lsp(client, path)
     check_diagnostics(diagnostics, expected)
-    assert last_status(client, uri_of(path)) == "done"  # whatever happened, the analysis ended
+    assert await finally_done(client, uri_of(path))  # whatever happened, the analysis ended
     # Code actions edit the analysed file, and no other: never a file a forged break names.
     assert await edited_files(client, path, diagnostics) <= {uri_of(path)}
     zygote = zygote_of(server_pid(client))

@@ -34,7 +34,7 @@ START_TIMEOUT = 180.0  # import torch on a cold disk can take a while
 DEADLINE_MARGIN = 8.0
 LINE_LIMIT = 96 * 1024 * 1024  # a result is bounded well below (events, breaks and output are)
 MARKER = "GBLS_WORKER"  # in the environment of the worker and of everything the analyses start
-SWEEP_ROUNDS = 50  # kill-and-look rounds, 20 ms apart
+SWEEP_ROUNDS = 250  # kill-and-look rounds, 20 ms apart: an orphaned fork bomb takes a while
 TAMPERED = "the analysed code tampered with gbls's results: the worker's answer is not a well-formed result"
 
 

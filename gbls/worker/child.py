@@ -12,17 +12,19 @@ import tempfile
 import time
 import traceback
 from collections import deque
-from typing import Deque, FrozenSet, List, Optional
+from typing import Deque, FrozenSet, List, Optional, Set, Tuple
 
 from . import endings, events, limits, processes
-from .events import DoneEvent, Event, FailureEvent
-from .protocol import CANCELLED, ERROR, OK, TIMEOUT, Failure, ProtocolError, Request, Result
+from .events import BreakEvent, DoneEvent, Event, FailureEvent
+from .protocol import CANCELLED, ERROR, OK, TIMEOUT, Failure, Frame, ProtocolError, Request, Result
 
 TAIL_BYTES = 16 * 1024
 EVENTS_LIMIT = 64 * 1024 * 1024
 EVENT_LINE_LIMIT = 1 << 20  # no real event comes near: a longer line is not gbls's
 MAX_EVENTS = 100_000
+MAX_CHAINS = 5_000  # distinct break chains merged: bounds the merge, however many events repeat them
 MAX_BREAKS = 1_000  # root causes reported per file; a real file has a handful
+DIGEST_LINES = 200  # event lines decoded per turn of the parent's loop: it serves every child meanwhile
 TMP_BYTES = 1 << 30
 SHM_BYTES = 256 << 20
 
@@ -87,12 +89,16 @@ class Child:
         self.streams = {events_fd: "events", output_fd: "output"}
         self.partial = b""
         self.event_bytes = 0
-        # Decoded once the child is done: checking each event costs, and the parent serves every child.
-        self.lines: List[bytes] = []
+        # Lines not decoded yet: checking an event costs, and the parent serves every child meanwhile.
+        self.pending: Deque[bytes] = deque()
+        self.received = 0
         # The last lines past MAX_EVENTS: how the analysis ended (done, failure, stuck) is among them.
         self.last: Deque[bytes] = deque(maxlen=64)
+        self.events: List[Event] = []
+        self.chains: Set[Tuple[int, str, Tuple[Frame, ...]]] = set()
         self.unreadable = 0  # event lines that are not gbls events: the analysed code wrote them
         self.dropped = 0  # events past MAX_EVENTS
+        self.unmerged = 0  # break events past MAX_CHAINS distinct chains
         self.output = Output(request.settings.max_output)
         self.started = time.monotonic()
         self.deadline = self.started + request.settings.timeout
@@ -117,20 +123,28 @@ class Child:
             self.partial = b""
             self.stop(endings.OVERLONG)
             return
-        room = max(MAX_EVENTS - len(self.lines), 0)
-        self.lines += lines[:room]
+        room = max(MAX_EVENTS - self.received, 0)
+        self.pending.extend(lines[:room])
+        self.received += min(room, len(lines))
         self.last.extend(lines[room:])
         self.dropped += max(len(lines) - room, 0)
 
-    def decoded(self) -> List[Event]:
-        """The events the child sent; lines that are no gbls event are counted as unreadable."""
-        found = []
-        for line in self.lines + list(self.last):
+    def digest(self, budget: int) -> None:
+        """Decode up to ``budget`` of the lines received; lines that are no gbls event are counted."""
+        for _ in range(min(budget, len(self.pending))):
+            line = self.pending.popleft()
             try:
-                found.append(events.decode(line))
+                event = events.decode(line)
             except ProtocolError:
                 self.unreadable += 1
-        return found
+                continue
+            if isinstance(event, BreakEvent) and event.messages:
+                chain = (event.target, event.messages[0].gb_type, event.chain)
+                if chain not in self.chains and len(self.chains) >= MAX_CHAINS:
+                    self.unmerged += 1
+                    continue
+                self.chains.add(chain)
+            self.events.append(event)
 
     def stop(self, reason: str) -> None:
         if not self.ended_by and self.status is None:
@@ -140,12 +154,19 @@ class Child:
     def result(self, torch_version: str) -> Result:
         from .merge import merge
 
-        decoded = self.decoded()
+        self.pending.extend(self.last)
+        self.digest(len(self.pending))
+        decoded = self.events
         functions, breaks, graphs = merge(decoded, self.request.path)
         truncated = []
-        if self.dropped:
-            dropped = self.dropped - len(self.last)
-            truncated.append(f"{dropped} events past the first {MAX_EVENTS} were dropped")
+        if self.dropped > len(self.last):
+            truncated.append(
+                f"{self.dropped - len(self.last)} events past the first {MAX_EVENTS} were dropped"
+            )
+        if self.unmerged:
+            truncated.append(
+                f"{self.unmerged} graph-break events past {MAX_CHAINS} distinct chains were dropped"
+            )
         if len(breaks) > MAX_BREAKS:
             truncated.append(f"only the first {MAX_BREAKS} of {len(breaks)} graph breaks are shown")
             breaks = breaks[:MAX_BREAKS]

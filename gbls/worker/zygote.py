@@ -47,6 +47,7 @@ class Zygote:
         self.out = os.dup(1)
         os.dup2(2, 1)  # a stray print from an import must never corrupt the protocol
         self.next_watch = 0.0
+        self.strays_left = False  # a sweep gave up on escaped processes: look again, children or not
 
     def send(self, line: str) -> None:
         data = (line + "\n").encode()
@@ -56,14 +57,17 @@ class Zygote:
     def serve(self) -> None:
         self.selector.register(0, selectors.EVENT_READ, None)
         while True:
-            busy = bool(self.children)
-            for key, _ in self.selector.select(0.05 if busy else None):
+            busy = bool(self.children) or self.strays_left
+            digesting = any(child.pending for child in self.children.values())
+            for key, _ in self.selector.select(0 if digesting else 0.05 if busy else None):
                 if key.data is None:
                     if not self._read_requests():
                         self._shutdown()
                         return
                 else:
                     self._read_child(key.fd, key.data)
+            for child in self.children.values():
+                child.digest(children.DIGEST_LINES)
             self._reap()
             self._enforce()
             self._finish()
@@ -147,7 +151,8 @@ class Zygote:
     def _sweep(self) -> None:
         """Kill what escaped the groups (new sessions, orphans), and wait until it is gone."""
         for _ in range(SWEEP_ROUNDS):
-            if not self._kill_strays(processes.children_by_parent()):
+            self.strays_left = self._kill_strays(processes.children_by_parent())
+            if not self.strays_left:
                 return
             time.sleep(0.01)
             for child in self._wait():
@@ -172,7 +177,7 @@ class Zygote:
                 processes.send(child.pid, signal.SIGUSR1)  # the child reports where it is stuck
             elif child.kill_at is not None and now >= child.kill_at:
                 processes.kill_group(child.pid)
-        if now >= self.next_watch and self.children:
+        if now >= self.next_watch and (self.children or self.strays_left):
             self.next_watch = now + WATCH_INTERVAL
             children_of = processes.children_by_parent()
             for child in self.children.values():
@@ -181,7 +186,7 @@ class Zygote:
                     child.request.settings.max_processes
                 ):
                     child.stop(endings.PROCESSES)
-            self._kill_strays(children_of)
+            self.strays_left = self._kill_strays(children_of)
 
     def _finish(self) -> None:
         now = time.monotonic()
@@ -192,6 +197,8 @@ class Zygote:
                 continue  # let the pipes drain
             for fd in list(child.streams):
                 self._drain(child, fd)
+            if child.pending:
+                continue  # decoded a slice at a time, so that the other children are still served
             del self.children[pid]
             shutil.rmtree(child.scratch, ignore_errors=True)
             self.send(protocol.encode("result", id=child.request.id, result=child.result(self.torch_version)))
