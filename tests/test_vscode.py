@@ -1,5 +1,6 @@
 """The VS Code extension (vscode-extension/): its contract with the server, its TypeScript unit tests
-under node, and the end-to-end test in real VS Code (code-server in Chromium, src/e2e/run.ts).
+under node and its lint, and the end-to-end test in real VS Code (code-server in Chromium,
+src/e2e/run.ts).
 
 Locally a missing tool skips the test with the way to install it; with CI=true it fails.
 vscode-extension/scripts/ci-setup.sh installs everything.
@@ -103,6 +104,14 @@ def test_typescript_unit_tests() -> None:
     result = run(["npm", "test"], timeout=300, GBLS_PYTHON=sys.executable)
     assert result.returncode == 0, explain(result)
     assert re.search(r"^# fail 0$", result.stdout, re.MULTILINE), explain(result)
+
+
+def test_typescript_lint() -> None:
+    """tsc, ESLint (typescript-eslint's type-checked rules, eslint.config.mjs) and prettier, clean."""
+    require(shutil.which("npm") is not None, "npm")
+    require((EXTENSION / "node_modules").is_dir(), "vscode-extension/node_modules")
+    result = run(["npm", "run", "lint"], timeout=300)
+    assert result.returncode == 0, explain(result)
 
 
 def newest_input() -> float:

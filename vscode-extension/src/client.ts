@@ -40,10 +40,10 @@ export function createClient(
                     if (!Array.isArray(answers)) {
                         return answers;
                     }
-                    return params.items.map((item, index) =>
+                    return params.items.map((item, index): unknown =>
                         item.section === 'gbls'
                             ? settings(item.scopeUri ? vscode.Uri.parse(item.scopeUri) : folder?.uri)
-                            : answers[index],
+                            : (answers[index] as unknown),
                     );
                 },
             },

@@ -26,7 +26,8 @@ function phaseOf(state: State): Phase {
             return { kind: 'starting' };
         case State.Running:
             return { kind: 'running' };
-        default:
+        case State.Stopped:
+        case State.StartFailed:
             return { kind: 'stopped' };
     }
 }
@@ -183,10 +184,11 @@ class Gbls implements vscode.Disposable {
         if (client === undefined) {
             return;
         }
-        const markdown: string = await client.sendRequest(ExecuteCommandRequest.type, {
+        const answer: unknown = await client.sendRequest(ExecuteCommandRequest.type, {
             command: SERVER_SHOW_REPORT,
             arguments: qualname ? [target, qualname] : [target],
         });
+        const markdown = typeof answer === 'string' ? answer : '';
         const name = path.posix.basename(vscode.Uri.parse(target).path);
         const report = vscode.Uri.from({
             scheme: REPORT_SCHEME,

@@ -56,7 +56,7 @@ export function probe(interpreter: string, extensionPath: string): Promise<Probe
                 try {
                     resolve(parseProbe(stdout));
                 } catch (parseError) {
-                    reject(parseError);
+                    reject(parseError instanceof Error ? parseError : new Error(String(parseError)));
                 }
             },
         );

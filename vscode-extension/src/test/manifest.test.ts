@@ -4,9 +4,9 @@ import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { test } from 'node:test';
 import { CLIENT_SHOW_REPORT, SERVER_SHOW_REPORT } from '../lenses';
+import { manifest, ROOT } from './package-json';
 
-const root = path.resolve(__dirname, '..', '..');
-const manifest = JSON.parse(fs.readFileSync(path.join(root, 'package.json'), 'utf8'));
+const root = ROOT;
 
 test('activates on Python files and runs the esbuild bundle', () => {
     assert.deepEqual(manifest.activationEvents, ['onLanguage:python']);
@@ -20,16 +20,14 @@ test('limited in untrusted workspaces, where a workspace may not choose the inte
 });
 
 test('the four commands, under the gbls category', () => {
-    const titles = manifest.contributes.commands.map(
-        (c: { category: string; title: string }) => `${c.category}: ${c.title}`,
-    );
+    const titles = manifest.contributes.commands.map((c) => `${c.category}: ${c.title}`);
     assert.deepEqual(titles, [
         'gbls: Analyse current file',
         'gbls: Show break report',
         'gbls: Restart server',
         'gbls: Show output',
     ]);
-    const ids = manifest.contributes.commands.map((c: { command: string }) => c.command);
+    const ids = manifest.contributes.commands.map((c) => c.command);
     assert.ok(ids.includes(CLIENT_SHOW_REPORT));
     // The language client registers the server's commands itself; a client command of the same id would clash.
     assert.ok(!ids.includes(SERVER_SHOW_REPORT));

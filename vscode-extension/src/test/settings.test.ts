@@ -1,15 +1,9 @@
 import * as assert from 'node:assert/strict';
-import * as fs from 'node:fs';
-import * as path from 'node:path';
 import { test } from 'node:test';
 import { Configuration, expandPath, readSettings, RESTART_KEYS, serverSettings } from '../settings';
+import { manifest } from './package-json';
 
-interface Property {
-    default: unknown;
-}
-
-const manifest = JSON.parse(fs.readFileSync(path.resolve(__dirname, '..', '..', 'package.json'), 'utf8'));
-const properties: Record<string, Property> = manifest.contributes.configuration.properties;
+const properties = manifest.contributes.configuration.properties;
 
 // What vscode.workspace.getConfiguration('gbls') answers: the user's values over the contributed defaults.
 function configuration(values: Record<string, unknown> = {}): Configuration {
