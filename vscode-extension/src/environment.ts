@@ -87,3 +87,11 @@ export function probeFailed(interpreter: string, error: string): Problem {
         fixes: ['chooseInterpreter'],
     };
 }
+
+export function unknownVariables(setting: string, variables: string[]): Problem {
+    return {
+        reason: 'gbls.interpreter has an unknown variable',
+        message: `gbls.interpreter is ${setting}, and ${variables.join(', ')} has no value here: gbls knows ~, \${userHome}, \${workspaceFolder} and \${workspaceFolder:name} (of a folder of this workspace).`,
+        fixes: ['chooseInterpreter'],
+    };
+}

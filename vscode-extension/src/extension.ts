@@ -10,10 +10,10 @@ import {
     State,
 } from 'vscode-languageclient/node';
 import { createClient } from './client';
-import { checkProbe, noInterpreter, Problem, probeFailed, TORCH_REQUIREMENT } from './environment';
+import { checkProbe, noInterpreter, Problem, probeFailed, TORCH_REQUIREMENT, unknownVariables } from './environment';
 import { findInterpreter, onActiveEnvironmentChange, probe, PYTHON_EXTENSION } from './interpreter';
 import { CLIENT_SHOW_REPORT, SERVER_SHOW_REPORT } from './lenses';
-import { RESTART_KEYS } from './settings';
+import { RESTART_KEYS, unresolved } from './settings';
 import { FileStatus, Phase, statusView } from './status';
 
 const SERVER_ANALYSE_FILE = 'gbls.analyseFile';
@@ -76,6 +76,11 @@ class Gbls implements vscode.Disposable {
             return;
         }
         this.output.info(`Interpreter (from ${interpreter.source}): ${interpreter.path}`);
+        const unknown = unresolved(interpreter.path);
+        if (unknown.length > 0) {
+            this.explain(unknownVariables(interpreter.setting ?? interpreter.path, unknown), undefined);
+            return;
+        }
         let problem: Problem | undefined;
         try {
             const found = await probe(interpreter.path, this.extensionPath);

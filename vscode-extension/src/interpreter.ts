@@ -15,6 +15,7 @@ const PROBE_TIMEOUT_MS = 60_000; // a cold conda interpreter on a network disk c
 export interface Interpreter {
     path: string;
     source: string;
+    setting?: string; // gbls.interpreter as written, when the path comes from it
 }
 
 // Not a dependency of this extension: gbls.interpreter is enough without it.
@@ -25,7 +26,15 @@ async function pythonExtension(): Promise<PythonExtension | undefined> {
 export async function findInterpreter(folder: vscode.WorkspaceFolder | undefined): Promise<Interpreter | undefined> {
     const setting = vscode.workspace.getConfiguration('gbls', folder).get<string>('interpreter') ?? '';
     if (setting.trim() !== '') {
-        return { path: expandPath(setting, folder?.uri.fsPath, os.homedir()), source: 'gbls.interpreter' };
+        const variables = {
+            home: os.homedir(),
+            folder: folder?.uri.fsPath,
+            folders: (vscode.workspace.workspaceFolders ?? []).map((each) => ({
+                name: each.name,
+                path: each.uri.fsPath,
+            })),
+        };
+        return { path: expandPath(setting, variables), source: 'gbls.interpreter', setting };
     }
     const api = await pythonExtension();
     if (api === undefined) {

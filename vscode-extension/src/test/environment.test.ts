@@ -2,7 +2,16 @@ import * as assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
 import * as path from 'node:path';
 import { test } from 'node:test';
-import { atLeast, checkProbe, noInterpreter, parseProbe, Probe, probeFailed, releaseOf } from '../environment';
+import {
+    atLeast,
+    checkProbe,
+    noInterpreter,
+    parseProbe,
+    Probe,
+    probeFailed,
+    releaseOf,
+    unknownVariables,
+} from '../environment';
 
 const PYTHON = process.env.GBLS_PYTHON ?? 'python3';
 
@@ -79,4 +88,14 @@ test('no interpreter, or one that does not run', () => {
     assert.deepEqual(noInterpreter().fixes, ['chooseInterpreter']);
     const failed = probeFailed('/nowhere/python', 'spawn /nowhere/python ENOENT');
     assert.equal(failed.message, 'gbls cannot run the interpreter /nowhere/python: spawn /nowhere/python ENOENT');
+});
+
+test('a variable gbls cannot expand in gbls.interpreter is named', () => {
+    const problem = unknownVariables('${workspaceFolder:c}/.venv/bin/python', ['${workspaceFolder:c}']);
+    assert.equal(problem.reason, 'gbls.interpreter has an unknown variable');
+    assert.match(
+        problem.message,
+        /^gbls.interpreter is \$\{workspaceFolder:c\}\/.venv\/bin\/python, and \$\{workspaceFolder:c\} has no value here/,
+    );
+    assert.deepEqual(problem.fixes, ['chooseInterpreter']);
 });
