@@ -23,6 +23,8 @@ async function pythonExtension(): Promise<PythonExtension | undefined> {
     return vscode.extensions.getExtension(PYTHON_EXTENSION) ? PythonExtension.api() : undefined;
 }
 
+// gbls.interpreter of `folder` (its folder settings over the workspace's and the user's), else the
+// Python extension's environment for that folder.
 export async function findInterpreter(folder: vscode.WorkspaceFolder | undefined): Promise<Interpreter | undefined> {
     const setting = vscode.workspace.getConfiguration('gbls', folder).get<string>('interpreter') ?? '';
     if (setting.trim() !== '') {
@@ -47,8 +49,13 @@ export async function findInterpreter(folder: vscode.WorkspaceFolder | undefined
     return executable ? { path: executable, source: 'the Python extension' } : undefined;
 }
 
-export async function onActiveEnvironmentChange(listener: () => void): Promise<vscode.Disposable | undefined> {
-    return (await pythonExtension())?.environments.onDidChangeActiveEnvironmentPath(listener);
+// `listener` gets the folder (or file) whose environment changed; undefined: the global one.
+export async function onActiveEnvironmentChange(
+    listener: (resource: vscode.Uri | undefined) => void,
+): Promise<vscode.Disposable | undefined> {
+    return (await pythonExtension())?.environments.onDidChangeActiveEnvironmentPath((event) =>
+        listener(event.resource instanceof vscode.Uri ? event.resource : event.resource?.uri),
+    );
 }
 
 export function probe(interpreter: string, extensionPath: string): Promise<Probe> {

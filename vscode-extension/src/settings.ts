@@ -17,6 +17,9 @@ export interface ServerSettings {
     sandbox: Sandbox;
 }
 
+// Settings of the extension alone, never sent: gbls.trace.server is read by vscode-languageclient.
+export const CLIENT_SETTINGS: readonly string[] = ['trace.server'];
+
 // The settings the server cannot take while running: the interpreter is the one it runs with, and
 // a disabled gbls has no server at all. Every other change is pulled by the running server.
 export const RESTART_KEYS: readonly (keyof ServerSettings)[] = ['enable', 'interpreter'];

@@ -1,9 +1,12 @@
 // package.json is half of the extension: what VS Code reads before any code runs.
+import './fake-vscode';
 import * as assert from 'node:assert/strict';
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { test } from 'node:test';
 import { CLIENT_SHOW_REPORT, SERVER_SHOW_REPORT } from '../lenses';
+import { TRACE_SETTING } from '../channels';
+import { CLIENT_ID } from '../client';
 import { manifest, ROOT } from './package-json';
 
 const root = ROOT;
@@ -38,4 +41,11 @@ test('the .vsix carries the bundle, the Python launcher and the bundled librarie
     for (const kept of ['!dist/extension.js', '!tool/*.py', '!bundled/libs/**']) {
         assert.ok(ignore.split('\n').includes(kept), kept);
     }
+});
+
+test('gbls.trace.server, as vscode-languageclient reads it for the client id gbls', () => {
+    const trace = manifest.contributes.configuration.properties[`${CLIENT_ID}.${TRACE_SETTING}`];
+    assert.deepEqual(trace.enum, ['off', 'messages', 'verbose']);
+    assert.equal(trace.default, 'off');
+    assert.equal(trace.scope, 'window', 'one trace for every client: the client reads it without a scope');
 });

@@ -1,6 +1,7 @@
 import * as assert from 'node:assert/strict';
 import { test } from 'node:test';
 import {
+    CLIENT_SETTINGS,
     Configuration,
     expandPath,
     PathVariables,
@@ -23,9 +24,11 @@ function configuration(values: Record<string, unknown> = {}): Configuration {
     };
 }
 
-test('every contributed setting is sent to the server, and nothing else', () => {
+test("every contributed setting is sent to the server, and nothing else, but the client's own", () => {
     const sent = Object.keys(readSettings(configuration())).map((key) => `gbls.${key}`);
-    assert.deepEqual(sent.sort(), Object.keys(properties).sort());
+    const own = CLIENT_SETTINGS.map((key) => `gbls.${key}`);
+    assert.deepEqual([...sent, ...own].sort(), Object.keys(properties).sort());
+    assert.ok(!sent.some((key) => own.includes(key)));
 });
 
 test('the defaults are the server defaults', () => {
