@@ -9,6 +9,7 @@ import {
     RevealOutputChannelOn,
     ServerOptions,
 } from 'vscode-languageclient/node';
+import { serverCommand } from './debug';
 import { ClientPlan } from './folders';
 import { routeLenses } from './lenses';
 import { serverSettings } from './settings';
@@ -23,11 +24,13 @@ export interface ClientOptions {
     folder: vscode.WorkspaceFolder | undefined; // the plan's folder
     output: vscode.LogOutputChannel;
     trace: vscode.LogOutputChannel;
+    debugPort: number | undefined; // start the server under debugpy, connecting to this port
 }
 
 export function serverOptions(options: ClientOptions): ServerOptions {
     const script = path.join(options.extensionPath, 'tool', 'gbls_server.py');
-    return { command: options.interpreter, args: [script], options: { cwd: options.folder?.uri.fsPath } };
+    const { command, args } = serverCommand(options.interpreter, script, options.debugPort);
+    return { command, args, options: { cwd: options.folder?.uri.fsPath } };
 }
 
 export function clientName(plan: ClientPlan): string {

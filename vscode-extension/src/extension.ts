@@ -13,6 +13,7 @@ import {
 import { LabelledLog, TRACE_CHANNEL, TRACE_SETTING, TraceChannel, traceSetting } from './channels';
 import { createClient } from './client';
 import { ServerCommands } from './commands';
+import { debugPort, noDebugpy } from './debug';
 import { checkProbe, noInterpreter, Problem, probeFailed, TORCH_REQUIREMENT, unknownVariables } from './environment';
 import { ClientPlan, clientFor, Folder, inFolder, planClients } from './folders';
 import { findInterpreter, onActiveEnvironmentChange, probe, PYTHON_EXTENSION } from './interpreter';
@@ -47,6 +48,7 @@ interface Shared {
     traceSink: () => vscode.OutputChannel;
     commands: ServerCommands;
     render: () => void;
+    first: () => FolderServer | undefined; // the server GBLS_DEBUG_PORT is for
 }
 
 // One workspace folder's language client, and what the status bar knows of it.
@@ -114,10 +116,12 @@ class FolderServer {
             return;
         }
         let problem: Problem | undefined;
+        let debugpy = false;
         try {
             const found = await probe(interpreter.path, this.shared.extensionPath);
             this.output.info(`Python ${found.python.join('.')}, torch ${found.torch ?? 'missing'}`);
             problem = checkProbe(found);
+            debugpy = found.debugpy;
         } catch (error) {
             problem = probeFailed(interpreter.path, messageOf(error));
         }
@@ -132,6 +136,7 @@ class FolderServer {
             folder,
             output: this.output,
             trace: this.trace,
+            debugPort: this.debugPort(interpreter.path, debugpy),
         });
         this.shared.commands.adopt(client);
         this.client = client;
@@ -151,6 +156,26 @@ class FolderServer {
             this.setPhase({ kind: 'problem', reason: 'the server did not start', message });
             void vscode.window.showErrorMessage(message, 'Show Output').then((choice) => choice && this.output.show());
         }
+    }
+
+    // The port of GBLS_DEBUG_PORT, for the debugged server whose interpreter has debugpy.
+    private debugPort(interpreter: string, debugpy: boolean): number | undefined {
+        const port = this.shared.first() === this ? debugPort(process.env) : undefined;
+        if (port instanceof Error) {
+            this.output.warn(port.message);
+            void vscode.window.showWarningMessage(port.message);
+            return undefined;
+        }
+        if (port !== undefined && !debugpy) {
+            const message = noDebugpy(interpreter, port);
+            this.output.warn(message);
+            void vscode.window.showWarningMessage(message);
+            return undefined;
+        }
+        if (port !== undefined) {
+            this.output.info(`The server connects to the debugger on 127.0.0.1:${port} and waits for it.`);
+        }
+        return port;
     }
 
     private async stop(): Promise<void> {
@@ -268,6 +293,7 @@ class Gbls implements vscode.Disposable {
             traceSink,
             commands,
             render: () => this.render(),
+            first: () => this.servers[0],
         };
     }
 

@@ -27,6 +27,7 @@ function options(index: number, trace: vscode.LogOutputChannel): ClientOptions {
         folder: { uri, name: FOLDERS[index].name, index },
         output: new fake.FakeLogOutputChannel('gbls'),
         trace,
+        debugPort: undefined,
     };
 }
 

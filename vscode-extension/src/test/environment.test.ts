@@ -16,7 +16,7 @@ import {
 const PYTHON = process.env.GBLS_PYTHON ?? 'python3';
 
 function probe(python: [number, number, number], torch: string | null): Probe {
-    return { python, torch, executable: '/venv/bin/python' };
+    return { python, torch, executable: '/venv/bin/python', debugpy: false };
 }
 
 test('tool/probe.py reports the real interpreter', () => {
@@ -25,24 +25,32 @@ test('tool/probe.py reports the real interpreter', () => {
     assert.ok(found.python[0] === 3, `Python ${found.python.join('.')}`);
     assert.ok(found.executable.length > 0);
     assert.ok(found.torch === null || releaseOf(found.torch) !== undefined, String(found.torch));
+    let debugpy = true;
+    try {
+        execFileSync(PYTHON, ['-c', 'import debugpy'], { stdio: 'ignore' });
+    } catch {
+        debugpy = false;
+    }
+    assert.equal(found.debugpy, debugpy);
 });
 
 test('probe output is checked, not trusted', () => {
-    assert.deepEqual(parseProbe('{"python": [3, 11, 7], "torch": "2.13.0+cpu", "executable": "/p"}\n'), {
-        python: [3, 11, 7],
-        torch: '2.13.0+cpu',
-        executable: '/p',
-    });
+    assert.deepEqual(
+        parseProbe('{"python": [3, 11, 7], "torch": "2.13.0+cpu", "executable": "/p", "debugpy": true}\n'),
+        { python: [3, 11, 7], torch: '2.13.0+cpu', executable: '/p', debugpy: true },
+    );
     // Only the last line counts: a sitecustomize may print before it.
-    assert.equal(parseProbe('hello\n{"python": [3, 12, 0], "torch": null, "executable": "/p"}').torch, null);
-    assert.throws(
-        () => parseProbe('{"python": [3, 11], "torch": null, "executable": "/p"}'),
-        /unexpected probe output/,
+    assert.equal(
+        parseProbe('hello\n{"python": [3, 12, 0], "torch": null, "executable": "/p", "debugpy": false}').torch,
+        null,
     );
-    assert.throws(
-        () => parseProbe('{"python": [3, 11, 0], "torch": 2, "executable": "/p"}'),
-        /unexpected probe output/,
-    );
+    for (const bad of [
+        '{"python": [3, 11], "torch": null, "executable": "/p", "debugpy": false}',
+        '{"python": [3, 11, 0], "torch": 2, "executable": "/p", "debugpy": false}',
+        '{"python": [3, 11, 0], "torch": null, "executable": "/p"}',
+    ]) {
+        assert.throws(() => parseProbe(bad), /unexpected probe output/, bad);
+    }
     assert.throws(() => parseProbe('Traceback (most recent call last):'), SyntaxError);
 });
 
