@@ -37,6 +37,7 @@ CLIENT_SETTINGS = {"gbls.trace.server"}
 VSIX_INPUTS = [
     EXTENSION / "src",
     EXTENSION / "tool",
+    EXTENSION / "scripts",
     EXTENSION / "package.json",
     EXTENSION / "requirements.txt",
     ROOT / "gbls",
