@@ -146,6 +146,8 @@ async def check(
                 fixes = offered_fixes(reports, sources, session.folders)
     finally:
         await session.stop()
+    for note in dict.fromkeys(note for report in reports for note in report.notes):
+        print(f"gbls: {note}", file=sys.stderr)
     if fmt == "json":
         sys.stdout.write(output.to_json(reports, info.torch, fixes))
     elif fmt == "sarif":

@@ -70,8 +70,8 @@ def _text_message(brk: BreakReport) -> str:
     where = f"in {brk.function}"
     if brk.via:
         where += f" via {' → '.join(brk.via)}"
-    if brk.effect == "eager":
-        where += f"; {brk.function} runs entirely in eager mode"
+    if brk.eager:
+        where += f"; {brk.function} {brk.eager}"
     count = f" (hit {brk.count} times)" if brk.count > 1 else ""
     return f"{brk.title} [{where}]{count}"
 
@@ -130,6 +130,7 @@ def to_json(reports: list[FileReport], torch_version: str, fixes: Fixes) -> str:
                 "path": report.path,
                 "status": _status(report),
                 "message": report.message,
+                "notes": list(report.notes),
                 "failure": (
                     {"kind": report.failure_kind, "range": _range(report.failure_span)}
                     if report.message and report.failure_span is not None
@@ -161,6 +162,7 @@ def to_json(reports: list[FileReport], torch_version: str, fixes: Fixes) -> str:
                         "hints": list(b.cause.hints),
                         "context": b.cause.context,
                         "effect": b.effect,
+                        "eager_from": b.cause.eager_from,
                         "range": _range(b.span),
                         "chain": [_frame(location) for location in b.chain],
                         "count": b.count,

@@ -16,7 +16,7 @@ from gbls.engine.sources import read_source
 from gbls.worker.protocol import EAGER, OK, SPLIT, Break, Frame, Function, Result
 
 from .conftest import FIXTURES, Analyse
-from .torchlog import LoggedBreak, logged_breaks
+from .torchlog import LoggedBreak, LoggedFrame, logged_breaks
 
 ENGINE = FIXTURES / "engine"
 TORCH_DIR = os.path.dirname(torch.__file__)
@@ -35,17 +35,16 @@ def assert_agrees_with_torch(report: FileReport, fixture: Path) -> None:
         if brk.effect == EAGER and not brk.chain[0].span.column:
             continue  # a frame refused before its first instruction has no traceback in the log
         root = brk.root
-        at_root = [e for e in logged if e.at == (root.path, root.span.line) and brk.gb_id in e.gb_ids]
+        at_root = [e for e in logged if root_of(e) == (root.path, root.span.line) and brk.gb_id in e.gb_ids]
         assert at_root, f"{brk.gb_id} at {root.path}:{root.span.line} is not in torch's log"
         # Above the compiled function the log shows the module's call site and nn.Module's call
-        # machinery: neither is part of the chain.
-        stacks = [
-            (entry, [f for f in entry.stack if f.function != "<module>" and not f.path.startswith(TORCH_DIR)])
-            for entry in at_root
-            if not entry.suppressed
-        ]
+        # machinery: neither is part of the chain, nor are torch's frames below it (a polyfill).
+        stacks = [(entry, user_frames(entry.stack)) for entry in at_root if not entry.suppressed]
+        split = brk.chain[0]
         full = [
-            (entry, stack) for entry, stack in stacks if stack and stack[0].function == brk.chain[0].function
+            (entry, stack)
+            for entry, stack in stacks
+            if stack and (stack[0].function, stack[0].line) == (split.function, split.span.line)
         ]
         if not full:
             # torch prints a stack once per place; a second compiled function reaching the same
@@ -71,9 +70,34 @@ def assert_agrees_with_torch(report: FileReport, fixture: Path) -> None:
         assert brk.count == count_in_log(logged, first)
 
 
+def user_frames(stack: list[LoggedFrame]) -> list[LoggedFrame]:
+    """The frames of a logged stack that are the user's, a frame left twice by a folded one once."""
+    kept: list[LoggedFrame] = []
+    for frame in stack:
+        if frame.function == "<module>" or frame.path.startswith(TORCH_DIR):
+            continue
+        if kept and (kept[-1].path, kept[-1].function, kept[-1].line) == (
+            frame.path,
+            frame.function,
+            frame.line,
+        ):
+            continue
+        kept.append(frame)
+    return kept
+
+
+def root_of(entry: LoggedBreak) -> tuple[str, int]:
+    """Where a logged break's cause is in the user's code: torch's own frames below it (a polyfill
+    of ``sum``, a context manager's wrapper) are not part of a chain."""
+    if not entry.at[0].startswith(TORCH_DIR):
+        return entry.at
+    users = [frame for frame in entry.stack if not frame.path.startswith(TORCH_DIR)]
+    return (users[-1].path, users[-1].line) if users else entry.at
+
+
 def printed(text: str) -> str:
     """The first line of a message, with object addresses (different in each run) taken out."""
-    return re.sub(r"0x[0-9a-f]+", "0x…", text.splitlines()[0] if text else "")
+    return re.sub(r"0x[0-9a-f]+", "0x…", text.splitlines()[0] if text else "").strip()
 
 
 def count_in_log(logged: list[LoggedBreak], first: LoggedBreak) -> int:

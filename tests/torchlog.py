@@ -2,12 +2,15 @@
 
 Runs fixture files in a fresh interpreter with ``TORCH_LOGS=graph_breaks`` and every
 ``torch.compile`` on the eager backend, and parses each logged break: its compile id, gb_type and
-GB id, and the user traceback with the caret columns torch printed. All the files of a folder run
-in one interpreter (``torch._dynamo.reset()`` between them) so that torch is imported once.
+GB id, and the user traceback with the caret columns torch printed. Dynamo's compilation metrics
+of the same run say what became of each frame it translated (compiled, or run eagerly). All the
+files of a folder run in one interpreter (``torch._dynamo.reset()`` between them) so that torch
+is imported once.
 """
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import subprocess
@@ -16,9 +19,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 _cache: dict[Path, list[LoggedBreak]] = {}
+_compiles: dict[Path, list[LoggedCompile]] = {}
 
 RUNNER = """
-import os, sys, torch, torch._dynamo
+import json, os, sys, torch, torch._dynamo, torch._dynamo.utils as utils
+utils.set_compilation_metrics_limit(100000)
 original = torch.compile
 def eager_compile(model=None, **options):
     options["backend"] = "eager"
@@ -35,8 +40,13 @@ for path in sys.argv[1:]:
         exec(compile(open(path).read(), path, "exec"), {"__name__": "fixture", "__file__": path})
     except BaseException:
         pass
+    for metric in utils.get_compilation_metrics():
+        record = [str(metric.compile_id), metric.co_name, metric.co_filename, bool(metric.has_guarded_code)]
+        print(METRIC + json.dumps(record), file=sys.stderr, flush=True)
+    utils.clear_compilation_metrics()
 """
 MARKER = "=== oracle file: "
+METRIC = "=== oracle metric: "
 
 LINE = re.compile(r"\] \[(\d+)/(\d+)(?:_\d+)?\] \[__graph_breaks\] ?(.*)$")
 FRAME = re.compile(r'^  File "([^"]+)", line (\d+), in (\S+)$')
@@ -63,27 +73,57 @@ class LoggedBreak:
     stack: list[LoggedFrame] = field(default_factory=list)
 
 
+@dataclass
+class LoggedCompile:
+    """One translation of a frame, from Dynamo's compilation metrics."""
+
+    compile_id: str  # frame/recompile, as the log's [0/1] says
+    function: str  # the code's name: a resume function is torch_dynamo_resume_in_<f>_at_<line>
+    path: str
+    guarded: bool  # Dynamo produced code for it; False: the frame ran eagerly
+
+
 def logged_breaks(path: Path) -> list[LoggedBreak]:
     if path not in _cache:
-        _cache.update(_run(sorted(path.parent.glob("*.py"))))
+        _load(path)
     return _cache[path]
 
 
-def _run(paths: list[Path]) -> dict[Path, list[LoggedBreak]]:
+def logged_compiles(path: Path) -> list[LoggedCompile]:
+    if path not in _compiles:
+        _load(path)
+    return _compiles[path]
+
+
+def _load(path: Path) -> None:
+    breaks, compiles = _run(sorted(path.parent.glob("*.py")))
+    _cache.update(breaks)
+    _compiles.update(compiles)
+
+
+def _run(paths: list[Path]) -> tuple[dict[Path, list[LoggedBreak]], dict[Path, list[LoggedCompile]]]:
     environment = dict(os.environ, TORCH_LOGS="graph_breaks")
     completed = subprocess.run(
-        [sys.executable, "-c", f"MARKER = {MARKER!r}\n" + RUNNER, *map(str, paths)],
+        [sys.executable, "-c", f"MARKER = {MARKER!r}\nMETRIC = {METRIC!r}\n" + RUNNER, *map(str, paths)],
         capture_output=True,
         text=True,
         env=environment,
         timeout=600,
     )
     found: dict[Path, list[LoggedBreak]] = {}
+    compiles: dict[Path, list[LoggedCompile]] = {}
     entries: list[LoggedBreak] = []
+    current = Path()
     lines: list[str] = []
     for raw in completed.stderr.splitlines():
         if raw.startswith(MARKER):
-            entries = found.setdefault(Path(raw[len(MARKER) :]), [])
+            current = Path(raw[len(MARKER) :])
+            entries = found.setdefault(current, [])
+            compiles[current] = []
+            continue
+        if raw.startswith(METRIC):
+            compile_id, function, path, guarded = json.loads(raw[len(METRIC) :])
+            compiles[current].append(LoggedCompile(compile_id, function, path, guarded))
             continue
         match = LINE.search(raw)
         if not match:
@@ -99,7 +139,7 @@ def _run(paths: list[Path]) -> dict[Path, list[LoggedBreak]]:
             lines = []
         if entries:
             _feed(entries[-1], lines, text)
-    return found
+    return found, compiles
 
 
 def _feed(entry: LoggedBreak, previous: list[str], text: str) -> None:

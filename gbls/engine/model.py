@@ -77,14 +77,23 @@ class BreakReport:
         return f"{self.gb_type} ({self.reason})" if self.reason else self.gb_type
 
     @property
+    def eager(self) -> str:
+        """What Dynamo gave up on, for an EAGER break: "runs entirely in eager mode", or the rest of it."""
+        if self.effect != EAGER:
+            return ""
+        if self.cause.eager_from is not None:
+            return f"runs in eager mode after line {self.cause.eager_from}"
+        return "runs entirely in eager mode"
+
+    @property
     def message(self) -> str:
         text = self.title
         if self.via:
             text += f" (via {' → '.join(self.via)})"
-        if self.effect == EAGER:
+        if self.eager:
             reason = self.cause.eager_reason
             why = f": {reason.split(':')[0]}" if reason else ""
-            text += f"; {self.function} runs entirely in eager mode{why}"
+            text += f"; {self.function} {self.eager}{why}"
         return text
 
 
@@ -147,6 +156,7 @@ class FileReport:
     output: str
     torch: str
     seconds: float
+    notes: tuple[str, ...] = ()  # about the analysis itself: what gbls could not capture, and why
 
     def find(self, key: BreakKey) -> BreakReport | None:
         return next((brk for brk in self.breaks if brk.key == key), None)

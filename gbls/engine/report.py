@@ -158,6 +158,7 @@ def build(
         output=result.output,
         torch=result.torch,
         seconds=result.seconds,
+        notes=result.notes,
     )
 
 

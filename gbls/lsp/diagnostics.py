@@ -15,7 +15,6 @@ from pygls import uris
 from ..engine.model import BreakReport, FileReport
 from ..engine.ranges import Span, char_to_utf16, line_text
 from ..worker.lines import split_lines
-from ..worker.protocol import EAGER
 
 SOURCE = "gbls"
 SEVERITY = {
@@ -142,7 +141,7 @@ def root_cause_hints(report: FileReport, path: str, lines_of: LinesOf) -> list[l
         if root.path != path or (root.path == report.path and root.span == brk.span):
             continue
         via = f" (via {' → '.join(brk.via[:-1])})" if len(brk.via) > 1 else ""
-        effect = " and makes it run entirely in eager mode" if brk.effect == EAGER else ""
+        effect = f" and makes it {brk.eager.replace('runs', 'run', 1)}" if brk.eager else ""
         hints.append(
             lsp.Diagnostic(
                 range=to_range(root.span, lines),

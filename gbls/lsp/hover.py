@@ -26,9 +26,9 @@ def break_markdown(brk: BreakReport, function: FunctionReport | None) -> str:
     heading = f"**{brk.gb_type}**"
     code = f"[{brk.code}]({brk.url})" if brk.url else brk.code
     parts = [f"{heading} · {code}" + (f" · hit {brk.count} times" if brk.count > 1 else "")]
-    if brk.effect == EAGER:
+    if brk.eager:
         why = brk.cause.eager_reason or "Dynamo skipped the frame"
-        parts.append(f"⚠ `{brk.function}` runs entirely in eager mode: {why}")
+        parts.append(f"⚠ `{brk.function}` {brk.eager}: {why}")
     parts.append(brk.cause.explanation)
     if brk.cause.hints:
         parts.append("**Hints**\n" + "\n".join(f"- {hint}" for hint in brk.cause.hints))
@@ -97,8 +97,12 @@ def function_markdown(function: FunctionReport, report: FileReport) -> str:
     lines.append(f"Inputs ({source.get(target.input_source, 'unknown')}): `{target.inputs or 'none'}`")
     if function.graphs:
         lines.append("**Graphs**: " + split_story(function, breaks))
-    if any(b.effect == EAGER for b in breaks):
+    if any(b.effect == EAGER and b.cause.eager_from is None for b in breaks):
         lines.append("⚠ Dynamo gives up on this function: it runs entirely in eager mode.")
+    for line in sorted({b.cause.eager_from for b in breaks if b.cause.eager_from is not None}):
+        lines.append(
+            f"⚠ Dynamo gives up on the rest of this function: after line {line} it runs in eager mode."
+        )
     return "\n\n".join(lines)
 
 

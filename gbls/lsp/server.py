@@ -100,6 +100,7 @@ class GblsServer(LanguageServer):
         self.session = Session(Settings(), [], self.text_of)
         self.scheduler = Scheduler(self.analyse_document)
         self._said_sandbox_note = False
+        self._said_notes: set[str] = set()
         self._background: set[asyncio.Task[Any]] = set()
 
     @property
@@ -188,6 +189,12 @@ class GblsServer(LanguageServer):
         previous = self.session.record(uri, self.path_of(uri), analysed)
         self.publish_around(uri, previous.report if previous else None, analysed.report)
         self._status(uri, "done", analysed.report)
+        for note in analysed.report.notes:  # about gbls itself: said once, not on every analysis
+            if note not in self._said_notes:
+                self._said_notes.add(note)
+                self.window_show_message(
+                    lsp.ShowMessageParams(type=lsp.MessageType.Warning, message=f"gbls: {note}")
+                )
 
     async def analyse_document(self, uri: str) -> None:
         """Analyse, publish, and say it is done, whatever fails on the way (and log it)."""

@@ -6,7 +6,12 @@ structured data lives. Every observation is handed to ``emit`` as a small JSON-a
 moment it happens, so that a crash later in the analysis loses nothing already seen; ``merge``
 folds the events into the final result.
 
-Where the hooks sit (torch 2.13; see ``_hook_points`` for the version switch):
+Every hook does gbls's bookkeeping in ``guarded``: a failure there is gbls's own, said once as a
+note of the result, and never reaches Dynamo or the analysed code (whose own exceptions pass
+through untouched). What Dynamo did to each frame (compiled it, or gave up and ran it eagerly)
+is read from Dynamo itself (what its frame callback returned), not guessed from the breaks.
+
+Where the hooks sit (torch 2.13):
 - ``exc.format_graph_break_message``: every structured break before Dynamo flattens it to text;
 - ``InstructionTranslatorBase.log_graph_break``: each break that splits a graph or drops a
   frame, with the exception (gb_type, user stack with columns);
@@ -35,7 +40,7 @@ import torch._dynamo.convert_frame as convert_frame
 import torch._dynamo.exc as dynamo_exc
 import torch._dynamo.symbolic_convert as symbolic_convert
 
-from .events import BreakEvent, CallEvent, Event, GraphEvent, ReachEvent, TargetEvent
+from .events import BreakEvent, CallEvent, Event, FrameEvent, GraphEvent, NoteEvent, ReachEvent, TargetEvent
 from .protocol import Frame, Message, StaticTarget
 
 Emit = Callable[[Event], None]
@@ -119,11 +124,12 @@ class Target:
 class Translation:
     """One frame Dynamo is translating, and the compiled target whose call it belongs to."""
 
-    def __init__(self, code: types.CodeType, target: Optional[Target], prefix: List[RawFrame]) -> None:
+    def __init__(self, code: types.CodeType) -> None:
         self.code = code
-        self.target = target
+        self.target: Optional[Target] = None
         # Frames above the translated one, outermost first: (path, raw code name, line, col, end_col)
-        self.prefix = prefix
+        self.prefix: List[RawFrame] = []
+        self.compile_ids: List[str] = []  # of the breaks recorded while Dynamo translated it
 
 
 class Capture:
@@ -135,15 +141,34 @@ class Capture:
         self.reuse = set(reuse)
         self.sites = sites
         self.targets: List[Target] = []
-        self.by_code: Dict[types.CodeType, Target] = {}
+        # Code objects are keyed by identity: Dynamo's generated code can hold unhashable constants.
+        self.by_code: Dict[int, Tuple[types.CodeType, Target]] = {}
         self.by_module: Dict[int, Target] = {}
-        self.generated: Dict[types.CodeType, Target] = {}
+        self.generated: Dict[int, Tuple[types.CodeType, Target]] = {}
         self.translations: List[Translation] = []
+        self.failed_hooks: Set[str] = set()
+        self.last_metric: Any = None
         self.structured: Dict[str, Message] = {}
         self.input_source = "module"
         self.reaches = True
         self.gb_ids = _load_gb_ids()
         self.original_compile = torch.compile
+
+    def guarded(self, hook: str, work: Callable[[], None]) -> None:
+        """Run gbls's bookkeeping for ``hook``: its failure is gbls's, never Dynamo's nor the user's."""
+        try:
+            work()
+        except Exception as error:
+            if hook in self.failed_hooks:
+                return
+            self.failed_hooks.add(hook)
+            note = (
+                f"gbls's {hook} hook failed ({type(error).__name__}: {error}); what it records may be missing"
+            )
+            try:
+                self.emit(NoteEvent(text=note))
+            except Exception:
+                pass
 
     # -- installation -------------------------------------------------------------------
 
@@ -156,6 +181,7 @@ class Capture:
         self._hook_frame_callback()
         self._hook_inlining()
         convert_frame.register_bytecode_hook(self.bytecode_hook)
+        self.last_metric = _newest_metric()
         return self
 
     def _hook_inlining(self) -> None:
@@ -168,12 +194,15 @@ class Capture:
         capture = self
 
         def build_inline_tracer(parent: Any, func: Any, *args: Any, **kwargs: Any) -> Any:
-            code = getattr(func, "get_code", lambda: None)()
-            if isinstance(code, types.CodeType):
-                capture.reach(code)
+            capture.guarded("inlining", lambda: capture.reach_function(func))
             return build(parent, func, *args, **kwargs)
 
         inlining.build_inline_tracer = staticmethod(build_inline_tracer)  # type: ignore[union-attr]
+
+    def reach_function(self, func: Any) -> None:
+        code = getattr(func, "get_code", lambda: None)()
+        if isinstance(code, types.CodeType):
+            self.reach(code)
 
     def reach(self, code: types.CodeType) -> None:
         translation = self.translations[-1] if self.translations else None
@@ -189,10 +218,17 @@ class Capture:
         if original is None:  # before ~2.7 breaks are plain text: parse_break_text reads them
             return
         structured = self.structured
+        capture = self
 
         def format_graph_break_message(gb_type: str, context: str, explanation: str, hints: List[str]) -> str:
             text: str = original(gb_type, context, explanation, hints)
-            structured[text] = Message(gb_type, context, explanation, tuple(hints))
+
+            def remember() -> None:
+                structured[text] = Message(
+                    str(gb_type), str(context), str(explanation), tuple(map(str, hints))
+                )
+
+            capture.guarded("break message", remember)
             return text
 
         dynamo_exc.format_graph_break_message = format_graph_break_message
@@ -204,8 +240,11 @@ class Capture:
             original_method = translator.log_graph_break
 
             def log_graph_break(self: Any, code_options: Any, reason: str, exc: Any) -> None:
-                if not exc.logged:
-                    capture.record_break(exc, skipped=bool(getattr(exc, "skip_frame", False)))
+                if not getattr(exc, "logged", False):
+                    skipped = bool(getattr(exc, "skip_frame", False))
+                    capture.guarded(
+                        "graph break log", lambda: capture.record_break(exc, skipped, True, reason)
+                    )
                 return original_method(self, code_options, reason, exc)
 
             translator.log_graph_break = log_graph_break  # type: ignore[method-assign]
@@ -216,7 +255,8 @@ class Capture:
         def log_graph_break_text(
             code_options: Any, reason: str = "", exc_info: bool = False, user_stack: Any = None
         ) -> Any:
-            capture.record_break(types.SimpleNamespace(msg=reason, real_stack=user_stack), skipped=False)
+            exc = types.SimpleNamespace(msg=reason, real_stack=user_stack)
+            capture.guarded("graph break log", lambda: capture.record_break(exc, False, True, ""))
             return original_function(code_options, reason, exc_info, user_stack)
 
         symbolic_convert.log_graph_break = log_graph_break_text  # type: ignore[attr-defined]
@@ -227,7 +267,7 @@ class Capture:
 
         def format_error_msg(exc: Exception, code: types.CodeType, *args: Any, **kwargs: Any) -> str:
             if isinstance(exc, dynamo_exc.Unsupported) and not getattr(exc, "logged", False):
-                capture.record_break(exc, skipped=True)
+                capture.guarded("error message", lambda: capture.record_break(exc, True, False, ""))
             return original(exc, code, *args, **kwargs)
 
         convert_frame.format_error_msg = format_error_msg  # type: ignore[attr-defined]
@@ -253,7 +293,7 @@ class Capture:
         def handle_skip(self: Any, result: Any, frame: Any) -> Any:
             reason = result.skip_reason or ""
             if result.guarded_code is None and reason.startswith(REPORTED_SKIPS):
-                capture.record_skip(frame.f_code, reason)
+                capture.guarded("frame skip", lambda: capture.record_skip(frame.f_code, reason))
             return original_skip(self, result, frame)
 
         wrapper.__call__ = call
@@ -263,9 +303,15 @@ class Capture:
         """Dynamo's frame callback, told which compiled target's call the frame runs in."""
         if not is_user_file(frame.f_code.co_filename):
             return callback(frame, *args)
-        self.begin_translation(frame)
+        translation = Translation(frame.f_code)
+        self.translations.append(translation)
+        # The frame about to run is not on the stack yet: its callers are this function's callers.
+        callers = sys._getframe(1)
+        self.guarded("frame callback", lambda: self.begin_translation(translation, frame, callers))
         try:
-            return callback(frame, *args)
+            result = callback(frame, *args)
+            self.guarded("frame result", lambda: self.record_frame(translation, result))
+            return result
         finally:
             self.translations.pop()
 
@@ -278,7 +324,14 @@ class Capture:
         fullgraph = bool(options.pop("fullgraph", False))
         for inductor_only in ("backend", "mode", "options"):
             options.pop(inductor_only, None)
-        target = self.register(model, fullgraph, disabled=bool(options.get("disable")))
+        found: List[Target] = []
+
+        def register() -> None:
+            target = self.register(model, fullgraph, disabled=bool(options.get("disable")))
+            found.extend([target] if target is not None else [])
+
+        self.guarded("torch.compile", register)
+        target = found[0] if found else None
         if target is not None and target.reused:
             return model  # its last results still hold: run it eagerly, translate nothing
         # Every break is wanted, so fullgraph=True is reported, not enforced.
@@ -289,7 +342,17 @@ class Capture:
 
     def target_for(self, model: Any) -> Optional[Target]:
         obj, kind, code = _describe_target(model)
-        return self.by_module.get(id(obj)) if kind == "module" else self.by_code.get(code)  # type: ignore[arg-type]
+        return self.by_module.get(id(obj)) if kind == "module" else self.of_code(code)
+
+    def of_code(self, code: Optional[types.CodeType]) -> Optional[Target]:
+        """The target whose own code ``code`` is (the user's code, never Dynamo's)."""
+        found = self.by_code.get(id(code))
+        return found[1] if found is not None and found[0] is code else None
+
+    def of_generated(self, code: types.CodeType) -> Optional[Target]:
+        """The target Dynamo generated ``code`` for, if it did."""
+        found = self.generated.get(id(code))
+        return found[1] if found is not None and found[0] is code else None
 
     def register(self, model: Any, fullgraph: bool, disabled: bool) -> Optional[Target]:
         obj, kind, code = _describe_target(model)
@@ -300,7 +363,7 @@ class Capture:
             return known
         target = Target(len(self.targets), obj, code, kind, fullgraph)
         self.targets.append(target)
-        self.by_code.setdefault(code, target)
+        self.by_code.setdefault(id(code), (code, target))
         if kind == "module":
             self.by_module[id(obj)] = target
         target.call_path, target.call_line = _call_site()
@@ -329,6 +392,10 @@ class Capture:
         return chosen[0].id if chosen else ""
 
     def backend(self, gm: torch.fx.GraphModule, example_inputs: Any) -> Callable[..., Any]:
+        self.guarded("backend", lambda: self.record_graph(gm))
+        return gm.forward
+
+    def record_graph(self, gm: torch.fx.GraphModule) -> None:
         translation = self.translations[-1] if self.translations else None
         if translation is not None and translation.target is not None:
             lines = _graph_lines(gm, translation.code)
@@ -340,33 +407,36 @@ class Capture:
                     first_line=min(lines) if lines else None,
                 )
             )
-        return gm.forward
 
     def bytecode_hook(self, code: types.CodeType, new_code: types.CodeType) -> None:
-        translation = self.translations[-1] if self.translations else None
-        if translation is not None and translation.target is not None:
-            self.generated[new_code] = translation.target
+        def remember() -> None:
+            translation = self.translations[-1] if self.translations else None
+            if translation is not None and translation.target is not None:
+                self.generated[id(new_code)] = (new_code, translation.target)
+
+        self.guarded("bytecode", remember)
 
     # -- observations -------------------------------------------------------------------
 
-    def begin_translation(self, frame: Any) -> None:
+    def begin_translation(self, translation: Translation, frame: Any, callers: types.FrameType) -> None:
+        """Which target's call ``frame`` runs in: its own, if it is a target's code (a compiled function
+        called from another one is compiled as itself), else the target whose generated code is on
+        the stack above it, with the eager call chain from there."""
         code = frame.f_code
-        stack = []
-        outer: Optional[types.FrameType] = sys._getframe(2)
-        while outer is not None:
-            stack.append(outer)
-            outer = outer.f_back
-        stack.reverse()
-        target = None
-        prefix: List[RawFrame] = []
-        for index, caller in enumerate(stack):
-            target = self.generated.get(caller.f_code)
-            if target is not None:
-                prefix = [_position(f) for f in stack[index:] if self._in_chain(f.f_code)]
-                break
-        else:
-            target = self.target_of(code, frame)
-        self.translations.append(Translation(code, target, prefix))
+        target = self.target_of(code, frame)
+        if target is None:
+            stack = []
+            outer: Optional[types.FrameType] = callers
+            while outer is not None:
+                stack.append(outer)
+                outer = outer.f_back
+            stack.reverse()
+            for index, caller in enumerate(stack):
+                target = self.of_generated(caller.f_code)
+                if target is not None:
+                    translation.prefix = [_position(f) for f in stack[index:] if self._in_chain(f.f_code)]
+                    break
+        translation.target = target
         if not code.co_name.startswith(RESUME_PREFIX):  # a resume function is its function's code
             self.reach(code)
         if target is not None and not target.called and code is target.code:
@@ -380,16 +450,47 @@ class Capture:
             )
 
     def target_of(self, code: types.CodeType, frame: Any) -> Optional[Target]:
-        target = self.by_code.get(code)
+        """The target ``frame`` is the own call of: a function's code, or a compiled instance's forward."""
+        target = self.of_code(code)
         if target is not None and target.kind == "module":
             instance = frame.f_locals.get(code.co_varnames[0]) if code.co_argcount else None
-            return self.by_module.get(id(instance), target)
+            return self.by_module.get(id(instance))
         return target
 
     def _in_chain(self, code: types.CodeType) -> bool:
-        return code in self.generated or is_user_file(code.co_filename)
+        return self.of_generated(code) is not None or is_user_file(code.co_filename)
 
-    def record_break(self, exc: Any, skipped: bool) -> None:
+    def record_frame(self, translation: Translation, result: Any) -> None:
+        """What Dynamo did with the frame: code for it, or nothing (it runs eagerly), as its callback says.
+
+        The compile id comes from Dynamo's compilation metrics for this frame, or from the breaks
+        recorded while translating it (a frame refused outright has neither, and no id).
+        """
+        metrics = _metrics_since(self.last_metric)
+        if metrics:
+            self.last_metric = metrics[-1]
+        target = translation.target
+        code = translation.code
+        if target is None:
+            return
+        mine = [m for m in metrics if getattr(m, "co_name", None) == code.co_name]
+        compile_id = _metric_compile_id(mine[-1]) if mine else ""
+        if not compile_id and translation.compile_ids:
+            compile_id = translation.compile_ids[-1]
+        reason = str(getattr(mine[-1], "fail_reason", None) or "") if mine else ""
+        self.emit(
+            FrameEvent(
+                target=target.number,
+                compile_id=compile_id,
+                frame=base_name(code.co_name),
+                own=_runs_own_code(code, target),
+                resumes_at=_resume_line(code.co_name),
+                guarded=_produced_code(result),
+                failure=reason.strip().splitlines()[0] if reason.strip() else "",
+            )
+        )
+
+    def record_break(self, exc: Any, skipped: bool, logged: bool, reason: str) -> None:
         translation = self.translations[-1] if self.translations else None
         if translation is None or translation.target is None:
             return
@@ -407,19 +508,23 @@ class Capture:
         if not frames:
             code = translation.code
             frames.append((code.co_filename, code.co_name, code.co_firstlineno, None, None))
+        compile_id = _compile_id()
+        translation.compile_ids.append(compile_id)
         self.emit(
             BreakEvent(
                 target=translation.target.number,
-                compile_id=_compile_id(),
+                compile_id=compile_id,
                 direct=_runs_own_code(translation.code, translation.target),
                 skipped=skipped,
+                logged=logged,
+                reason=str(reason).strip().splitlines()[0] if str(reason).strip() else "",
                 messages=tuple(self.message(text) for text in str(exc.msg).split(NESTED_BREAK_SEPARATOR)),
                 chain=_collapse(frames),
             )
         )
 
     def record_skip(self, code: types.CodeType, reason: str) -> None:
-        target = self.by_code.get(code)
+        target = self.of_code(code)
         if target is None:
             return
         self.emit(
@@ -428,6 +533,7 @@ class Capture:
                 compile_id=_compile_id(),
                 direct=True,
                 skipped=True,
+                logged=False,
                 messages=(
                     Message(
                         gb_type="Frame skipped",
@@ -546,10 +652,14 @@ def _position(frame: types.FrameType) -> RawFrame:
 
 
 def _collapse(frames: List[RawFrame]) -> Tuple[Frame, ...]:
-    """Drop the generated caller of each resume function and name frames as the user wrote them."""
+    """The chain as the user wrote it: frames of torch and the standard library folded (a wrapper
+    such as ``torch.no_grad``'s, a polyfill), the generated caller of each resume function dropped,
+    frames named without resume prefixes."""
     kept: List[RawFrame] = []
     for frame in frames:
         path, name = frame[0], frame[1]
+        if kept and not is_user_file(path):
+            continue
         if (
             kept
             and name.startswith(RESUME_PREFIX)
@@ -558,7 +668,12 @@ def _collapse(frames: List[RawFrame]) -> Tuple[Frame, ...]:
         ):
             kept.pop()
         kept.append(frame)
-    return tuple(Frame(path, base_name(name), line, column, end) for path, name, line, column, end in kept)
+    chain: List[Frame] = []
+    for path, name, line, column, end in kept:
+        step = Frame(path, base_name(name), line, column, end)
+        if not chain or chain[-1] != step:  # a wrapper folded away leaves its caller twice
+            chain.append(step)
+    return tuple(chain)
 
 
 def _runs_own_code(code: types.CodeType, target: Target) -> bool:
@@ -571,6 +686,43 @@ def _runs_own_code(code: types.CodeType, target: Target) -> bool:
         and code.co_filename == own.co_filename
         and base_name(code.co_name) == own.co_name
     )
+
+
+def _produced_code(result: Any) -> bool:
+    """Whether the frame callback's result carries code for the frame (else the frame runs eagerly)."""
+    if hasattr(result, "guarded_code"):  # ConvertFrameReturn
+        return result.guarded_code is not None
+    return type(result).__name__ == "GuardedCode"  # older torch returns it, or None
+
+
+def _resume_line(code_name: str) -> Optional[int]:
+    match = re.match(RESUME_PREFIX + r"\w+_at_(\d+)$", code_name)
+    return int(match.group(1)) if match else None
+
+
+def _newest_metric() -> Any:
+    metrics = _all_metrics()
+    return metrics[-1] if metrics else None
+
+
+def _all_metrics() -> List[Any]:
+    get = getattr(torch._dynamo.utils, "get_compilation_metrics", None)
+    return list(get()) if get is not None else []
+
+
+def _metrics_since(last: Any) -> List[Any]:
+    """The compilation metrics Dynamo recorded after ``last`` (they are kept in a bounded deque)."""
+    metrics = _all_metrics()
+    for index in range(len(metrics) - 1, -1, -1):
+        if metrics[index] is last:
+            return metrics[index + 1 :]
+    return metrics
+
+
+def _metric_compile_id(metric: Any) -> str:
+    """``frame/recompile`` of a metric's compile id, as ``_compile_id`` spells it."""
+    match = re.search(r"(\d+)/(\d+)", str(getattr(metric, "compile_id", "")))
+    return f"{match.group(1)}/{match.group(2)}" if match else ""
 
 
 def _compile_id() -> str:
@@ -594,21 +746,34 @@ def _graph_lines(gm: torch.fx.GraphModule, code: types.CodeType) -> List[int]:
     return lines
 
 
-def describe_value(value: Any) -> str:
+SHORT_DTYPES = {
+    "float32": "f32",
+    "float64": "f64",
+    "float16": "f16",
+    "bfloat16": "bf16",
+    "int64": "i64",
+    "int32": "i32",
+    "bool": "bool",
+}
+
+
+def describe_value(value: Any, depth: int = 0) -> str:
+    """A short description that runs none of the user's code: no ``repr`` of user objects, which
+    may raise or read what their ``__init__`` has not set yet (inside the user's own call)."""
     if isinstance(value, torch.Tensor):
         dtype = str(value.dtype).replace("torch.", "")
-        short = {
-            "float32": "f32",
-            "float64": "f64",
-            "float16": "f16",
-            "bfloat16": "bf16",
-            "int64": "i64",
-            "int32": "i32",
-            "bool": "bool",
-        }
-        return f"{short.get(dtype, dtype)}[{', '.join(str(size) for size in value.shape)}]"
-    text = repr(value)
-    return text if len(text) <= 24 else text[:21] + "..."
+        return f"{SHORT_DTYPES.get(dtype, dtype)}[{', '.join(str(size) for size in value.shape)}]"
+    if value is None or type(value) in (bool, int, float, complex):
+        text = repr(value)
+    elif type(value) in (str, bytes):
+        text = repr(value[:24])
+    elif type(value) in (tuple, list) and depth < 2:
+        inner = ", ".join(describe_value(item, depth + 1) for item in value[:4])
+        more = ", …" if len(value) > 4 else ""
+        text = f"({inner}{more})" if type(value) is tuple else f"[{inner}{more}]"
+    else:
+        return type(value).__qualname__
+    return text if len(text) <= 40 else text[:37] + "..."
 
 
 def _describe_arguments(code: types.CodeType, frame: Any) -> str:

@@ -15,7 +15,7 @@ from collections import deque
 from typing import Deque, FrozenSet, List, Optional, Set, Tuple
 
 from . import endings, events, limits, processes
-from .events import BreakEvent, DoneEvent, Event, FailureEvent
+from .events import BreakEvent, DoneEvent, Event, FailureEvent, NoteEvent
 from .protocol import CANCELLED, ERROR, OK, TIMEOUT, Failure, Frame, ProtocolError, Request, Result
 
 TAIL_BYTES = 16 * 1024
@@ -208,7 +208,46 @@ class Child:
             output=self.output.text(),
             torch=torch_version,
             seconds=round(time.monotonic() - self.started, 3),
+            notes=tuple(dict.fromkeys(event.text for event in self.events if isinstance(event, NoteEvent))),
         )
+
+
+def _writable_caches(scratch: str) -> None:
+    """torch's build caches where the analysed code can write: a just-in-time C++ extension, inductor
+    and triton keep their builds there, and the defaults (under the home folder) are read-only in
+    the sandbox. Where they can be written (no sandbox), the code keeps the ones it would use."""
+    import torch.utils.cpp_extension as cpp_extension
+
+    default_extensions = getattr(cpp_extension, "get_default_build_root", lambda: "")()
+    for variable, where in (
+        ("TORCH_EXTENSIONS_DIR", os.environ.get("TORCH_EXTENSIONS_DIR") or default_extensions),
+        ("TORCHINDUCTOR_CACHE_DIR", os.environ.get("TORCHINDUCTOR_CACHE_DIR", "")),
+        ("TRITON_CACHE_DIR", os.environ.get("TRITON_CACHE_DIR", "")),
+    ):
+        if where and not _can_write(where):
+            os.environ[variable] = os.path.join(scratch, "cache", variable.lower())
+
+
+def _can_write(path: str) -> bool:
+    """Whether ``path`` can be created or written: its nearest existing folder is writable."""
+    path = os.path.abspath(path)
+    while not os.path.exists(path) and os.path.dirname(path) != path:
+        path = os.path.dirname(path)
+    return os.access(path, os.W_OK)
+
+
+def _fresh_random_state() -> None:
+    """The random generators seeded afresh, as a new interpreter seeds them: a fork inherits the warm
+    parent's, and every analysis would draw the same "random" numbers."""
+    import random
+
+    import torch
+
+    random.seed()
+    torch.seed()
+    numpy = sys.modules.get("numpy")
+    if numpy is not None:
+        numpy.random.seed()
 
 
 def run(
@@ -245,12 +284,14 @@ def run(
         os.chdir(scratch)
         os.environ["TMPDIR"] = scratch
         tempfile.tempdir = scratch
+        _writable_caches(scratch)
         workspace = request.workspace or os.path.dirname(request.path)
         # Processes the analysed code starts import from the workspace, as the analysis does.
         os.environ["PYTHONPATH"] = os.pathsep.join(
             dict.fromkeys([workspace, *filter(None, os.environ.get("PYTHONPATH", "").split(os.pathsep))])
         )
         limits.apply(request.settings)
+        _fresh_random_state()
         from .analyse import run as analyse
 
         analyse(request, emit, offline, startup)

@@ -79,9 +79,33 @@ class BreakEvent(Event):
     target: int = 0
     compile_id: str = ""
     direct: bool = True  # in the target's own frame (or a resume function of it), not a re-entered callee
-    skipped: bool = False  # Dynamo gave up on the whole frame
+    skipped: bool = False  # Dynamo gave up on the frame it was translating
+    logged: bool = True  # Dynamo logged it as a graph break (not only as a frame it could not translate)
+    reason: str = ""  # what Dynamo said it did about it ("Skipping the function and falling back to eager")
     messages: Tuple[Message, ...] = ()  # the root cause first, then any break raised while handling it
     chain: Tuple[Frame, ...] = ()
+
+
+@dataclass(frozen=True)
+class FrameEvent(Event):
+    """Dynamo's own record (its compilation metrics) of one translation of a target's frame."""
+
+    KIND: ClassVar[str] = "frame"
+    target: int = 0
+    compile_id: str = ""
+    frame: str = ""  # the function, as the user wrote it
+    own: bool = True  # the target's own code or a resume function of it, not a callee's
+    resumes_at: Optional[int] = None  # for a resume function: the line it resumes after
+    guarded: bool = True  # Dynamo produced code for the frame; False: the frame runs eagerly
+    failure: str = ""  # the first line of Dynamo's reason, when it gave up
+
+
+@dataclass(frozen=True)
+class NoteEvent(Event):
+    """Something the user should know about the analysis itself (a hook of gbls's that failed)."""
+
+    KIND: ClassVar[str] = "note"
+    text: str = ""
 
 
 @dataclass(frozen=True)
@@ -157,6 +181,8 @@ KINDS: Dict[str, Type[Event]] = {
         CallEvent,
         GraphEvent,
         BreakEvent,
+        FrameEvent,
+        NoteEvent,
         VerdictEvent,
         StaticEvent,
         FailureEvent,

@@ -5,19 +5,27 @@ inline chain), again when the eager call re-enters each callee as a frame of its
 resume functions, and again after a restart of the analysis or a recompile. Events carry the
 chain already prefixed with the eager call chain, so identical chains are one root cause; a
 chain that is a suffix of a longer one (a re-entered callee whose caller could not be seen) is
-merged into the longer one. ``count`` is the number of compilations of the function itself that
-hit the break; re-entries only count when nothing else saw it.
+merged into the longer one, and so is a chain that differs from another only by wrapper frames
+between the same split and the same cause. ``count`` is the number of compilations of the
+function itself that hit the break; re-entries only count when nothing else saw it.
+
+Whether a break splits the function's graph or makes Dynamo give up on the function's frame is
+read from Dynamo's own record of the frames it translated for the break's compilations
+(``FrameEvent``): a frame of the function itself that got no code runs eagerly (all of it, or
+the rest after a resume point). When Dynamo gave up while handling a break (a reconstruction
+failure), that second break is the reason for the first one's effect, not a root cause of its own.
 """
 
 from __future__ import annotations
 
-from typing import Dict, Iterable, List, Set, Tuple
+from typing import Dict, Iterable, List, Optional, Set, Tuple
 
 from .events import (
     BreakEvent,
     CallEvent,
     DiscardEvent,
     Event,
+    FrameEvent,
     GraphEvent,
     ReachEvent,
     StaticEvent,
@@ -35,7 +43,8 @@ class _Group:
         self.target = event.target
         self.messages = event.messages
         self.chain = event.chain
-        self.skipped = False
+        self.skipped = False  # Dynamo gave up on the target's own frame while handling it
+        self.reason = ""  # what Dynamo's log said it then did
         self.direct: Set[str] = set()
         self.reentries: Set[str] = set()
 
@@ -44,13 +53,31 @@ class _Group:
         return self.messages[0].gb_type
 
     def add(self, event: BreakEvent) -> None:
-        self.skipped = self.skipped or event.skipped
+        if event.direct:
+            self.skipped = self.skipped or event.skipped
+            self.reason = self.reason or (event.reason if event.skipped else "")
         (self.direct if event.direct else self.reentries).add(event.compile_id)
 
     def absorb(self, other: "_Group") -> None:
         self.skipped = self.skipped or other.skipped
+        self.reason = self.reason or other.reason
         self.direct |= other.direct
         self.reentries |= other.reentries
+
+    @property
+    def compiles(self) -> Set[str]:
+        return self.direct | self.reentries
+
+    def wraps(self, other: "_Group") -> bool:
+        """Whether ``other`` is this break reached through fewer wrapper frames between the same ends."""
+        if (self.target, self.gb_type) != (other.target, other.gb_type) or len(other.chain) >= len(
+            self.chain
+        ):
+            return False
+        if (self.chain[0], self.chain[-1]) != (other.chain[0], other.chain[-1]):
+            return False
+        frames = iter(self.chain)
+        return all(frame in frames for frame in other.chain)
 
 
 def live_events(events: Iterable[Event]) -> List[Event]:
@@ -73,8 +100,10 @@ def merge(
     }
     names = {number: target.qualname for number, target in targets.items()}
     functions = _functions(events, targets)
+    frames = [e for e in events if isinstance(e, FrameEvent) and e.target in targets]
     breaks = _breaks(
         [e for e in events if isinstance(e, BreakEvent) and e.target in targets and e.chain and e.messages],
+        frames,
         names,
     )
     graphs = tuple(
@@ -134,9 +163,11 @@ def _functions(events: List[Event], targets: Dict[int, TargetEvent]) -> Tuple[Fu
     return tuple(functions)
 
 
-def _breaks(events: List[BreakEvent], names: Dict[int, str]) -> Tuple[Break, ...]:
+def _breaks(events: List[BreakEvent], frames: List[FrameEvent], names: Dict[int, str]) -> Tuple[Break, ...]:
     groups: Dict[GroupKey, _Group] = {}
     for event in events:
+        if not (event.logged or event.direct):
+            continue  # a callee's frame Dynamo declined (a generator run eagerly): not a graph break
         key = (event.target, event.messages[0].gb_type, event.chain)
         group = groups.get(key)
         if group is None:
@@ -155,14 +186,27 @@ def _breaks(events: List[BreakEvent], names: Dict[int, str]) -> Tuple[Break, ...
         kept.append(group)
         for start in range(1, len(group.chain)):
             by_suffix.setdefault((group.target, group.gb_type, group.chain[start:]), group)
+    kept = _without_wrappers(kept)
+
+    outcomes = {(frame.target, frame.compile_id): frame for frame in frames if frame.own}
+    effects = {id(group): _effect(group, outcomes) for group in kept}
+    reasons: Dict[int, str] = {}
+    for group in list(kept):
+        cause = _caused_by(group, kept, effects)
+        if cause is not None:  # Dynamo gave up while handling ``cause``: this is why, not a break of its own
+            kept.remove(group)
+            reasons[id(cause)] = f"{group.gb_type}: {group.messages[0].explanation}"
 
     breaks = []
     for group in kept:
         root = group.messages[0]
-        eager_reason = ""
-        if group.skipped and len(group.messages) > 1:
+        effect, eager_from = effects[id(group)]
+        eager_reason = reasons.get(id(group), "")
+        if effect == EAGER and not eager_reason and len(group.messages) > 1:
             outer = group.messages[-1]
             eager_reason = f"{outer.gb_type}: {outer.explanation}"
+        if effect == EAGER and not eager_reason:
+            eager_reason = group.reason
         breaks.append(
             Break(
                 function=names[group.target],
@@ -174,9 +218,56 @@ def _breaks(events: List[BreakEvent], names: Dict[int, str]) -> Tuple[Break, ...
                 context=root.context,
                 chain=group.chain,
                 count=len(group.direct) or len(group.reentries) or 1,
-                effect=EAGER if group.skipped else SPLIT,
+                effect=effect,
                 eager_reason=eager_reason,
+                eager_from=eager_from,
             )
         )
     breaks.sort(key=lambda b: (b.function, b.chain[0].line, b.chain[0].column or 0, b.gb_type))
     return tuple(breaks)
+
+
+def _without_wrappers(groups: List[_Group]) -> List[_Group]:
+    """Each break reached through extra wrapper frames merged into the one with the most frames."""
+    kept: List[_Group] = []
+    for group in sorted(groups, key=lambda g: -len(g.chain)):
+        wider = next((other for other in kept if other.wraps(group)), None)
+        if wider is not None:
+            wider.absorb(group)
+        else:
+            kept.append(group)
+    return kept
+
+
+def _effect(group: _Group, outcomes: Dict[Tuple[int, str], FrameEvent]) -> Tuple[str, Optional[int]]:
+    """What Dynamo did to the target's own frame in the compilations that hit the break."""
+    recorded = [
+        outcomes[(group.target, compile_id)]
+        for compile_id in group.direct
+        if (group.target, compile_id) in outcomes
+    ]
+    if not recorded:  # no record of those frames (a frame refused before translation): the break says
+        return (EAGER, None) if group.skipped else (SPLIT, None)
+    eager = [frame for frame in recorded if not frame.guarded]
+    if not eager:
+        return SPLIT, None
+    if any(frame.resumes_at is None for frame in eager):
+        return EAGER, None
+    return EAGER, min(frame.resumes_at for frame in eager if frame.resumes_at is not None)
+
+
+def _caused_by(
+    group: _Group, groups: List[_Group], effects: Dict[int, Tuple[str, Optional[int]]]
+) -> Optional[_Group]:
+    """The break Dynamo was handling when it gave up with ``group``'s, at the same place and compile."""
+    if not group.skipped or effects[id(group)][0] != EAGER:
+        return None
+    for other in groups:
+        if (
+            other is not group
+            and not other.skipped
+            and (other.target, other.chain) == (group.target, group.chain)
+            and other.direct & group.direct
+        ):
+            return other
+    return None

@@ -17,7 +17,7 @@ import typing
 from dataclasses import dataclass, field
 from typing import Any, Dict, Optional, Tuple, Type, TypeVar, Union
 
-PROTOCOL_VERSION = 2
+PROTOCOL_VERSION = 3
 
 # Result.status values
 OK = "ok"
@@ -73,6 +73,9 @@ class Break:
     effect: str = SPLIT
     # For EAGER breaks: the break Dynamo raised when it gave up on the frame (e.g. "graph break in loop").
     eager_reason: str = ""
+    # For EAGER breaks in a resume function: the line after which the function runs eagerly (else the
+    # whole function does).
+    eager_from: Optional[int] = None
 
 
 @dataclass(frozen=True)
@@ -171,6 +174,7 @@ class Result:
     output: str = ""
     torch: str = ""
     seconds: float = 0.0
+    notes: Tuple[str, ...] = ()  # about the analysis itself: what gbls could not capture, and why
 
 
 T = TypeVar("T")
