@@ -1,10 +1,10 @@
 """The server's side of the worker: start it warm, send requests, cancel them, survive its death.
 
 Every call is a coroutine; nothing here blocks the event loop. Every request has a deadline of
-its own (the analysis's timeout plus a margin): a worker that gives no answer by then (stopped,
-or its pipe garbled by the analysed code) is killed. If the worker process dies (the analyses
-run in its children, so this is rare), a request that was the only one running gets an error
-result naming what happened; requests that were running beside others cannot tell which one
+its own (the analysis's timeout plus a margin): a worker that gives no answer by then, and has
+gone quiet (stopped; a working one says it is alive every second), is killed. If the worker
+process dies (the analyses run in its children, so this is rare), a request that was the only
+one running gets an error result naming what happened; requests that were running beside others cannot tell which one
 killed it, so each runs again, alone, on a fresh worker.
 """
 
@@ -32,6 +32,11 @@ START_TIMEOUT = 180.0  # import torch on a cold disk can take a while
 # Seconds past an analysis's own timeout before the worker counts as hung: the worker kills a
 # timed-out child within about 2 s, and then merges and sends what it saw.
 DEADLINE_MARGIN = 8.0
+# Past the deadline, a worker heard from within this many seconds is still at work (a loaded
+# machine, a big result): it gets this long again, up to ALIVE_LIMIT seconds in all past the
+# deadline. A stopped worker has been silent far longer by the deadline: it is killed right then.
+QUIET = 10.0
+ALIVE_LIMIT = 120.0
 LINE_LIMIT = 96 * 1024 * 1024  # a result is bounded well below (events, breaks and output are)
 MARKER = "GBLS_WORKER"  # in the environment of the worker and of everything the analyses start
 SWEEP_ROUNDS = 250  # kill-and-look rounds, 20 ms apart: an orphaned fork bomb takes a while
@@ -64,6 +69,7 @@ class Worker:
         self._stderr: deque[str] = deque(maxlen=40)
         self._marker = ""
         self._hung: dict[int, str] = {}  # why gbls killed a worker itself, by its pid
+        self._heard = 0.0  # when the worker last said anything (event loop time)
         self._lock = asyncio.Lock()
         # A request run again after a crowded death runs alone: no other request starts meanwhile.
         self._alone = asyncio.Lock()
@@ -137,11 +143,7 @@ class Worker:
         try:
             process.stdin.write((protocol.encode("analyse", request=request) + "\n").encode())
             await process.stdin.drain()
-            try:
-                result = await asyncio.wait_for(asyncio.shield(pending.future), deadline)
-            except asyncio.TimeoutError:
-                result = await self._hang(process, pending, deadline)
-            return result, pending.crowded
+            return await self._answer(process, pending, deadline), pending.crowded
         except asyncio.CancelledError:
             await self.cancel(request.id)
             raise
@@ -151,12 +153,25 @@ class Worker:
         finally:
             self._pending.pop(request.id, None)
 
-    async def _hang(self, process: asyncio.subprocess.Process, pending: _Pending, deadline: float) -> Result:
-        """No answer in time: kill the worker, and say so for this request."""
+    async def _answer(
+        self, process: asyncio.subprocess.Process, pending: _Pending, deadline: float
+    ) -> Result:
+        """The result by the deadline, or later from a worker still at work; else kill the worker."""
+        loop = asyncio.get_running_loop()
+        limit = loop.time() + deadline
+        last = limit + ALIVE_LIMIT
+        while True:
+            try:
+                return await asyncio.wait_for(asyncio.shield(pending.future), max(limit - loop.time(), 0))
+            except asyncio.TimeoutError:
+                now = loop.time()
+                if now - self._heard >= QUIET or now >= last:
+                    break
+                limit = now + QUIET
         if not pending.future.done() and self._process is process:
             self._hung[process.pid] = (
-                f"stopped answering (no result {deadline:g} s after the analysis began: was it stopped, "
-                "e.g. with SIGSTOP, or its pipe garbled?) and was killed"
+                f"stopped answering (no result {deadline:g} s after the analysis began, and silent: was it "
+                "stopped, e.g. with SIGSTOP, or its pipe garbled?) and was killed"
             )
             await self.stop()
         return await asyncio.shield(pending.future)
@@ -202,6 +217,8 @@ class Worker:
             except ProtocolError as error:
                 log.warning("gbls worker sent an unreadable line: %s", error)
                 continue
+            if self._process is process:
+                self._heard = asyncio.get_running_loop().time()
             kind = message["type"]
             if kind == "ready":
                 info = WorkerInfo(

@@ -34,6 +34,7 @@ KILL_GRACE = 0.5  # seconds between asking a timed-out child where it is and SIG
 WATCH_INTERVAL = 0.25  # seconds between process counts
 PIPE_GRACE = 1.0  # seconds to wait for a dead child's pipes to reach end of file
 SWEEP_ROUNDS = 200  # kill-and-look rounds, 10 ms apart, until no stray process is left
+HEARTBEAT = 1.0  # seconds between "alive" lines while analyses run: the server tells busy from hung
 
 
 class Zygote:
@@ -48,6 +49,7 @@ class Zygote:
         os.dup2(2, 1)  # a stray print from an import must never corrupt the protocol
         self.next_watch = 0.0
         self.strays_left = False  # a sweep gave up on escaped processes: look again, children or not
+        self.next_beat = 0.0
 
     def send(self, line: str) -> None:
         data = (line + "\n").encode()
@@ -71,6 +73,9 @@ class Zygote:
             self._reap()
             self._enforce()
             self._finish()
+            if self.children and time.monotonic() >= self.next_beat:
+                self.next_beat = time.monotonic() + HEARTBEAT
+                self.send(protocol.encode("alive"))
 
     def _read_requests(self) -> bool:
         data = os.read(0, 1 << 16)
