@@ -30,6 +30,9 @@ class BreakReport:
     span: Span  # where the analysed file's graph splits
     chain: tuple[Location, ...]  # the cause's chain on exact spans: chain[0] splits, chain[-1] is the cause
     reason: str  # the root cause as written, shortened: "print", "x.sum().item", "x.sum() > 0"
+    # Where the analysed file called the compiled code, when its chain never enters the file (a
+    # library model compiled here): the break sits on the compile call, this says who ran it.
+    called_at: Location | None = None
 
     @property
     def function(self) -> str:
@@ -147,6 +150,7 @@ class FileReport:
     output: str
     torch: str
     seconds: float
+    stopped: Span | None = None  # where gbls stopped the program once it repeated itself
 
     def find(self, key: BreakKey) -> BreakReport | None:
         return next((brk for brk in self.breaks if brk.key == key), None)

@@ -79,6 +79,13 @@ def _related(brk: BreakReport, lines_of: LinesOf) -> list[lsp.DiagnosticRelatedI
                 location=_location(location.path, location.span, lines_of), message=text
             )
         )
+    if brk.called_at is not None:
+        related.append(
+            lsp.DiagnosticRelatedInformation(
+                location=_location(brk.called_at.path, brk.called_at.span, lines_of),
+                message=f"{brk.function} called here",
+            )
+        )
     return related
 
 

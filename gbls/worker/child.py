@@ -11,7 +11,7 @@ import traceback
 from typing import List, Optional
 
 from . import endings, events, limits, processes
-from .events import DoneEvent, Event, FailureEvent
+from .events import DoneEvent, Event, FailureEvent, StoppedEvent
 from .protocol import CANCELLED, ERROR, OK, TIMEOUT, Failure, ProtocolError, Request, Result
 
 TAIL_BYTES = 16 * 1024
@@ -124,6 +124,7 @@ class Child:
             output=self.output.text(),
             torch=torch_version,
             seconds=round(time.monotonic() - self.started, 3),
+            stopped_line=next((e.line or 0 for e in self.events if isinstance(e, StoppedEvent)), 0),
         )
 
 

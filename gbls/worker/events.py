@@ -79,6 +79,7 @@ class BreakEvent(Event):
     skipped: bool = False  # Dynamo gave up on the whole frame
     messages: Tuple[Message, ...] = ()  # the root cause first, then any break raised while handling it
     chain: Tuple[Frame, ...] = ()
+    called_at: Optional[Frame] = None  # the analysed file's innermost frame on the eager stack
 
 
 @dataclass(frozen=True)
@@ -141,6 +142,14 @@ class ExitEvent(Event):
 
 
 @dataclass(frozen=True)
+class StoppedEvent(Event):
+    """gbls stopped the program once it repeated itself, at this line of the analysed file."""
+
+    KIND: ClassVar[str] = "stopped"
+    line: Optional[int] = None
+
+
+@dataclass(frozen=True)
 class ForkEvent(Event):
     KIND: ClassVar[str] = "fork"
     line: Optional[int] = None
@@ -162,6 +171,7 @@ KINDS: Dict[str, Type[Event]] = {
         StuckEvent,
         ExitEvent,
         ForkEvent,
+        StoppedEvent,
     )
 }
 

@@ -35,6 +35,7 @@ class _Group:
         self.target = event.target
         self.messages = event.messages
         self.chain = event.chain
+        self.called_at = event.called_at
         self.skipped = False
         self.direct: Set[str] = set()
         self.reentries: Set[str] = set()
@@ -48,6 +49,7 @@ class _Group:
         (self.direct if event.direct else self.reentries).add(event.compile_id)
 
     def absorb(self, other: "_Group") -> None:
+        self.called_at = self.called_at or other.called_at
         self.skipped = self.skipped or other.skipped
         self.direct |= other.direct
         self.reentries |= other.reentries
@@ -72,7 +74,7 @@ def merge(
         and not event.reused  # the server keeps its last results
     }
     names = {number: target.qualname for number, target in targets.items()}
-    functions = _functions(events, targets)
+    functions = _functions(events, targets, path)
     breaks = _breaks(
         [e for e in events if isinstance(e, BreakEvent) and e.target in targets and e.chain and e.messages],
         names,
@@ -85,7 +87,7 @@ def merge(
     return functions, breaks, graphs
 
 
-def _functions(events: List[Event], targets: Dict[int, TargetEvent]) -> Tuple[Function, ...]:
+def _functions(events: List[Event], targets: Dict[int, TargetEvent], path: str) -> Tuple[Function, ...]:
     calls: Dict[int, CallEvent] = {}
     verdicts: Dict[int, VerdictEvent] = {}
     reached: Dict[int, List[Code]] = {}
@@ -129,6 +131,7 @@ def _functions(events: List[Event], targets: Dict[int, TargetEvent]) -> Tuple[Fu
                 fullgraph=target.fullgraph,
                 reached=tuple(reached.get(number, ())),
                 site=target.site,
+                call_line=target.call_line if target.call_path == path else 0,
             )
         )
     return tuple(functions)
@@ -176,6 +179,7 @@ def _breaks(events: List[BreakEvent], names: Dict[int, str]) -> Tuple[Break, ...
                 count=len(group.direct) or len(group.reentries) or 1,
                 effect=EAGER if group.skipped else SPLIT,
                 eager_reason=eager_reason,
+                called_at=group.called_at,
             )
         )
     breaks.sort(key=lambda b: (b.function, b.chain[0].line, b.chain[0].column or 0, b.gb_type))

@@ -73,6 +73,8 @@ class Break:
     effect: str = SPLIT
     # For EAGER breaks: the break Dynamo raised when it gave up on the frame (e.g. "graph break in loop").
     eager_reason: str = ""
+    # Where the analysed file called the compiled code, when the chain never enters the file.
+    called_at: Optional[Frame] = None
 
 
 @dataclass(frozen=True)
@@ -112,6 +114,8 @@ class Function:
     reached: Tuple[Code, ...] = ()
     # The ``StaticTarget.id`` of the compile site it is, or "" when the source shows none.
     site: str = ""
+    # The analysed file's line where torch.compile ran for it (0: elsewhere), for code outside the file.
+    call_line: int = 0
 
 
 @dataclass(frozen=True)
@@ -136,7 +140,9 @@ class StaticTarget:
     kind: str  # function | method | module
     line: int
     first_line: int
-    in_main_block: bool = False
+    in_main_block: bool = False  # runs only when the file runs as a script
+    end_line: int = 0  # the compile call's last line
+    scope: str = ""  # the function whose body holds the compile call; "" at module level
 
 
 @dataclass(frozen=True)
@@ -171,6 +177,8 @@ class Result:
     output: str = ""
     torch: str = ""
     seconds: float = 0.0
+    # The analysed file's line where gbls stopped the program once it repeated itself (0: it ran to its end).
+    stopped_line: int = 0
 
 
 T = TypeVar("T")
