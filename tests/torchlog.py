@@ -1,9 +1,10 @@
 """torch's own graph-break log, as the oracle the engine's results are checked against.
 
 Runs fixture files in a fresh interpreter with ``TORCH_LOGS=graph_breaks`` and every
-``torch.compile`` on the eager backend, and parses each logged break: its compile id, gb_type and
-GB id, and the user traceback with the caret columns torch printed. All the files of a folder run
-in one interpreter (``torch._dynamo.reset()`` between them) so that torch is imported once.
+``torch.compile`` on the eager backend, each as ``python file.py`` runs it (``__main__``), and
+parses each logged break: its compile id, gb_type and GB id, and the user traceback with the caret
+columns torch printed. All the files of a folder run in one interpreter (``torch._dynamo.reset()``
+between them) so that torch is imported once.
 """
 
 from __future__ import annotations
@@ -32,7 +33,7 @@ for path in sys.argv[1:]:
     print(MARKER + path, file=sys.stderr, flush=True)
     sys.path.insert(0, os.path.dirname(path))
     try:
-        exec(compile(open(path).read(), path, "exec"), {"__name__": "fixture", "__file__": path})
+        exec(compile(open(path).read(), path, "exec"), {"__name__": "__main__", "__file__": path})
     except BaseException:
         pass
 """
@@ -70,7 +71,8 @@ def logged_breaks(path: Path) -> list[LoggedBreak]:
 
 
 def _run(paths: list[Path]) -> dict[Path, list[LoggedBreak]]:
-    environment = dict(os.environ, TORCH_LOGS="graph_breaks")
+    # Nothing may download at run time: the Hugging Face fixtures build their models from configs.
+    environment = dict(os.environ, TORCH_LOGS="graph_breaks", HF_HUB_OFFLINE="1")
     completed = subprocess.run(
         [sys.executable, "-c", f"MARKER = {MARKER!r}\n" + RUNNER, *map(str, paths)],
         capture_output=True,

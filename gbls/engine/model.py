@@ -13,6 +13,10 @@ from dataclasses import dataclass
 from ..worker.protocol import EAGER, Break, Code, Function, Graph
 from .ranges import Span
 
+STOPPED = (
+    "gbls stopped the program here once it repeated itself: its compiled calls had nothing new to translate"
+)
+
 # What identifies a break across publications, for code actions on a diagnostic.
 BreakKey = tuple[str, str, int, int]
 

@@ -12,7 +12,7 @@ from typing import Any
 from lsprotocol import types as lsp
 from pygls import uris
 
-from ..engine.model import BreakReport, FileReport
+from ..engine.model import STOPPED, BreakReport, FileReport
 from ..engine.ranges import Span, char_to_utf16, line_text
 from ..worker.protocol import EAGER
 
@@ -134,6 +134,16 @@ def file_diagnostics(
                 source=SOURCE,
                 code=f"analysis-{report.failure_kind}",
                 data={"kind": "failure", "failure": report.failure_kind},
+            )
+        )
+    if report.stopped is not None:
+        found.append(
+            lsp.Diagnostic(
+                range=to_range(report.stopped, lines),
+                message=STOPPED,
+                severity=lsp.DiagnosticSeverity.Hint,
+                source=SOURCE,
+                data={"kind": "stopped"},
             )
         )
     return found

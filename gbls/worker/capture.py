@@ -46,6 +46,7 @@ RawFrame = Tuple[str, str, int, Optional[int], Optional[int]]
 
 TORCH_DIR = os.path.dirname(torch.__file__) + os.sep
 WORKER_DIR = os.path.dirname(os.path.abspath(__file__)) + os.sep
+DYNAMO_DIR = os.path.dirname(torch._dynamo.__file__) + os.sep
 STDLIB_DIR = sysconfig.get_paths()["stdlib"] + os.sep
 
 RESUME_PREFIX = "torch_dynamo_resume_in_"
@@ -219,10 +220,12 @@ class Capture:
         signal.setitimer(signal.ITIMER_REAL, STOP_RETRY)
 
     def _stop_here(self, signum: int, frame: Optional[types.FrameType]) -> None:
-        """Raise ``ProgramStopped`` in the program's own code, never inside torch or a translation."""
+        """Raise ``ProgramStopped`` where the program is, as Ctrl-C would, but never inside Dynamo
+        (a translation, or the compiled call's own bookkeeping) nor in gbls."""
         if not self.stopping:
             return
-        if self.translations or frame is None or not is_user_file(frame.f_code.co_filename):
+        where = frame.f_code.co_filename if frame is not None else DYNAMO_DIR
+        if self.translations or where.startswith((DYNAMO_DIR, WORKER_DIR)):
             signal.setitimer(signal.ITIMER_REAL, STOP_RETRY)
             return
         self.stopping = False
@@ -785,15 +788,16 @@ def _arguments(frame: Any, own: Optional[types.CodeType]) -> List[Tuple[str, Any
         index += 1
     if code.co_flags & inspect.CO_VARKEYWORDS:
         varkw = code.co_varnames[index]
-    found = [(name, f_locals[name]) for name in names if name != "self" and name in f_locals]
+    found = [(name, f_locals[name]) for name in names if name in f_locals]
     positional = f_locals.get(varargs, ()) if varargs else ()
     if type(positional) is tuple and positional:
-        # ``wrapper(self, *args)``: the positions are the user's parameters after the named ones.
+        # ``wrapper(*args)`` entered first: the positions are the user's own parameters (``self``
+        # first, for a bound method), after those the wrapper names itself.
         wanted = list(own.co_varnames[: own.co_argcount]) if own is not None and own is not code else []
-        wanted = [name for name in wanted if name != "self"][len(found) :]
+        wanted = wanted[code.co_argcount :]
         for number, value in enumerate(positional):
             found.append((wanted[number] if number < len(wanted) else f"{varargs}[{number}]", value))
     keywords = f_locals.get(varkw, {}) if varkw else {}
     if type(keywords) is dict:
         found += [(str(name), value) for name, value in keywords.items()]
-    return found
+    return [(name, value) for name, value in found if name != "self"]

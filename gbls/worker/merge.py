@@ -6,7 +6,7 @@ resume functions, and again after a restart of the analysis or a recompile. Even
 chain already prefixed with the eager call chain, so identical chains are one root cause; a
 chain that is a suffix of a longer one (a re-entered callee whose caller could not be seen) is
 merged into the longer one. ``count`` is the number of compilations of the function itself that
-hit the break; re-entries only count when nothing else saw it.
+hit the break; when only re-entered callees saw it, those of the outermost one.
 """
 
 from __future__ import annotations
@@ -47,6 +47,20 @@ class _Group:
     def add(self, event: BreakEvent) -> None:
         self.skipped = self.skipped or event.skipped
         (self.direct if event.direct else self.reentries).add(event.compile_id)
+
+    @property
+    def count(self) -> int:
+        """Compilations of the function itself that hit it; else of the first frame that did.
+
+        A break deep in a library is hit again in every callee Dynamo re-enters on the way down
+        (the model's ``forward``, then the helper it called, then the helper's helper): one root
+        cause, counted once per compilation of the outermost frame that reached it, as torch logs it.
+        """
+        if self.direct:
+            return len(self.direct)
+        frames = {compile_id.split("/")[0] for compile_id in self.reentries}
+        first = min(frames, key=lambda frame: int(frame) if frame.isdigit() else 0, default="")
+        return len({c for c in self.reentries if c.split("/")[0] == first}) or 1
 
     def absorb(self, other: "_Group") -> None:
         self.called_at = self.called_at or other.called_at
@@ -176,7 +190,7 @@ def _breaks(events: List[BreakEvent], names: Dict[int, str]) -> Tuple[Break, ...
                 hints=root.hints,
                 context=root.context,
                 chain=group.chain,
-                count=len(group.direct) or len(group.reentries) or 1,
+                count=group.count,
                 effect=EAGER if group.skipped else SPLIT,
                 eager_reason=eager_reason,
                 called_at=group.called_at,

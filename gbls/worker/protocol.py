@@ -149,7 +149,7 @@ class StaticTarget:
 class Settings:
     timeout: float = 20.0
     memory_mb: int = 4096
-    run_main: bool = False
+    run_main: bool = True
     max_processes: int = 64
     max_output: int = 64 * 1024
 
