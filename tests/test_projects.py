@@ -125,7 +125,7 @@ async def test_a_library_model_that_breaks_inside_itself(analyse_file: Analyse) 
     # In the editor: the chain into the library, and where the file called the model.
     lines = fixture.read_text().splitlines()
     for diagnostic in file_diagnostics(report, fixture.read_text(), "warning", lambda path: lines):
-        if diagnostic.code and diagnostic.code.startswith("GB"):
+        if isinstance(diagnostic.code, str) and diagnostic.code.startswith("GB"):
             related = diagnostic.related_information or []
             assert related[-1].message == "Wav2Vec2ForCTC called here"
             assert related[-1].location.range.start.line == 20  # 0-based: line 21
