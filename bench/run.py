@@ -188,8 +188,14 @@ class Floor:
         self.process.wait()
 
 
+def gbls_command() -> str:
+    """The gbls of this interpreter's environment, not whichever comes first on PATH."""
+    beside = Path(sys.executable).parent / "gbls"
+    return str(beside) if beside.exists() else shutil.which("gbls") or "gbls"
+
+
 def check_cold(path: Path, runs: int) -> dict[str, Any]:
-    gbls = shutil.which("gbls") or "gbls"
+    gbls = gbls_command()
     times, breaks = [], None
     for _ in range(runs):
         seconds, stdout = wall([gbls, "check", "--format", "json", str(path)])
@@ -444,7 +450,7 @@ def real_projects(runs: int, log: Path) -> dict[str, Any]:
     no-op backend), and the editor's first diagnostics after didOpen (all files open in one server)."""
     from gbls.engine.discovery import find_compiled
 
-    gbls = shutil.which("gbls") or "gbls"
+    gbls = gbls_command()
     paths = sorted(PROJECTS.glob("*.py"))
     found: dict[str, Any] = {}
     for path in paths:
