@@ -11,7 +11,7 @@ import traceback
 from typing import List, Optional
 
 from . import endings, events, limits, processes
-from .events import DoneEvent, Event, FailureEvent, NoteEvent
+from .events import DoneEvent, Event, FailureEvent, NoteEvent, StoppedEvent
 from .protocol import CANCELLED, ERROR, OK, TIMEOUT, Failure, ProtocolError, Request, Result
 
 TAIL_BYTES = 16 * 1024
@@ -125,6 +125,7 @@ class Child:
             torch=torch_version,
             seconds=round(time.monotonic() - self.started, 3),
             notes=tuple(dict.fromkeys(event.text for event in self.events if isinstance(event, NoteEvent))),
+            stopped_line=next((e.line or 0 for e in self.events if isinstance(e, StoppedEvent)), 0),
         )
 
 
