@@ -1,6 +1,6 @@
 """gbls benchmark: gbls against what users run today, side by side on the same files, in one run.
 
-    python bench/run.py [--quick] [--out bench/results/latest.json] [--sizes 1,10,50]
+    python bench/run.py [--quick] [--out bench/results/latest.json] [--sizes 1,10,50] [--projects]
 
 Measures, on files with 1, 10 and 50 compiled functions (bench/generate.py):
   1. ``TORCH_LOGS=graph_breaks python file.py`` (default inductor backend; cold and warm caches)
@@ -14,6 +14,8 @@ Measures, on files with 1, 10 and 50 compiled functions (bench/generate.py):
   6. re-analysis after a one-line edit (code, comment, blank line): didChange → publishDiagnostics
   7. hover latency while an analysis runs, full or after an edit (p50, p99)
   8. server and worker RSS
+  9. real projects (tests/fixtures/projects: transformers and diffusers code): discovery, ``gbls
+     check`` against the bare translation (fresh ``python FILE``, no-op backend), didOpen → diagnostics
 and, to see where the time goes, gbls's own pieces timed from this process (jedi discovery,
 worker round trip, report building) and the worker's child taken apart (bench/torch_side.py).
 
@@ -49,6 +51,7 @@ from lsp import LspClient, Message, diagnostics_for, rss_kib, worker_pid
 
 BENCH = Path(__file__).parent
 ROOT = BENCH.parent
+PROJECTS = ROOT / "tests" / "fixtures" / "projects"  # files that compile transformers and diffusers code
 TORCH_SIDE = BENCH / "torch_side.py"
 DEBOUNCE_MS = 1  # gbls ignores 0 (settings accept only positive numbers); 1 ms is the smallest
 
@@ -185,8 +188,14 @@ class Floor:
         self.process.wait()
 
 
+def gbls_command() -> str:
+    """The gbls of this interpreter's environment, not whichever comes first on PATH."""
+    beside = Path(sys.executable).parent / "gbls"
+    return str(beside) if beside.exists() else shutil.which("gbls") or "gbls"
+
+
 def check_cold(path: Path, runs: int) -> dict[str, Any]:
-    gbls = shutil.which("gbls") or "gbls"
+    gbls = gbls_command()
     times, breaks = [], None
     for _ in range(runs):
         seconds, stdout = wall([gbls, "check", "--format", "json", str(path)])
@@ -433,6 +442,50 @@ def language_server(paths: list[Path], plan: Plan, log: Path) -> dict[str, Any]:
         session.close()
         floor.close()
     return results
+
+
+def real_projects(runs: int, log: Path) -> dict[str, Any]:
+    """Files in the style of real projects (Hugging Face models, a diffusers scheduler, a training
+    script): discovery, ``gbls check`` against the bare translation (a fresh ``python FILE`` with a
+    no-op backend), and the editor's first diagnostics after didOpen (all files open in one server)."""
+    from gbls.engine.discovery import find_compiled
+
+    gbls = gbls_command()
+    paths = sorted(PROJECTS.glob("*.py"))
+    found: dict[str, Any] = {}
+    for path in paths:
+        say(f"real projects: {path.name}")
+        source = path.read_text()
+        discovery = []
+        for _ in range(20):
+            start = time.perf_counter()
+            find_compiled(source, str(path))
+            discovery.append(time.perf_counter() - start)
+        bare = [wall([sys.executable, str(TORCH_SIDE), "bare", str(path)])[0] for _ in range(runs)]
+        check = [wall([gbls, "check", "--format", "json", str(path)])[0] for _ in range(runs)]
+        found[path.name] = {"discovery": discovery, "bare": bare, "check": check}
+    session = Session(PROJECTS, log, NEVER_MS)
+    try:
+        for path in paths:
+            say(f"real projects, LSP: open {path.name}")
+            found[path.name]["first_diagnostics"], _ = session.open(path)
+    finally:
+        session.close()
+    return found
+
+
+def projects_table(found: dict[str, Any]) -> str:
+    lines = [
+        f"{'real projects (medians)':<26}{'discovery':>11}{'bare':>9}{'check':>9}{'check/bare':>12}"
+        f"{'didOpen→diagnostics':>21}"
+    ]
+    for name, row in found.items():
+        bare, check = median(row["bare"]) or 0.0, median(row["check"]) or 0.0
+        lines.append(
+            f"{name:<26}{(median(row['discovery']) or 0) * 1000:>9.2f}ms{bare:>8.1f}s{check:>8.1f}s"
+            f"{check / bare if bare else 0:>11.2f}x{row['first_diagnostics']:>20.1f}s"
+        )
+    return "\n".join(lines)
 
 
 # -- gbls's pieces, timed from here ----------------------------------------------------------------
@@ -796,6 +849,8 @@ def report(data: dict[str, Any], rows: dict[str, dict[str, float | None]], names
             "",
             memory_line(data["memory"]),
             "",
+            projects_table(data["projects"]),
+            "",
             "targets (issue 7):",
             target_lines(data["targets"]),
             "",
@@ -821,7 +876,15 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--quick", action="store_true", help="fewer repeats, no cold TORCH_LOGS, no profile")
     parser.add_argument("--out", type=Path, default=BENCH / "results" / "latest.json")
     parser.add_argument("--sizes", help="numbers of compiled functions (default 1,10,50; --quick: 1,10)")
+    parser.add_argument("--projects", action="store_true", help="only the real-projects row")
     arguments = parser.parse_args(argv)
+    if arguments.projects:
+        arguments.out.parent.mkdir(parents=True, exist_ok=True)
+        found = real_projects(1 if arguments.quick else 3, arguments.out.with_suffix(".projects.log"))
+        meta = {"date": datetime.datetime.now().isoformat(timespec="seconds"), "load": os.getloadavg()}
+        arguments.out.write_text(json.dumps({"meta": meta, "projects": found}, indent=1) + "\n")
+        print(projects_table(found))
+        return 0
     plan = Plan.make(arguments.quick)
     sizes = tuple(int(s) for s in arguments.sizes.split(",")) if arguments.sizes else generate.SIZES
     if arguments.quick and not arguments.sizes:
@@ -857,6 +920,7 @@ def main(argv: list[str] | None = None) -> int:
         shutil.rmtree(caches, ignore_errors=True)
     log = arguments.out.with_suffix(".server.log")
     data["lsp"] = language_server(paths, plan, log)
+    data["projects"] = real_projects(plan.check_runs, arguments.out.with_suffix(".projects.log"))
     say("gbls's pieces: discovery, worker round trip, report")
     data["pieces"] = asyncio.run(pieces(paths, plan.pieces_runs))
     data["phases"] = {}

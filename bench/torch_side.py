@@ -4,8 +4,10 @@
     python bench/torch_side.py phases FILE RUNS      where a gbls analysis's time goes, from a warm parent
     python bench/torch_side.py floor-server          the warm-translator floor (no-op backend, no fork),
                                                      one run per line ``PATH PROFILE`` on stdin
+    python bench/torch_side.py bare FILE             the bare translation: ``python FILE`` in a fresh
+                                                     process, torch.compile on a no-op backend
 
-The first two print one JSON object on the last line of stdout. The module's own prints go to /dev/null.
+The others print one JSON object on the last line of stdout. The module's own prints go to /dev/null.
 """
 
 from __future__ import annotations
@@ -118,6 +120,17 @@ def explain(path: str) -> dict[str, Any]:
             graphs += output.graph_count
             breaks += output.graph_break_count
     return {"functions": len(module_calls(source)), "graphs": graphs, "breaks": breaks}
+
+
+def bare(path: str) -> dict[str, Any]:
+    """Baseline for real projects: ``python FILE`` (``__main__``, its imports included), every
+    ``torch.compile`` on a no-op backend: Dynamo translates, nothing is compiled."""
+    start = time.perf_counter()
+    with quiet(), compile_replaced(noop_backend):
+        module = types.ModuleType("__main__")
+        module.__file__ = path
+        exec(compile(open(path).read(), path, "exec", dont_inherit=True), module.__dict__)
+    return {"seconds_in_process": time.perf_counter() - start}
 
 
 def floor_server() -> None:
@@ -410,6 +423,8 @@ def main() -> None:
     path = os.path.abspath(sys.argv[2])
     if command == "explain":
         result = explain(path)
+    elif command == "bare":
+        result = bare(path)
     elif command == "phases":
         result = phases(path, int(sys.argv[3]))
     else:

@@ -1,7 +1,8 @@
 """The ``gbls`` command: ``gbls check PATH…`` for CI and ``gbls serve`` for editors.
 
 Exit codes of ``check``, as ruff's: 0 no graph break, 1 graph breaks found (with ``--diff``: a
-fix would change a file), 2 a file could not be analysed or gbls itself failed.
+fix would change a file), 2 a file or a compile site in it could not be analysed, or gbls itself
+failed.
 """
 
 from __future__ import annotations
@@ -156,8 +157,8 @@ async def check(
         sys.stdout.write(output.github(reports))
     else:
         sys.stdout.write(output.text(reports, fixes))
-    if any(report.status != "ok" for report in reports):
-        return 2
+    if any(report.status != "ok" for report in reports) or output.unanalysed(reports):
+        return 2  # CI never stays green on code gbls did not run
     return 1 if any(report.breaks for report in reports) else 0
 
 
@@ -174,7 +175,12 @@ def _parser() -> argparse.ArgumentParser:
     check_parser.add_argument("--format", choices=("text", "json", "sarif", "github"), default="text")
     check_parser.add_argument("--timeout", type=float, default=Settings.timeout, help="seconds per file")
     check_parser.add_argument("--memory-mb", type=int, default=Settings.memory_mb, help="memory per analysis")
-    check_parser.add_argument("--run-main", action="store_true", help="also run the `__main__` block")
+    check_parser.add_argument(
+        "--run-main",
+        action=argparse.BooleanOptionalAction,
+        default=Settings.run_main,
+        help="run the `__main__` block, as `python file.py` does (default: on)",
+    )
     check_parser.add_argument("--sandbox", choices=SANDBOX_MODES, default="auto")
     fixing = check_parser.add_mutually_exclusive_group()
     fixing.add_argument("--fix", action="store_true", help="apply the safe fixes, then report what is left")

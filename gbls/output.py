@@ -11,7 +11,7 @@ from typing import Any
 
 from . import __version__
 from .engine.fixes.edits import Fix
-from .engine.model import BreakKey, BreakReport, FileReport, Location
+from .engine.model import STOPPED, BreakKey, BreakReport, FileReport, Location
 from .engine.ranges import Span
 
 # Each break's fix, if it has one, by (analysed file, break key).
@@ -34,6 +34,11 @@ def _status(report: FileReport) -> str:
     return report.status if report.status in ("ok", "timeout") else "error"
 
 
+def unanalysed(reports: list[FileReport]) -> int:
+    """Compile sites gbls did not run: none of them may pass for clean."""
+    return sum(1 for report in reports for function in report.functions if not function.analysed)
+
+
 def text(reports: list[FileReport], fixes: Fixes) -> str:
     """ruff's shape: ``path:line:col: CODE [*] message``, ``[*]`` where ``--fix`` would fix it."""
     lines: list[str] = []
@@ -54,12 +59,17 @@ def text(reports: list[FileReport], fixes: Fixes) -> str:
                 )
         if report.message and report.failure_span is not None:
             lines.append(f"{path}:{_where(report.failure_span)}: error: {report.message}")
+        if report.stopped is not None:
+            lines.append(f"{path}:{_where(report.stopped)}: note: {STOPPED}")
     breaks = sum(len(r.breaks) for r in reports)
     failed = sum(1 for r in reports if _status(r) != "ok")
     files = len(reports)
     summary = f"Found {breaks} graph break{'s' * (breaks != 1)} in {files} file{'s' * (files != 1)}"
     if failed:
         summary += f" ({failed} could not be fully analysed)"
+    missed = unanalysed(reports)
+    if missed:
+        summary += f"; {missed} compiled function{'s' * (missed != 1)} not analysed"
     lines.append(summary + ".")
     if fixable:
         lines.append(f"[*] {fixable} fixable with `gbls check --fix`.")
@@ -136,6 +146,7 @@ def to_json(reports: list[FileReport], torch_version: str, fixes: Fixes) -> str:
                     if report.message and report.failure_span is not None
                     else None
                 ),
+                "stopped_line": report.stopped.line if report.stopped is not None else None,
                 "functions": [
                     {
                         "name": f.name,

@@ -110,3 +110,34 @@ def test_events_cross_the_pipe_and_come_back_checked() -> None:
     for line in (b"not json", b'{"event": "nonsense"}', b"[1, 2]", b'{"event": "break", "messages": 7}'):
         with pytest.raises(ProtocolError):
             events.decode(line)
+
+
+class Loud:
+    """A user object whose repr and len raise: describing an input must never call them."""
+
+    def __repr__(self) -> str:
+        raise RuntimeError("repr called")
+
+    def __len__(self) -> int:
+        raise RuntimeError("len called")
+
+
+class LoudInt(int):
+    def __repr__(self) -> str:
+        raise RuntimeError("repr called")
+
+
+def test_inputs_are_described_without_running_the_programs_code() -> None:
+    import torch
+
+    from gbls.worker.capture import describe_value
+
+    batch = {"input_ids": torch.zeros(2, 8, dtype=torch.long), "mask": None, "sizes": [1, 2.5, "a"]}
+    assert describe_value(batch) == "{'input_ids': i64[2, 8], 'mask': None, 'sizes': [1, 2.5, 'a']}"
+    assert describe_value((torch.randn(3),)) == "(f32[3],)"
+    assert describe_value(list(range(6))) == "[0, 1, 2, 3, … 2 more]"
+    assert (describe_value(Loud()), describe_value(LoudInt(3)), describe_value([Loud()])) == (
+        "Loud",
+        "LoudInt",
+        "[Loud]",
+    )

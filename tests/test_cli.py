@@ -18,10 +18,10 @@ ENGINE = FIXTURES / "engine"
 Runs = dict[str, subprocess.CompletedProcess[str]]
 
 
-def gbls(*arguments: str) -> subprocess.Popen[str]:
+def gbls(*arguments: str, cwd: Path = ROOT) -> subprocess.Popen[str]:
     return subprocess.Popen(
         [sys.executable, "-m", "gbls", "check", *arguments],
-        cwd=ROOT,
+        cwd=cwd,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
@@ -38,6 +38,8 @@ def runs() -> dict[str, subprocess.CompletedProcess[str]]:
         "github": gbls("--format", "github", "--python", sys.executable, str(ENGINE / "print_body.py")),
         "clean": gbls(str(ENGINE / "clean.py")),
         "broken": gbls(str(ENGINE / "syntax_error.py"), str(ENGINE / "missing_file.py")),
+        "not run": gbls("--no-run-main", str(ENGINE / "main_decorated.py")),
+        "from /tmp": gbls(str(ROOT / "examples" / "demo.py"), cwd=Path("/tmp")),
     }
     finished = {}
     for name, process in started.items():
@@ -132,6 +134,24 @@ def test_exit_codes(runs: Runs) -> None:
     assert broken.returncode == 2
     assert "syntax_error.py:5:13: error: SyntaxError: expected ':'" in broken.stdout
     assert "missing_file.py" in broken.stdout and "No such file" in broken.stdout
+
+
+def test_a_compile_site_not_analysed_fails_ci_and_names_the_remedy(runs: Runs) -> None:
+    result = runs["not run"]
+    assert result.returncode == 2, result.stderr
+    lines = result.stdout.splitlines()
+    assert lines[0].startswith("tests/fixtures/engine/main_decorated.py:5:5: not analysed: project: ")
+    assert "turn on the runMain setting (`gbls check --run-main`)" in lines[0]
+    assert lines[-1] == "Found 0 graph breaks in 1 file; 1 compiled function not analysed."
+
+
+def test_gbls_runs_from_tmp(runs: Runs) -> None:
+    """bwrap's private /tmp is where every temporary file goes: /tmp itself must not cover it."""
+    result = runs["from /tmp"]
+    assert result.returncode == 1, result.stderr
+    assert result.stdout.splitlines()[-3] == (
+        f"{ROOT}/examples/demo.py:39:16: GB0036 [*] Dynamic shape operator (torch.nonzero) [in Head]"
+    )
 
 
 def test_folders_are_walked_for_files_that_compile(tmp_path: Path) -> None:

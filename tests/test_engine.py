@@ -10,9 +10,10 @@ from pathlib import Path
 import pytest
 import torch
 
-from gbls.engine.model import BreakReport, FileReport
+from gbls.engine.model import BreakReport, FileReport, Location
 from gbls.engine.report import build, checked
 from gbls.engine.sources import read_source
+from gbls.settings import Settings
 from gbls.worker.protocol import EAGER, OK, SPLIT, Break, Frame, Function, Result
 
 from .conftest import FIXTURES, Analyse
@@ -38,14 +39,11 @@ def assert_agrees_with_torch(report: FileReport, fixture: Path) -> None:
         at_root = [e for e in logged if root_of(e) == (root.path, root.span.line) and brk.gb_id in e.gb_ids]
         assert at_root, f"{brk.gb_id} at {root.path}:{root.span.line} is not in torch's log"
         # Above the compiled function the log shows the module's call site and nn.Module's call
-        # machinery: neither is part of the chain, nor are torch's frames below it (a polyfill).
-        stacks = [(entry, user_frames(entry.stack)) for entry in at_root if not entry.suppressed]
-        split = brk.chain[0]
-        full = [
-            (entry, stack)
-            for entry, stack in stacks
-            if stack and (stack[0].function, stack[0].line) == (split.function, split.span.line)
+        # machinery, nor are its eager callers (``main()``) or torch's frames below it (a polyfill).
+        stacks = [
+            (entry, from_compiled(brk, user_frames(entry.stack))) for entry in at_root if not entry.suppressed
         ]
+        full = [(entry, stack) for entry, stack in stacks if stack]
         if not full:
             # torch prints a stack once per place; a second compiled function reaching the same
             # helper gets "user stack suppressed": its chain is asserted by the test itself.
@@ -56,10 +54,11 @@ def assert_agrees_with_torch(report: FileReport, fixture: Path) -> None:
         assert printed(brk.cause.explanation) == printed(first.explanations[0])
         ours = [printed(hint) for hint in brk.cause.hints]
         assert ours == [printed(hint) for hint in first.hints[: len(ours)]] and (ours or not first.hints)
+        chain = as_torch_prints(brk.chain)
         assert [(f.path, f.function, f.line) for f in stack] == [
-            (loc.path, loc.function, loc.span.line) for loc in brk.chain
+            (loc.path, loc.function, loc.span.line) for loc in chain
         ]
-        for frame, location in zip(stack, brk.chain, strict=True):
+        for frame, location in zip(stack, chain, strict=True):
             span = location.span
             if frame.carets is not None:
                 start, end = stripped_columns(Path(location.path), span.line, span.column, span.end_column)
@@ -93,6 +92,28 @@ def root_of(entry: LoggedBreak) -> tuple[str, int]:
         return entry.at
     users = [frame for frame in entry.stack if not frame.path.startswith(TORCH_DIR)]
     return (users[-1].path, users[-1].line) if users else entry.at
+
+
+def from_compiled(brk: BreakReport, stack: list[LoggedFrame]) -> list[LoggedFrame]:
+    """The logged stack from where the compiled function's graph splits down: its eager callers
+    (``main()``) are not part of the chain."""
+    first = brk.chain[0]
+    for index, frame in enumerate(stack):
+        if (frame.path, frame.function, frame.line) == (first.path, first.function, first.span.line):
+            return stack[index:]
+    return []
+
+
+def as_torch_prints(chain: tuple[Location, ...]) -> list[Location]:
+    """The chain as torch's log prints it: it folds consecutive frames of one name into the last (meant
+    for resume functions, it also folds two different ``wrapper``s of a library's decorators)."""
+    folded: list[Location] = []
+    for location in chain:
+        if folded and folded[-1].function == location.function:
+            folded[-1] = location
+        else:
+            folded.append(location)
+    return folded
 
 
 def printed(text: str) -> str:
@@ -364,7 +385,7 @@ async def test_each_analysis_sees_a_fresh_sibling_module(analyse_file: Analyse, 
 
 async def test_targets_compiled_where_nothing_runs_them_are_analysed_anyway(analyse_file: Analyse) -> None:
     fixture = ENGINE / "main_block.py"
-    report = await analyse_file(fixture)
+    report = await analyse_file(fixture, settings=Settings(run_main=False))
     tower, step = report.functions
     assert (tower.qualname, tower.kind, tower.analysed, tower.target.input_source, tower.target.inputs) == (
         "Tower",
@@ -385,14 +406,31 @@ async def test_targets_compiled_where_nothing_runs_them_are_analysed_anyway(anal
     )
 
 
-async def test_run_main_runs_the_main_block(analyse_file: Analyse) -> None:
-    from gbls.settings import Settings
-
-    report = await analyse_file(ENGINE / "main_block.py", settings=Settings(run_main=True))
+async def test_the_main_block_runs_by_default(analyse_file: Analyse) -> None:
+    fixture = ENGINE / "main_block.py"
+    report = await analyse_file(fixture)
     assert [(f.qualname, f.target.input_source, f.target.inputs) for f in report.functions] == [
         ("Tower", "module", "x: f32[4, 16]"),
         ("step", "module", "x: f32[5]"),
     ]
+    assert [(b.function, b.gb_id) for b in report.breaks] == [("Tower", "GB0170"), ("step", "GB0059")]
+    assert_agrees_with_torch(report, fixture)
+
+
+async def test_without_run_main_the_remedy_is_named(analyse_file: Analyse) -> None:
+    """A function only main() calls, whose shapes no synthesized input fits: never "clean"."""
+    fixture = ENGINE / "main_decorated.py"
+    off = await analyse_file(fixture, settings=Settings(run_main=False))
+    (project,) = off.functions
+    assert not project.analysed and off.breaks == ()
+    assert "no synthesized input worked" in project.reason
+    assert "turn on the runMain setting (`gbls check --run-main`)" in project.reason
+    assert "# gbls: example(...)" in project.reason
+    on = await analyse_file(fixture)
+    (project,) = on.functions
+    assert (project.analysed, project.target.inputs) == (True, "x: f32[4, 5]")
+    assert [(b.function, b.gb_id, b.span.line) for b in on.breaks] == [("project", "GB0059", 7)]
+    assert_agrees_with_torch(on, fixture)
 
 
 async def test_columns_count_characters_not_bytes(analyse_file: Analyse) -> None:

@@ -77,6 +77,11 @@ def shifted_break(brk: BreakReport, path: str, maps: dict[str, Lines]) -> BreakR
             dataclasses.replace(location, span=_span(location.span, maps.get(location.path, {})))
             for location in brk.chain
         ),
+        called_at=(
+            dataclasses.replace(brk.called_at, span=_span(brk.called_at.span, maps.get(path, {})))
+            if brk.called_at is not None
+            else None
+        ),
     )
 
 
@@ -109,6 +114,7 @@ def shifted(report: FileReport, lines: Lines) -> FileReport:
         suppressed=tuple(shifted_break(b, report.path, maps) for b in report.suppressed),
         functions=tuple(shifted_function(f, report.path, maps) for f in report.functions),
         failure_span=_maybe(report.failure_span, lines),
+        stopped=_maybe(report.stopped, lines),
     )
 
 

@@ -13,6 +13,10 @@ from dataclasses import dataclass
 from ..worker.protocol import EAGER, Break, Code, Function, Graph
 from .ranges import Span
 
+STOPPED = (
+    "gbls stopped the program here once it repeated itself: its compiled calls had nothing new to translate"
+)
+
 # What identifies a break across publications, for code actions on a diagnostic.
 BreakKey = tuple[str, str, int, int]
 
@@ -30,6 +34,9 @@ class BreakReport:
     span: Span  # where the analysed file's graph splits
     chain: tuple[Location, ...]  # the cause's chain on exact spans: chain[0] splits, chain[-1] is the cause
     reason: str  # the root cause as written, shortened: "print", "x.sum().item", "x.sum() > 0"
+    # Where the analysed file called the compiled code, when its chain never enters the file (a
+    # library model compiled here): the break sits on the compile call, this says who ran it.
+    called_at: Location | None = None
 
     @property
     def function(self) -> str:
@@ -157,6 +164,7 @@ class FileReport:
     torch: str
     seconds: float
     notes: tuple[str, ...] = ()  # about the analysis itself: what gbls could not capture, and why
+    stopped: Span | None = None  # where gbls stopped the program once it repeated itself
 
     def find(self, key: BreakKey) -> BreakReport | None:
         return next((brk for brk in self.breaks if brk.key == key), None)

@@ -72,6 +72,8 @@ def _function_problem(function: Function, path: str, lines: list[str]) -> str:
         return f"a function is said to start at line {function.line}"
     if function.path == path and function.line > len(lines):
         return f"a function is said to start at line {function.line}, outside {os.path.basename(path)}"
+    if not 0 <= function.call_line <= len(lines):  # where the analysed file compiled it
+        return f"a function is said to be compiled at line {function.call_line} of {os.path.basename(path)}"
     return ""
 
 
@@ -146,6 +148,7 @@ def build(
     failure_span = None
     if failure is not None:
         failure_span = _failure_span(source, failure.line or 1, failure.column, failure.kind == "syntax")
+    stopped = _failure_span(source, result.stopped_line, None, False) if result.stopped_line else None
     return FileReport(
         path=path,
         status=result.status,
@@ -159,6 +162,7 @@ def build(
         torch=result.torch,
         seconds=result.seconds,
         notes=result.notes,
+        stopped=stopped,
     )
 
 
@@ -192,16 +196,30 @@ def _break_report(
     site = sites.get(function.site) if function else None
     whole_function = len(brk.chain) == 1 and brk.chain[0].column is None
     reason = short_reason(text(chain[-1].path) or "", chain[-1].span) if chain else ""
+    called_at = None
     if in_file and not (whole_function and site is not None):
         span = in_file[0].span
     else:
-        # Dynamo refused the whole function before its first instruction: point at its name.
+        # The code is not in this file (a library model compiled here), or Dynamo refused the whole
+        # function before its first instruction: the break sits on the compile site.
         anchor = (
             (site.name_span if site.decorator_span else site.call_span or site.name_span) if site else None
         )
-        span = char_span(text(path) or "", anchor) if anchor else Span(1, 0, 1, 0)
-        reason = ""
-    return BreakReport(cause=brk, span=span, chain=chain, reason=reason)
+        span = char_span(text(path) or "", anchor) if anchor else _call_line_span(path, text, functions, brk)
+        if whole_function:
+            reason = ""
+        if brk.called_at is not None and brk.called_at.path == path:
+            called_at = _location(brk.called_at, text)
+    return BreakReport(cause=brk, span=span, chain=chain, reason=reason, called_at=called_at)
+
+
+def _call_line_span(path: str, text: TextOf, functions: tuple[Function, ...], brk: Break) -> Span:
+    """The line of this file where the broken function was compiled, if the source showed no site."""
+    function = next((f for f in functions if f.qualname == brk.function), None)
+    line = function.call_line if function is not None and function.path != path else 0
+    if not line:
+        return Span(1, 0, 1, 0)
+    return _failure_span(text(path) or "", line, None, False)
 
 
 def short_reason(source: str, span: Span) -> str:
@@ -278,11 +296,11 @@ def _function_report(
         decorator = char_span(source, site.decorator_span) if site.decorator_span else None
         call = char_span(source, site.call_span) if site.call_span else None
         line = site.line
-    else:
-        text = line_text(split_lines(source), function.line)
+    else:  # no compile site in the source: the function's own line, or where it was compiled here
+        line = function.line if os.path.abspath(function.path or path) == path else function.call_line or 1
+        text = line_text(split_lines(source), line)
         start = len(text) - len(text.lstrip())
-        span = Span(function.line, start, function.line, len(text))
-        line = function.line
+        span = Span(line, start, line, len(text))
     return FunctionReport(
         target=function,
         path=os.path.abspath(function.path or path),

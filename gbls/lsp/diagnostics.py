@@ -12,7 +12,7 @@ from typing import Any
 from lsprotocol import types as lsp
 from pygls import uris
 
-from ..engine.model import BreakReport, FileReport
+from ..engine.model import STOPPED, BreakReport, FileReport
 from ..engine.ranges import Span, char_to_utf16, line_text
 from ..worker.lines import split_lines
 
@@ -79,6 +79,13 @@ def _related(brk: BreakReport, lines_of: LinesOf) -> list[lsp.DiagnosticRelatedI
                 location=_location(location.path, location.span, lines_of), message=text
             )
         )
+    if brk.called_at is not None:
+        related.append(
+            lsp.DiagnosticRelatedInformation(
+                location=_location(brk.called_at.path, brk.called_at.span, lines_of),
+                message=f"{brk.function} called here",
+            )
+        )
     return related
 
 
@@ -127,6 +134,16 @@ def file_diagnostics(
                 source=SOURCE,
                 code=f"analysis-{report.failure_kind}",
                 data={"kind": "failure", "failure": report.failure_kind},
+            )
+        )
+    if report.stopped is not None:
+        found.append(
+            lsp.Diagnostic(
+                range=to_range(report.stopped, lines),
+                message=STOPPED,
+                severity=lsp.DiagnosticSeverity.Hint,
+                source=SOURCE,
+                data={"kind": "stopped"},
             )
         )
     return found

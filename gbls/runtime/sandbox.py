@@ -123,8 +123,11 @@ def _bwrap_arguments(folders: list[str], support: Bwrap) -> list[str]:
         "--tmpfs", "/run",
         "--remount-ro", "/run",
     ]  # fmt: skip
-    for folder in folders:  # a workspace under /tmp must still be seen through the private /tmp
-        arguments += ["--ro-bind-try", folder, folder]
+    for folder in folders:
+        # A workspace under /tmp must still be seen through the private /tmp; /tmp itself (gbls run
+        # from there) must not cover it, or nothing could write a temporary file.
+        if folder.startswith("/tmp/"):
+            arguments += ["--ro-bind-try", folder, folder]
     return [*arguments, "--chdir", "/"]
 
 

@@ -45,7 +45,10 @@ class Document:
 
 def static_targets(sites: tuple[CompiledSite, ...]) -> tuple[StaticTarget, ...]:
     return tuple(
-        StaticTarget(s.id, s.name, s.qualname, s.kind, s.line, s.first_line, s.in_main_block) for s in sites
+        StaticTarget(
+            s.id, s.name, s.qualname, s.kind, s.line, s.first_line, s.in_main_block, s.end_line, s.scope
+        )
+        for s in sites
     )
 
 
@@ -62,7 +65,7 @@ async def analyse(
     functions whose last results still hold (see ``incremental``), run eagerly and not translated."""
     path = os.path.abspath(path)
     # Discovery parses the file: off the event loop, so that hovers stay instant.
-    sites = await asyncio.to_thread(find_compiled, source, path, settings.interpreter or None)
+    sites = await asyncio.to_thread(find_compiled, source, path)
     request = Request(
         id=worker.new_id(),
         path=path,

@@ -4,8 +4,8 @@ Every call is a coroutine; nothing here blocks the event loop. Every request has
 its own (the analysis's timeout plus a margin): a worker that gives no answer by then, and has
 gone quiet (stopped; a working one says it is alive every second), is killed. If the worker
 process dies (the analyses run in its children, so this is rare), a request that was the only
-one running gets an error result naming what happened; requests that were running beside others cannot tell which one
-killed it, so each runs again, alone, on a fresh worker.
+one running gets an error result naming what happened; requests that were running beside others
+cannot tell which one killed it, so each runs again, alone, on a fresh worker.
 """
 
 from __future__ import annotations

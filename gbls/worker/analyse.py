@@ -30,7 +30,7 @@ import torch._dynamo.eval_frame
 from torch._dynamo.symbolic_convert import InstructionTranslatorBase
 
 from . import inputs
-from .capture import Capture, Emit, Target, base_name
+from .capture import Capture, Emit, ProgramStopped, Target, base_name
 from .child import replaced
 from .comments import example_sources
 from .events import (
@@ -82,22 +82,26 @@ def run(request: Request, emit: Emit, offline: bool, startup: FrozenSet[str] = f
     workspace = os.path.abspath(request.workspace or os.path.dirname(path))
     _fresh_imports([workspace])
     module, roots = _new_module(path, request.settings.run_main, workspace)
+    sys.argv = [path]  # as ``python file.py`` has it: argparse sees no arguments, and its own name
+    capture.stop_when_steady = True
     shadowed = _shadowed(roots, startup, source)
     if shadowed is not None:
         emit(shadowed)
     failure = _encoding_failure(path) or _execute(request, module, offline)
+    capture.stop_no_more()
     if failure is not None:
         emit(failure)
     disabled = disabled or _disabled_by_module(source)
     if disabled:
         emit(disabled)
     lines = split_lines(source)
-    runner = _Runner(capture, attempts, module, path, lines)
+    runner = _Runner(capture, attempts, module, path, lines, request)
     for target in list(capture.targets):
         if path in (target.path, target.call_path) and not target.called and not target.reused:
             runner.run(target)
     for static in request.targets:
-        if static.qualname not in request.reuse and static.id not in {t.site for t in capture.targets}:
+        compiled = {site for t in capture.targets for site in (t.site, *t.aliases)}
+        if static.qualname not in request.reuse and static.id not in compiled:
             runner.run_static(static, stopped=failure is not None)
     if not disabled:
         disabled = _disabled_by_module(source)
@@ -282,6 +286,8 @@ def _execute(request: Request, module: types.ModuleType, offline: bool) -> Optio
         return FailureEvent(kind="syntax", message=f"SyntaxError: {error.msg}", line=line, column=column)
     try:
         exec(code, module.__dict__)
+    except ProgramStopped:  # it repeated itself: what is left shows Dynamo nothing new
+        return None
     except SystemExit as error:
         return _failure(
             "exit", f"the module called sys.exit({error.code!r}) while being imported", error, path
@@ -359,13 +365,28 @@ class _Runner:
     """Calls compiled targets that nothing called, with example or synthesized inputs."""
 
     def __init__(
-        self, capture: Capture, attempts: Attempts, module: types.ModuleType, path: str, lines: List[str]
+        self,
+        capture: Capture,
+        attempts: Attempts,
+        module: types.ModuleType,
+        path: str,
+        lines: List[str],
+        request: Request,
     ) -> None:
         self.capture = capture
         self.attempts = attempts
         self.namespace = module.__dict__
         self.path = path
         self.lines = lines
+        self.run_main = request.settings.run_main
+        self.sites = {static.id: static for static in request.targets}
+
+    def remedy(self, site: Optional[StaticTarget]) -> str:
+        """How the user gets the target run with its real inputs: the ``__main__`` block, or an example."""
+        example = "declare inputs with a `# gbls: example(...)` comment above it"
+        if site is not None and site.in_main_block and not self.run_main:
+            return f"turn on the runMain setting (`gbls check --run-main`), which runs main(), or {example}"
+        return example
 
     def run(self, target: Target) -> None:
         how = self._how_to_call(target)
@@ -384,22 +405,27 @@ class _Runner:
 
         ``stopped``: the module failed before its end.
         """
-        reason = "its torch.compile call did not run while the module was imported"
+        where = f"in {static.scope}()" if static.scope else "at module level"
+        reason = f"its torch.compile call ({where}) did not run during the analysis"
         if stopped:
-            reason = "the module stopped before its torch.compile call ran"
-        elif static.in_main_block:
+            reason = f"the module stopped before its torch.compile call ({where}) ran"
+        elif static.in_main_block and not self.run_main:
             reason = (
-                'its torch.compile call is in the `if __name__ == "__main__":` block '
-                "(turn on gbls's run-main setting to run it)"
+                f'its torch.compile call ({where}) runs only from the `if __name__ == "__main__":` block, '
+                "which the runMain setting is off for"
             )
+        elif static.scope:
+            reason = f"its torch.compile call is in {static.scope}(), which nothing called in the analysis"
         obj = self._resolve(static.name if static.kind == "module" else static.qualname)
-        if static.kind == "module" and isinstance(obj, type) and issubclass(obj, torch.nn.Module):
-            try:
-                obj = obj()
-            except BaseException as error:  # whatever the user's constructor raises is theirs
-                reason += (
-                    f", and {static.name}() cannot be built without arguments ({_describe_error(error)})"
-                )
+        if static.kind == "module":
+            if isinstance(obj, type) and issubclass(obj, torch.nn.Module):
+                try:
+                    obj = obj()
+                except BaseException as error:  # whatever the user's constructor raises is theirs
+                    why = _describe_error(error)
+                    reason += f", and {static.name}() cannot be built without arguments ({why})"
+                    obj = None
+            elif not isinstance(obj, torch.nn.Module):
                 obj = None
         if obj is None or not callable(obj) or static.kind == "method":
             self.attempts.emit_raw(
@@ -409,10 +435,11 @@ class _Runner:
                     path=self.path,
                     line=static.line,
                     kind=static.kind,
-                    reason=reason,
+                    reason=f"{reason}; {self.remedy(static)}",
                 )
             )
             return
+        self.capture.register(obj, fullgraph=False, disabled=False, site=static.id)
         self.capture.compile(obj)
         target = self.capture.target_for(obj)
         if target is not None and not target.called:
@@ -430,6 +457,9 @@ class _Runner:
         if target.kind == "module" and target.module is not None:
             return target.compiled, type(target.module).forward, target.module
         original = inspect_unwrap(target.compiled)
+        if target.kind == "method" and target.instance is not None:  # model.forward, compiled in place
+            module = target.instance if isinstance(target.instance, torch.nn.Module) else None
+            return target.compiled, original, module
         if target.kind == "method":
             owner_name = target.qualname.rsplit(".", 1)[0]
             owner = self._resolve(owner_name)
@@ -488,8 +518,8 @@ class _Runner:
         self, target: Target, callee: Callable[..., Any], signature_of: Any, module: Optional[torch.nn.Module]
     ) -> None:
         self.capture.input_source = "synthesized"
-        last_error = "its signature gives nothing to synthesize inputs from"
-        for (args, kwargs), _ in inputs.synthesized_calls(signature_of, module):
+        tried = []
+        for (args, kwargs), shown in inputs.synthesized_calls(signature_of, module):
             self.attempts.next()
             try:
                 callee(*args, **kwargs)
@@ -497,11 +527,11 @@ class _Runner:
             except BaseException as error:
                 self.attempts.discard()
                 target.forget_attempt()
-                last_error = _describe_error(error)
+                tried.append(f"{shown or 'no arguments'}: {_describe_error(error)}")
+        attempts = "; ".join(tried[-2:]) if tried else "its signature gives nothing to synthesize inputs from"
         self._verdict(
             target,
-            f"no synthesized input worked (last: {last_error}); declare inputs with a "
-            f"`# gbls: example(...)` comment above it",
+            f"no synthesized input worked (tried {attempts}); {self.remedy(self.sites.get(target.site))}",
         )
 
     def _verdict(self, target: Target, reason: str) -> None:

@@ -15,7 +15,7 @@ from collections import deque
 from typing import Deque, FrozenSet, List, Optional, Set, Tuple
 
 from . import endings, events, limits, processes
-from .events import BreakEvent, DoneEvent, Event, FailureEvent, NoteEvent
+from .events import BreakEvent, DoneEvent, Event, FailureEvent, NoteEvent, StoppedEvent
 from .protocol import CANCELLED, ERROR, OK, TIMEOUT, Failure, Frame, ProtocolError, Request, Result
 
 TAIL_BYTES = 16 * 1024
@@ -209,6 +209,7 @@ class Child:
             torch=torch_version,
             seconds=round(time.monotonic() - self.started, 3),
             notes=tuple(dict.fromkeys(event.text for event in self.events if isinstance(event, NoteEvent))),
+            stopped_line=next((e.line or 0 for e in self.events if isinstance(e, StoppedEvent)), 0),
         )
 
 

@@ -44,6 +44,15 @@ class TargetEvent(Event):
 
 
 @dataclass(frozen=True)
+class SiteEvent(Event):
+    """Another compile site compiled what ``target`` already is: it is that target too."""
+
+    KIND: ClassVar[str] = "site"
+    target: int = 0
+    site: str = ""
+
+
+@dataclass(frozen=True)
 class ReachEvent(Event):
     """Dynamo translated or inlined ``code`` (path, first line, name) while running ``target``."""
 
@@ -84,6 +93,7 @@ class BreakEvent(Event):
     reason: str = ""  # what Dynamo said it did about it ("Skipping the function and falling back to eager")
     messages: Tuple[Message, ...] = ()  # the root cause first, then any break raised while handling it
     chain: Tuple[Frame, ...] = ()
+    called_at: Optional[Frame] = None  # the analysed file's innermost frame on the eager stack
 
 
 @dataclass(frozen=True)
@@ -168,6 +178,14 @@ class ExitEvent(Event):
 
 
 @dataclass(frozen=True)
+class StoppedEvent(Event):
+    """gbls stopped the program once it repeated itself, at this line of the analysed file."""
+
+    KIND: ClassVar[str] = "stopped"
+    line: Optional[int] = None
+
+
+@dataclass(frozen=True)
 class ForkEvent(Event):
     KIND: ClassVar[str] = "fork"
     line: Optional[int] = None
@@ -177,6 +195,7 @@ KINDS: Dict[str, Type[Event]] = {
     cls.KIND: cls
     for cls in (
         TargetEvent,
+        SiteEvent,
         ReachEvent,
         CallEvent,
         GraphEvent,
@@ -191,6 +210,7 @@ KINDS: Dict[str, Type[Event]] = {
         StuckEvent,
         ExitEvent,
         ForkEvent,
+        StoppedEvent,
     )
 }
 

@@ -7,7 +7,7 @@ chain already prefixed with the eager call chain, so identical chains are one ro
 chain that is a suffix of a longer one (a re-entered callee whose caller could not be seen) is
 merged into the longer one, and so is a chain that differs from another only by wrapper frames
 between the same split and the same cause. ``count`` is the number of compilations of the
-function itself that hit the break; re-entries only count when nothing else saw it.
+function itself that hit the break; when only re-entered callees saw it, those of the outermost one.
 
 Whether a break splits the function's graph or makes Dynamo give up on the function's frame is
 read from Dynamo's own record of the frames it translated for the break's compilations
@@ -18,6 +18,7 @@ failure), that second break is the reason for the first one's effect, not a root
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Dict, Iterable, List, Optional, Set, Tuple
 
 from .events import (
@@ -28,6 +29,7 @@ from .events import (
     FrameEvent,
     GraphEvent,
     ReachEvent,
+    SiteEvent,
     StaticEvent,
     TargetEvent,
     VerdictEvent,
@@ -43,6 +45,7 @@ class _Group:
         self.target = event.target
         self.messages = event.messages
         self.chain = event.chain
+        self.called_at = event.called_at
         self.skipped = False  # Dynamo gave up on the target's own frame while handling it
         self.reason = ""  # what Dynamo's log said it then did
         self.direct: Set[str] = set()
@@ -58,7 +61,22 @@ class _Group:
             self.reason = self.reason or (event.reason if event.skipped else "")
         (self.direct if event.direct else self.reentries).add(event.compile_id)
 
+    @property
+    def count(self) -> int:
+        """Compilations of the function itself that hit it; else of the first frame that did.
+
+        A break deep in a library is hit again in every callee Dynamo re-enters on the way down
+        (the model's ``forward``, then the helper it called, then the helper's helper): one root
+        cause, counted once per compilation of the outermost frame that reached it, as torch logs it.
+        """
+        if self.direct:
+            return len(self.direct)
+        frames = {compile_id.split("/")[0] for compile_id in self.reentries}
+        first = min(frames, key=lambda frame: int(frame) if frame.isdigit() else 0, default="")
+        return len({c for c in self.reentries if c.split("/")[0] == first}) or 1
+
     def absorb(self, other: "_Group") -> None:
+        self.called_at = self.called_at or other.called_at
         self.skipped = self.skipped or other.skipped
         self.reason = self.reason or other.reason
         self.direct |= other.direct
@@ -99,7 +117,7 @@ def merge(
         and not event.reused  # the server keeps its last results
     }
     names = {number: target.qualname for number, target in targets.items()}
-    functions = _functions(events, targets)
+    functions = _functions(events, targets, path)
     frames = [e for e in events if isinstance(e, FrameEvent) and e.target in targets]
     breaks = _breaks(
         [e for e in events if isinstance(e, BreakEvent) and e.target in targets and e.chain and e.messages],
@@ -114,7 +132,7 @@ def merge(
     return functions, breaks, graphs
 
 
-def _functions(events: List[Event], targets: Dict[int, TargetEvent]) -> Tuple[Function, ...]:
+def _functions(events: List[Event], targets: Dict[int, TargetEvent], path: str) -> Tuple[Function, ...]:
     calls: Dict[int, CallEvent] = {}
     verdicts: Dict[int, VerdictEvent] = {}
     reached: Dict[int, List[Code]] = {}
@@ -138,28 +156,33 @@ def _functions(events: List[Event], targets: Dict[int, TargetEvent]) -> Tuple[Fu
         for event in events
         if isinstance(event, StaticEvent)
     ]
+    aliases: Dict[int, List[str]] = {}
+    for event in events:
+        if isinstance(event, SiteEvent):
+            aliases.setdefault(event.target, []).append(event.site)
     for number, target in targets.items():
         call = calls.get(number)
         verdict = verdicts.get(number)
         reason = verdict.reason if verdict else ""
         if call is None and not reason:
             reason = "torch.compile never ran it during the analysis"
-        functions.append(
-            Function(
-                name=target.name,
-                qualname=target.qualname,
-                path=target.path,
-                line=target.line,
-                kind=target.kind,
-                analysed=call is not None,
-                reason="" if call is not None else reason,
-                inputs=call.inputs if call else "",
-                input_source=call.source if call else "",
-                fullgraph=target.fullgraph,
-                reached=tuple(reached.get(number, ())),
-                site=target.site,
-            )
+        function = Function(
+            name=target.name,
+            qualname=target.qualname,
+            path=target.path,
+            line=target.line,
+            kind=target.kind,
+            analysed=call is not None,
+            reason="" if call is not None else reason,
+            inputs=call.inputs if call else "",
+            input_source=call.source if call else "",
+            fullgraph=target.fullgraph,
+            reached=tuple(reached.get(number, ())),
+            site=target.site,
+            call_line=target.call_line if target.call_path == path else 0,
         )
+        # Every compile site of one compiled function (compiled twice: one code, one cache) is it.
+        functions += [function] + [replace(function, site=site) for site in aliases.get(number, [])]
     return tuple(functions)
 
 
@@ -217,10 +240,11 @@ def _breaks(events: List[BreakEvent], frames: List[FrameEvent], names: Dict[int,
                 hints=root.hints,
                 context=root.context,
                 chain=group.chain,
-                count=len(group.direct) or len(group.reentries) or 1,
+                count=group.count,
                 effect=effect,
                 eager_reason=eager_reason,
                 eager_from=eager_from,
+                called_at=group.called_at,
             )
         )
     breaks.sort(key=lambda b: (b.function, b.chain[0].line, b.chain[0].column or 0, b.gb_type))

@@ -76,6 +76,8 @@ class Break:
     # For EAGER breaks in a resume function: the line after which the function runs eagerly (else the
     # whole function does).
     eager_from: Optional[int] = None
+    # Where the analysed file called the compiled code, when the chain never enters the file.
+    called_at: Optional[Frame] = None
 
 
 @dataclass(frozen=True)
@@ -115,6 +117,8 @@ class Function:
     reached: Tuple[Code, ...] = ()
     # The ``StaticTarget.id`` of the compile site it is, or "" when the source shows none.
     site: str = ""
+    # The analysed file's line where torch.compile ran for it (0: elsewhere), for code outside the file.
+    call_line: int = 0
 
 
 @dataclass(frozen=True)
@@ -139,14 +143,16 @@ class StaticTarget:
     kind: str  # function | method | module
     line: int
     first_line: int
-    in_main_block: bool = False
+    in_main_block: bool = False  # runs only when the file runs as a script
+    end_line: int = 0  # the compile call's last line
+    scope: str = ""  # the function whose body holds the compile call; "" at module level
 
 
 @dataclass(frozen=True)
 class Settings:
     timeout: float = 20.0
     memory_mb: int = 4096
-    run_main: bool = False
+    run_main: bool = True
     max_processes: int = 64
     max_output: int = 64 * 1024
 
@@ -175,6 +181,8 @@ class Result:
     torch: str = ""
     seconds: float = 0.0
     notes: Tuple[str, ...] = ()  # about the analysis itself: what gbls could not capture, and why
+    # The analysed file's line where gbls stopped the program once it repeated itself (0: it ran to its end).
+    stopped_line: int = 0
 
 
 T = TypeVar("T")

@@ -40,16 +40,16 @@ test('the defaults are the server defaults', () => {
         debounceMs: 750,
         severity: 'warning',
         analyseOnChange: true,
-        runMain: false,
+        runMain: true,
         sandbox: 'auto',
     });
 });
 
 test("the user's values are sent as they are", () => {
-    const settings = readSettings(configuration({ severity: 'error', timeout: 5, runMain: true, sandbox: 'off' }));
+    const settings = readSettings(configuration({ severity: 'error', timeout: 5, runMain: false, sandbox: 'off' }));
     assert.equal(settings.severity, 'error');
     assert.equal(settings.timeout, 5);
-    assert.equal(settings.runMain, true);
+    assert.equal(settings.runMain, false);
     assert.equal(settings.sandbox, 'off');
 });
 
