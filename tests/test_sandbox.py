@@ -495,7 +495,8 @@ def test_columns_where_python_and_the_editor_count_them(cli: CliRuns) -> None:
 def test_user_failures_are_reported_as_the_users(cli: CliRuns) -> None:
     entry = cli.runs["bwrap"].faults["keyboard_interrupt.py"]
     (interrupted,) = [f for f in entry["functions"] if not f["analysed"]]
-    assert "no synthesized input worked (last: KeyboardInterrupt)" in interrupted["reason"]
+    reason = interrupted["reason"]
+    assert reason.startswith("no synthesized input worked (") and ": KeyboardInterrupt" in reason
 
 
 @pytest.mark.parametrize("sandbox", ["bwrap", "off"])
