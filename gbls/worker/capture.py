@@ -18,7 +18,15 @@ Where the hooks sit (torch 2.13):
 - ``convert_frame.format_error_msg``: breaks that never reach the above (a compiled generator);
 - ``CatchErrorsWrapper``: every frame Dynamo is asked to translate (which compiled target it
   runs under, and the eager call chain leading to it), and whole-frame skips;
-- a bytecode hook: which Dynamo-generated code belongs to which compiled target.
+- a bytecode hook: which Dynamo-generated code belongs to which compiled target;
+- ``convert_frame.exceeds_recompile_limit`` (before 2.7 ``exceeds_cache_size_limit``): the check
+  Dynamo makes before every compilation, with its compile id, and whether a recompile limit
+  stops it;
+- ``convert_frame.get_and_maybe_log_recompilation_reasons`` (2.6: ``..._reason``): a
+  recompilation, and the check each compiled version failed (``reasons`` reads the text);
+- ``guards.format_user_stack_trace`` (2.12 and later): where in the source each failed check was
+  installed.
+A recompilation hook this torch lacks is said in a note: never a crash.
 """
 
 from __future__ import annotations
@@ -40,8 +48,10 @@ import torch._dynamo
 import torch._dynamo.convert_frame as convert_frame
 import torch._dynamo.eval_frame as eval_frame
 import torch._dynamo.exc as dynamo_exc
+import torch._dynamo.guards as dynamo_guards
 import torch._dynamo.symbolic_convert as symbolic_convert
 
+from . import reasons
 from .events import (
     BreakEvent,
     CallEvent,
@@ -54,7 +64,7 @@ from .events import (
     StoppedEvent,
     TargetEvent,
 )
-from .protocol import Frame, Message, StaticTarget
+from .protocol import Frame, Guard, Message, StaticTarget
 
 Emit = Callable[[Event], None]
 # (path, code name as Dynamo saw it, line, start byte column, end byte column)
@@ -74,6 +84,11 @@ GRAPH_BREAK_SITE = "https://meta-pytorch.github.io/compile-graph-break-site/gb/"
 REPORTED_SKIPS = ("frame is in the Dynamo skipfiles list", "tracing is non-recursively disabled")
 
 FX_CALLS = ("call_function", "call_method", "call_module")
+
+# The hook points of recompilations in convert_frame, newest name first (see the module doc).
+LIMIT_CHECKS = ("exceeds_recompile_limit", "exceeds_cache_size_limit")
+RECOMPILE_REASONS = ("get_and_maybe_log_recompilation_reasons", "get_and_maybe_log_recompilation_reason")
+TORCH_VERSION = torch.__version__.split("+")[0]
 
 # A program is stopped once it repeats itself: a compiled callable entered for at least the third
 # time when nothing was translated since its previous call (see ``Capture.entered``).
@@ -162,6 +177,13 @@ class Translation:
         self.prefix: List[RawFrame] = []
         self.caller: Optional[RawFrame] = None  # the analysed file's innermost frame on the stack
         self.compile_ids: List[str] = []  # of the breaks recorded while Dynamo translated it
+        # What Dynamo decided for this frame, once it checked the recompile limit.
+        self.compile_id = ""
+        self.recompile = False
+        self.guard: Optional[Guard] = None
+        self.limit = ""
+        self.limit_value = 0
+        self.dynamic = False
 
 
 class Capture:
@@ -184,6 +206,9 @@ class Capture:
         self.reaches = True
         self.gb_ids = _load_gb_ids()
         self.original_compile = torch.compile
+        self.guard_stacks: Optional[List[Any]] = None  # user stacks of failed guards, while Dynamo explains
+        self.places_guards = True  # this torch says where a failed guard was installed
+        self.said_unplaced = False
         self.translated = 0  # frames Dynamo was asked to translate so far
         self.entries: Dict[int, Tuple[int, int]] = {}  # compiled callable → (calls, translated then)
         self.stop_when_steady = False
@@ -216,9 +241,48 @@ class Capture:
         self._hook_frame_callback()
         self._hook_inlining()
         self._hook_compiled_calls()
+        self._hook_recompiles()
         convert_frame.register_bytecode_hook(self.bytecode_hook)
         self.last_metric = _newest_metric()
         return self
+
+    def _hook_recompiles(self) -> None:
+        """Every compilation Dynamo decides on, why a recompilation had to happen, and where."""
+        capture = self
+        limit_check = _first_attribute(convert_frame, LIMIT_CHECKS)
+        explain = _first_attribute(convert_frame, RECOMPILE_REASONS)
+        if limit_check is None or explain is None:
+            self.emit(NoteEvent(text=f"torch {TORCH_VERSION}: recompilations are not captured"))
+            return
+        check, reasons_of = getattr(convert_frame, limit_check), getattr(convert_frame, explain)
+
+        def exceeds(cache_size: Any, compile_id: Any, *args: Any, **kwargs: Any) -> Any:
+            decision = check(cache_size, compile_id, *args, **kwargs)
+            capture.guarded("recompile limit", lambda: capture.note_compilation(compile_id, decision))
+            return decision
+
+        def explained(*args: Any, **kwargs: Any) -> Any:
+            capture.guard_stacks = []
+            try:
+                found = reasons_of(*args, **kwargs)
+            finally:
+                stacks, capture.guard_stacks = capture.guard_stacks, None
+            capture.guarded("recompilation", lambda: capture.note_recompilation(found, stacks or []))
+            return found
+
+        setattr(convert_frame, limit_check, exceeds)
+        setattr(convert_frame, explain, explained)
+        formatter = getattr(dynamo_guards, "format_user_stack_trace", None)
+        if formatter is None:  # guards are placed by what they check (an argument, the function)
+            self.places_guards = False
+            return
+
+        def format_user_stack_trace(stack: Any) -> Any:
+            if capture.guard_stacks is not None and stack:
+                capture.guard_stacks.append(stack)
+            return formatter(stack)
+
+        dynamo_guards.format_user_stack_trace = format_user_stack_trace  # type: ignore[assignment]
 
     def _hook_compiled_calls(self) -> None:
         """See every call of compiled code, cache hits included: Dynamo asks for its callback then."""
@@ -514,6 +578,8 @@ class Capture:
     def record_graph(self, gm: torch.fx.GraphModule) -> None:
         translation = self.translations[-1] if self.translations else None
         if translation is not None and translation.target is not None:
+            if translation.recompile and not translation.dynamic:
+                translation.dynamic = _takes_symbolic_sizes(gm)
             lines = _graph_lines(gm, translation.code)
             self.emit(
                 GraphEvent(
@@ -602,30 +668,73 @@ class Capture:
         self.emit(
             FrameEvent(
                 target=target.number,
-                compile_id=compile_id,
+                compile_id=translation.compile_id or compile_id,
                 frame=base_name(code.co_name),
                 own=_runs_own_code(code, target),
                 resumes_at=_resume_line(code.co_name),
                 guarded=_produced_code(result),
                 failure=reason.strip().splitlines()[0] if reason.strip() else "",
+                path=code.co_filename,
+                line=code.co_firstlineno,
+                recompile=translation.recompile,
+                guard=translation.guard,
+                dynamic=translation.dynamic,
+                limit=translation.limit,
+                limit_value=translation.limit_value,
             )
         )
 
-    def record_break(self, exc: Any, skipped: bool, logged: bool, reason: str) -> None:
+    def note_compilation(self, compile_id: Any, decision: Tuple[bool, str]) -> None:
+        """Dynamo is about to compile the current frame, unless a recompile limit stops it."""
         translation = self.translations[-1] if self.translations else None
         if translation is None or translation.target is None:
             return
-        frames = list(translation.prefix)
-        for summary in exc.real_stack or []:
-            frames.append(
-                (
-                    summary.filename,
-                    summary.name,
-                    summary.lineno,
-                    getattr(summary, "colno", None),
-                    getattr(summary, "end_colno", None),
+        translation.compile_id = f"{compile_id.frame_id}/{compile_id.frame_compile_id}"
+        exceeded, limit = decision
+        if exceeded:
+            translation.limit = limit
+            translation.limit_value = int(getattr(torch._dynamo.config, limit, 0))
+
+    def note_recompilation(self, found: List[str], stacks: List[Any]) -> None:
+        """Dynamo compiles the current frame again: the newest version's failed check, and where it is."""
+        translation = self.translations[-1] if self.translations else None
+        if translation is None or translation.target is None:
+            return
+        translation.recompile = True
+        if not found:
+            return
+        guard = reasons.parse(found[0])
+        if stacks and "\nUser stack trace:" in found[0]:
+            frames = list(translation.prefix) + [_raw_frame(summary) for summary in stacks[0]]
+            guard = replace(guard, chain=_collapse(frames))
+        else:
+            guard = replace(guard, chain=self._commented_location(found[0], translation))
+        if not guard.chain and not self.places_guards and not self.said_unplaced:
+            self.said_unplaced = True
+            self.emit(
+                NoteEvent(
+                    text=f"torch {TORCH_VERSION} does not say where a recompilation's guard is installed: "
+                    "gbls shows it on the argument it checks, or on the function"
                 )
             )
+        translation.guard = guard
+
+    def _commented_location(self, reason: str, translation: Translation) -> Tuple[Frame, ...]:
+        """The line a reason's comment names, in a file of the translation whose path ends as it says."""
+        located = reasons.where(reason)
+        target = translation.target
+        if located is None or target is None:
+            return ()
+        ending, line, function = located
+        paths = {translation.code.co_filename, target.path, *(path for path, _, _ in target.reached)}
+        found = sorted(path for path in paths if path.endswith(ending))
+        return (Frame(found[0], base_name(function), line),) if found else ()
+
+    def record_break(self, exc: Any, skipped: bool, logged: bool, reason: str) -> None:
+        translation = self.translations[-1] if self.translations else None
+        if translation is None or translation.target is None or translation.limit:
+            return  # a recompile limit is not a graph break: the frame's record says it
+        frames = list(translation.prefix) + [_raw_frame(summary) for summary in exc.real_stack or []]
         if not frames:
             code = translation.code
             frames.append((code.co_filename, code.co_name, code.co_firstlineno, None, None))
@@ -804,6 +913,34 @@ def _position(frame: types.FrameType) -> RawFrame:
                 column, end_column = position[2], position[3]
                 break
     return (code.co_filename, code.co_name, frame.f_lineno, column, end_column)
+
+
+def _raw_frame(summary: Any) -> RawFrame:
+    """A ``traceback.FrameSummary`` as a raw frame (columns from Python 3.11 on)."""
+    return (
+        summary.filename,
+        summary.name,
+        summary.lineno,
+        getattr(summary, "colno", None),
+        getattr(summary, "end_colno", None),
+    )
+
+
+def _first_attribute(module: Any, names: Tuple[str, ...]) -> Optional[str]:
+    return next((name for name in names if hasattr(module, name)), None)
+
+
+def _takes_symbolic_sizes(gm: torch.fx.GraphModule) -> bool:
+    """Whether a graph's inputs have symbolic sizes or are symbolic numbers (dynamic shapes)."""
+    for node in gm.graph.nodes:
+        if node.op != "placeholder":
+            continue
+        value = node.meta.get("example_value")
+        if isinstance(value, (torch.SymInt, torch.SymFloat)):
+            return True
+        if isinstance(value, torch.Tensor) and any(isinstance(size, torch.SymInt) for size in value.shape):
+            return True
+    return False
 
 
 def _collapse(frames: List[RawFrame]) -> Tuple[Frame, ...]:

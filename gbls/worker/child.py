@@ -157,7 +157,8 @@ class Child:
         self.pending.extend(self.last)
         self.digest(len(self.pending))
         decoded = self.events
-        functions, breaks, graphs = merge(decoded, self.request.path)
+        found = merge(decoded, self.request.path)
+        functions, breaks, graphs = found.functions, found.breaks, found.graphs
         truncated = []
         if self.dropped > len(self.last):
             truncated.append(
@@ -205,6 +206,7 @@ class Child:
             functions=functions,
             breaks=breaks,
             graphs=graphs,
+            recompiles=found.recompiles,
             output=self.output.text(),
             torch=torch_version,
             seconds=round(time.monotonic() - self.started, 3),

@@ -12,7 +12,7 @@ import json
 from dataclasses import dataclass, replace
 from typing import Any, ClassVar, Dict, Optional, Tuple, Type
 
-from .protocol import Frame, Message, ProtocolError, from_dict, to_dict
+from .protocol import Frame, Guard, Message, ProtocolError, from_dict, to_dict
 
 # Taken while the worker starts: the analysed code, which runs in the process that encodes, may replace it.
 _dumps = json.dumps
@@ -108,6 +108,13 @@ class FrameEvent(Event):
     resumes_at: Optional[int] = None  # for a resume function: the line it resumes after
     guarded: bool = True  # Dynamo produced code for the frame; False: the frame runs eagerly
     failure: str = ""  # the first line of Dynamo's reason, when it gave up
+    path: str = ""  # the frame's code: its file and first line
+    line: int = 0
+    recompile: bool = False  # Dynamo compiled it before, and every compiled version refused the call
+    guard: Optional[Guard] = None  # for a recompile, the check the newest compiled version failed
+    dynamic: bool = False  # its graphs take symbolic sizes
+    limit: str = ""  # the recompile limit that stopped its compilation, if one did
+    limit_value: int = 0
 
 
 @dataclass(frozen=True)

@@ -14,11 +14,15 @@ read from Dynamo's own record of the frames it translated for the break's compil
 (``FrameEvent``): a frame of the function itself that got no code runs eagerly (all of it, or
 the rest after a resume point). When Dynamo gave up while handling a break (a reconstruction
 failure), that second break is the reason for the first one's effect, not a root cause of its own.
+
+The same records say which translations were recompilations, each kept as Dynamo decided it, in
+order. One that failed against a compiled version only a discarded input attempt made is gbls's
+doing, not the module's: it counts as the first compilation.
 """
 
 from __future__ import annotations
 
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from typing import Dict, Iterable, List, Optional, Set, Tuple
 
 from .events import (
@@ -34,7 +38,7 @@ from .events import (
     TargetEvent,
     VerdictEvent,
 )
-from .protocol import EAGER, SPLIT, Break, Code, Frame, Function, Graph
+from .protocol import EAGER, SPLIT, Break, Code, Frame, Function, Graph, Recompile
 
 Chain = Tuple[Frame, ...]
 GroupKey = Tuple[int, str, Chain]
@@ -98,17 +102,35 @@ class _Group:
         return all(frame in frames for frame in other.chain)
 
 
+@dataclass(frozen=True)
+class Merged:
+    """What the analysis found, as the result carries it."""
+
+    functions: Tuple[Function, ...]
+    breaks: Tuple[Break, ...]
+    graphs: Tuple[Graph, ...]
+    recompiles: Tuple[Recompile, ...]
+
+
+def discarded_attempts(events: List[Event]) -> Set[int]:
+    return {event.attempt for event in events if isinstance(event, DiscardEvent)}
+
+
 def live_events(events: Iterable[Event]) -> List[Event]:
     """The events minus those of input attempts the analysis discarded."""
     events = list(events)
-    discarded = {event.attempt for event in events if isinstance(event, DiscardEvent)}
+    discarded = discarded_attempts(events)
     return [event for event in events if isinstance(event, DiscardEvent) or event.attempt not in discarded]
 
 
-def merge(
-    events: Iterable[Event], path: str
-) -> Tuple[Tuple[Function, ...], Tuple[Break, ...], Tuple[Graph, ...]]:
-    events = live_events(events)
+def merge(events: Iterable[Event], path: str) -> Merged:
+    every = list(events)
+    discarded = discarded_attempts(every)
+    # Compiled versions that only a discarded attempt made: the module's own calls never saw them.
+    unseen = {
+        e.compile_id for e in every if isinstance(e, FrameEvent) and e.attempt in discarded and e.compile_id
+    }
+    events = live_events(every)
     targets = {
         event.target: event
         for event in events
@@ -117,8 +139,13 @@ def merge(
         and not event.reused  # the server keeps its last results
     }
     names = {number: target.qualname for number, target in targets.items()}
-    functions = _functions(events, targets, path)
     frames = [e for e in events if isinstance(e, FrameEvent) and e.target in targets]
+    compilations = [
+        replace(e, recompile=False, guard=None) if e.guard is not None and e.guard.failed in unseen else e
+        for e in frames
+        if e.compile_id
+    ]
+    functions = _functions(events, targets, path, compilations)
     breaks = _breaks(
         [e for e in events if isinstance(e, BreakEvent) and e.target in targets and e.chain and e.messages],
         frames,
@@ -129,10 +156,34 @@ def merge(
         for event in events
         if isinstance(event, GraphEvent) and event.target in targets
     )
-    return functions, breaks, graphs
+    return Merged(functions, breaks, graphs, _recompiles(compilations, targets))
 
 
-def _functions(events: List[Event], targets: Dict[int, TargetEvent], path: str) -> Tuple[Function, ...]:
+def _recompiles(compilations: List[FrameEvent], targets: Dict[int, TargetEvent]) -> Tuple[Recompile, ...]:
+    """Each recompilation; a frame of the function's own (a resume function too) is the function's code."""
+    found = []
+    for e in compilations:
+        if not e.recompile:
+            continue
+        target = targets[e.target]
+        found.append(
+            Recompile(
+                function=target.qualname,
+                frame=Code(target.path, target.line, e.frame) if e.own else Code(e.path, e.line, e.frame),
+                direct=e.own,
+                compile_id=e.compile_id,
+                guard=e.guard,
+                dynamic=e.dynamic,
+                limit=e.limit,
+                limit_value=e.limit_value,
+            )
+        )
+    return tuple(found)
+
+
+def _functions(
+    events: List[Event], targets: Dict[int, TargetEvent], path: str, compilations: List[FrameEvent]
+) -> Tuple[Function, ...]:
     calls: Dict[int, CallEvent] = {}
     verdicts: Dict[int, VerdictEvent] = {}
     reached: Dict[int, List[Code]] = {}
@@ -160,6 +211,10 @@ def _functions(events: List[Event], targets: Dict[int, TargetEvent], path: str) 
     for event in events:
         if isinstance(event, SiteEvent):
             aliases.setdefault(event.target, []).append(event.site)
+    compiled: Dict[int, int] = {}  # the first compilation, and each recompilation that compiled
+    for event in compilations:
+        if event.own and not event.limit and (event.recompile or event.target not in compiled):
+            compiled[event.target] = compiled.get(event.target, 0) + 1
     for number, target in targets.items():
         call = calls.get(number)
         verdict = verdicts.get(number)
@@ -180,6 +235,7 @@ def _functions(events: List[Event], targets: Dict[int, TargetEvent], path: str) 
             reached=tuple(reached.get(number, ())),
             site=target.site,
             call_line=target.call_line if target.call_path == path else 0,
+            compilations=compiled.get(number, 0),
         )
         # Every compile site of one compiled function (compiled twice: one code, one cache) is it.
         functions += [function] + [replace(function, site=site) for site in aliases.get(number, [])]

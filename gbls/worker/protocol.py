@@ -17,7 +17,7 @@ import typing
 from dataclasses import dataclass, field
 from typing import Any, Dict, Optional, Tuple, Type, TypeVar, Union
 
-PROTOCOL_VERSION = 3
+PROTOCOL_VERSION = 4
 
 # Result.status values
 OK = "ok"
@@ -100,6 +100,37 @@ class Code:
 
 
 @dataclass(frozen=True)
+class Guard:
+    """A check of an earlier compilation that a new call failed, as Dynamo reported it."""
+
+    text: str  # the check, locals and globals by their source names: "mode == 'a'"
+    failed: str  # the compilation whose check it is: "0/0"
+    # value | shape | dtype | requires_grad | tensor | type | identity | length | global_state | other
+    kind: str = "other"
+    subject: str = ""  # what it checks, as the source names it: "mode", "x", "self.scale", "ACT"
+    is_global: bool = False  # the subject is a global of the function's module
+    hint: str = ""  # Dynamo's own advice, when it gives one
+    # Where Dynamo installed it, outermost frame first; empty when this torch does not say.
+    chain: Tuple[Frame, ...] = ()
+
+
+@dataclass(frozen=True)
+class Recompile:
+    """One recompilation: a call that none of a frame's compiled versions accepted."""
+
+    function: str  # the compiled function's qualname
+    frame: Code  # the frame compiled again: the function's own code, or a callee it re-entered
+    direct: bool  # the function's own frame (or one of its resume functions), not a re-entered callee
+    compile_id: str  # the new compilation's: "0/1"
+    guard: Optional[Guard] = None  # the check the newest compiled version failed; None if this torch hides it
+    dynamic: bool = False  # the new compilation traced symbolic shapes or sizes (automatic dynamic)
+    # The recompile limit it ran into instead of compiling ("recompile_limit"; before torch 2.7
+    # "cache_size_limit"), and its value; from then on the frame runs its compiled versions or eagerly.
+    limit: str = ""
+    limit_value: int = 0
+
+
+@dataclass(frozen=True)
 class Function:
     """A compiled function or module of the analysed file, and how it was run."""
 
@@ -117,6 +148,8 @@ class Function:
     reached: Tuple[Code, ...] = ()
     # The ``StaticTarget.id`` of the compile site it is, or "" when the source shows none.
     site: str = ""
+    # How many times Dynamo compiled it: 1, plus one per recompilation of its own frames that compiled.
+    compilations: int = 0
     # The analysed file's line where torch.compile ran for it (0: elsewhere), for code outside the file.
     call_line: int = 0
 
@@ -177,6 +210,7 @@ class Result:
     functions: Tuple[Function, ...] = ()
     breaks: Tuple[Break, ...] = ()
     graphs: Tuple[Graph, ...] = ()
+    recompiles: Tuple[Recompile, ...] = ()
     output: str = ""
     torch: str = ""
     seconds: float = 0.0
