@@ -20,7 +20,7 @@ from functools import lru_cache
 from typing import Any
 
 from ..worker.lines import split_lines
-from .cache import Key, code_key, shifted_break, shifted_function
+from .cache import Key, code_key, shifted_break, shifted_function, shifted_recompile
 from .model import FileReport
 from .sources import TextOf
 
@@ -203,9 +203,14 @@ def combine(fresh: FileReport, memory: Memory, reused: list[str], source: str, t
         *fresh.suppressed,
         *(shifted_break(b, path, maps) for b in memory.report.suppressed if b.function in kept),
     ]
+    recompiles = [
+        *fresh.recompiles,
+        *(shifted_recompile(r, path, maps) for r in memory.report.recompiles if r.function in kept),
+    ]
     return dataclasses.replace(
         fresh,
         functions=tuple(sorted(functions, key=lambda f: f.span.line)),
         breaks=tuple(sorted(breaks, key=lambda b: (b.span.line, b.span.column, b.gb_type))),
         suppressed=tuple(suppressed),
+        recompiles=tuple(sorted(recompiles, key=lambda r: (r.span.line, r.span.column, r.function))),
     )

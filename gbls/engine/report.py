@@ -2,7 +2,7 @@
 
 Pure functions from the result, the sites discovery found and the source texts to the model
 (``model``): every break on its exact span, suppressed ones set apart, every compile site listed
-whether or not it ran.
+whether or not it ran, every recompilation on the guard that failed (``recompiles``).
 
 The result is the analysed code's word as much as the worker's (the code runs in the process that
 captures): a position outside the file, a negative column, or a file that is no source file
@@ -22,6 +22,7 @@ from ..worker.protocol import ERROR, OK, Break, Failure, Frame, Function, Graph,
 from .discovery import CompiledSite
 from .model import BreakReport, FileReport, FunctionReport, Location
 from .ranges import Span, byte_to_char, line_text, span_of
+from .recompiles import recompile_reports
 from .sources import TextOf
 
 # Far past any real source, far below what LSP positions hold (2**31 - 1).
@@ -88,6 +89,15 @@ def checked(path: str, source: str, result: Result) -> Result:
             problems += found or ["a break without a chain"]
         else:
             breaks.append(brk)
+    recompiles = []
+    for recompile in result.recompiles:
+        code = recompile.frame
+        frames = [Frame(code.path, code.name, code.line), *(recompile.guard.chain if recompile.guard else ())]
+        found = [problem for problem in (_frame_problem(f, path, lines) for f in frames) if problem]
+        if found:
+            problems += found
+        else:
+            recompiles.append(recompile)
     functions = []
     for function in result.functions:
         problem = _function_problem(function, path, lines)
@@ -117,6 +127,7 @@ def checked(path: str, source: str, result: Result) -> Result:
     return dataclasses.replace(
         result,
         breaks=tuple(breaks),
+        recompiles=tuple(recompiles),
         functions=tuple(functions),
         graphs=graphs,
         failure=failure,
@@ -163,6 +174,7 @@ def build(
         seconds=result.seconds,
         notes=result.notes,
         stopped=stopped,
+        recompiles=recompile_reports(path, source, result.recompiles, functions, text),
     )
 
 

@@ -196,6 +196,9 @@ class Session:
         def work() -> tuple[cache.Entry | None, incremental.Memory]:
             imported = cache.workspace_imports(report.path, self.folders, self.text_of)
             reached = {loc.path for b in report.breaks for loc in b.chain if loc.path != report.path}
+            reached |= {
+                r.guard_at.path for r in report.recompiles if r.guard_at and r.guard_at.path != report.path
+            }
             dependencies = sorted(reached | set(imported))
             stored = cache.entry(source, settings, dependencies, self.text_of, report)
             return stored, incremental.remember(report, source, settings, imported, self.text_of)
