@@ -1,8 +1,8 @@
 """The ``gbls`` command: ``gbls check PATH…`` for CI and ``gbls serve`` for editors.
 
-Exit codes of ``check``, as ruff's: 0 no graph break, 1 graph breaks found (with ``--diff``: a
-fix would change a file), 2 a file or a compile site in it could not be analysed, or gbls itself
-failed.
+Exit codes of ``check``, as ruff's: 0 no graph break, 1 graph breaks found or a function hit the
+recompile limit (with ``--diff``: a fix would change a file), 2 a file or a compile site in it
+could not be analysed, or gbls itself failed.
 """
 
 from __future__ import annotations
@@ -18,6 +18,7 @@ from collections.abc import Iterator
 from . import __version__, output
 from .engine.fixes.catalogue import fixes_for
 from .engine.fixes.edits import Edit, Fix, apply, editable
+from .engine.fixes.recompiles import recompile_fixes
 from .engine.model import FileReport, failure_report
 from .engine.sources import Sources, read_source, source_encoding, why_unreadable
 from .runtime.errors import WorkerError
@@ -51,7 +52,8 @@ def python_files(paths: list[str]) -> Iterator[str]:
 
 def offered_fixes(reports: list[FileReport], sources: Sources, folders: list[str]) -> output.Fixes:
     """Each break's fix: its first safe one, else the first one offered, else none; only fixes that
-    edit the workspace (``folders``) or the analysed file."""
+    edit the workspace (``folders``) or the analysed file. And each recompilation problem's first fix
+    (those edit the analysed file only)."""
     found: output.Fixes = {}
     for report in reports:
         for brk in report.breaks:
@@ -61,6 +63,10 @@ def offered_fixes(reports: list[FileReport], sources: Sources, folders: list[str
             chosen = next((fix for fix in fixes if fix.safe), fixes[0] if fixes else None)
             if chosen is not None:
                 found[(report.path, brk.key)] = chosen
+        for problem in report.problems:
+            offered = recompile_fixes(problem, report, sources)
+            if offered:
+                found[(report.path, problem.key)] = offered[0]
     return found
 
 
@@ -159,7 +165,8 @@ async def check(
         sys.stdout.write(output.text(reports, fixes))
     if any(report.status != "ok" for report in reports) or output.unanalysed(reports):
         return 2  # CI never stays green on code gbls did not run
-    return 1 if any(report.breaks for report in reports) else 0
+    limit_hit = any(problem.limit is not None for report in reports for problem in report.problems)
+    return 1 if limit_hit or any(report.breaks for report in reports) else 0
 
 
 def _parser() -> argparse.ArgumentParser:
