@@ -16,6 +16,8 @@ Measures, on files with 1, 10 and 50 compiled functions (bench/generate.py):
   8. server and worker RSS
   9. real projects (tests/fixtures/projects: transformers and diffusers code): discovery, ``gbls
      check`` against the bare translation (fresh ``python FILE``, no-op backend), didOpen → diagnostics
+ 10. what capturing recompilations costs: gbls's analysis with and without it, in turn (the
+     files with 10 and 50 functions)
 and, to see where the time goes, gbls's own pieces timed from this process (jedi discovery,
 worker round trip, report building) and the worker's child taken apart (bench/torch_side.py).
 
@@ -71,6 +73,7 @@ class Plan:
     hovers: int
     pieces_runs: int
     phases_runs: int  # 0: skip taking the worker's child apart
+    capture_runs: int  # rounds of gbls's child with and without recompile capture
 
     @staticmethod
     def make(quick: bool) -> Plan:
@@ -87,6 +90,7 @@ class Plan:
                 hovers=100,
                 pieces_runs=2,
                 phases_runs=0,
+                capture_runs=4,
             )
         return Plan(
             quick=False,
@@ -100,6 +104,7 @@ class Plan:
             hovers=200,
             pieces_runs=5,
             phases_runs=5,
+            capture_runs=10,
         )
 
 
@@ -583,6 +588,12 @@ def phases(path: Path, runs: int) -> dict[str, Any]:
     return dict(last_json(stdout))
 
 
+def capture_cost(path: Path, runs: int) -> dict[str, Any]:
+    """gbls's child with and without recompile capture, in turn (``torch_side.py capture-cost``)."""
+    _, stdout = wall([sys.executable, str(TORCH_SIDE), "capture-cost", str(path), str(runs)])
+    return dict(last_json(stdout))
+
+
 # -- report -------------------------------------------------------------------------------------
 
 
@@ -793,6 +804,42 @@ def target_lines(found: list[dict[str, Any]]) -> str:
     return "\n".join(lines)
 
 
+CAPTURE_LIMIT = 1.10  # recompile capture may cost at most 10% of the analysis without it
+
+
+def capture_lines(found: dict[str, Any]) -> str:
+    """Recompile capture's cost, per file: medians with and without it, and the ratio by round."""
+    header = f"{'':<34}{'with':>10}{'without':>10}{'ratio':>10}"
+    lines = [f"  {header}"]
+    for name, measured in found.items():
+        for key in ("cpu", "wall"):
+            with_, without = median(measured[f"{key} with"]), median(measured[f"{key} without"])
+            ratio = measured[f"{key} ratio by round"]
+            label = f"{generate_label(name)}, {key.upper() if key == 'cpu' else key} seconds"
+            lines.append(f"  {label:<34}{seconds_text(with_):>10}{seconds_text(without):>10}{ratio:>9.3f}x")
+        events = measured["events with"] - measured["events without"]
+        lines.append(f"  {'':<34}{events:.0f} events more with it (one per compilation)")
+    return "\n".join(lines)
+
+
+def capture_targets(found: dict[str, Any]) -> list[dict[str, Any]]:
+    """Recompile capture within 10% of the analysis without it: CPU time, median ratio by round."""
+    return [
+        {
+            "target": (
+                f"recompile capture: ≤ {CAPTURE_LIMIT:.2f}x the analysis without it, CPU time "
+                f"({generate_label(name)})"
+            ),
+            "value": ratio,
+            "limit": CAPTURE_LIMIT,
+            "unit": "x",
+            "met": ratio <= CAPTURE_LIMIT,
+        }
+        for name, measured in found.items()
+        for ratio in [measured["cpu ratio by round"]]
+    ]
+
+
 def phase_lines(data: dict[str, Any]) -> str:
     """The waterfall: where a warm analysis's time goes, from the floor to the editor."""
     lines = []
@@ -853,6 +900,10 @@ def report(data: dict[str, Any], rows: dict[str, dict[str, float | None]], names
             "",
             "targets (issue 7):",
             target_lines(data["targets"]),
+            "",
+            "recompile capture (issue 15): gbls's child with and without it, medians; ratio by round:",
+            capture_lines(data["capture_cost"]),
+            target_lines(data["capture_targets"]),
             "",
             "where the time goes (medians):",
             phase_lines(data),
@@ -929,12 +980,18 @@ def main(argv: list[str] | None = None) -> int:
             if path.name.endswith(("001.py", "010.py")):  # the fixed cost, and the cost per function
                 say(f"the worker's child taken apart: {path.name}")
                 data["phases"][path.name] = phases(path, plan.phases_runs)
+    data["capture_cost"] = {}
+    for path in paths:
+        if int(path.name[4:7]) >= 10:
+            say(f"recompile capture, with and without: {path.name}")
+            data["capture_cost"][path.name] = capture_cost(path, plan.capture_runs)
     rows = summarise(data, names)
     data["summary"] = rows
     data["memory"] = memory(data)
     data["ratios"] = ratios(rows)
     data["paired_ratio_to_floor"] = paired(data, names)
     data["targets"] = targets(rows, names)
+    data["capture_targets"] = capture_targets(data["capture_cost"])
     data["meta"]["load_average_after"] = os.getloadavg()
     data["meta"]["seconds"] = time.perf_counter() - began
     arguments.out.write_text(json.dumps(data, indent=1) + "\n")

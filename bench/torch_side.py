@@ -2,6 +2,7 @@
 
     python bench/torch_side.py explain FILE          the fresh-process ``torch._dynamo.explain`` baseline
     python bench/torch_side.py phases FILE RUNS      where a gbls analysis's time goes, from a warm parent
+    python bench/torch_side.py capture-cost FILE RUNS  gbls's analysis with and without recompile capture
     python bench/torch_side.py floor-server          the warm-translator floor (no-op backend, no fork),
                                                      one run per line ``PATH PROFILE`` on stdin
     python bench/torch_side.py bare FILE             the bare translation: ``python FILE`` in a fresh
@@ -413,6 +414,53 @@ def phases(path: str, runs: int) -> dict[str, Any]:
     return {"medians": medians, "runs": measured, "inside_child": inside, "profile": profile}
 
 
+def capture_cost(path: str, runs: int) -> dict[str, Any]:
+    """What capturing recompilations costs: gbls's child as it is, and with ``Capture._hook_recompiles``
+    left out (a monkeypatch of this measurement, not an option of gbls), in turn, round by round,
+    each forked from a parent warmed as gbls's worker warms itself. Wall and CPU seconds of each
+    child; CPU time is what the hooks cost, wall time what the user waits for (on a shared machine
+    it is mostly the load)."""
+    from gbls.worker import capture, zygote
+    from gbls.worker.protocol import Request
+
+    source = open(path).read()
+    with quiet():
+        zygote.warm_up()
+    request = Request(id="bench", path=os.path.abspath(path), source=source, workspace=os.path.dirname(path))
+    hook = capture.Capture._hook_recompiles
+    measured: dict[str, list[Measured]] = {"with": [], "without": []}
+
+    def run(variant: str, report: str) -> Measured:
+        capture.Capture._hook_recompiles = hook if variant == "with" else (lambda self: None)  # type: ignore[method-assign]
+        try:
+            return _gbls_run(request, report)
+        finally:
+            capture.Capture._hook_recompiles = hook  # type: ignore[method-assign]
+
+    with tempfile.TemporaryDirectory(prefix="gbls-bench-") as folder:
+        report = os.path.join(folder, "phases.json")
+        run("with", report)  # the parent's first fork pays for what later ones find warm
+        for round_ in range(runs):  # alternate which goes first: the load drifts
+            for variant in ("with", "without") if round_ % 2 == 0 else ("without", "with"):
+                measured[variant].append(run(variant, report))
+
+    def paired(key: str) -> float:
+        pairs = zip(measured["with"], measured["without"], strict=True)
+        return statistics.median(a[key] / b[key] for a, b in pairs)
+
+    return {
+        **{
+            f"{key} {variant}": [m[key] for m in found]
+            for variant, found in measured.items()
+            for key in ("wall", "cpu")
+        },
+        "events with": statistics.median(m["events"] for m in measured["with"]),
+        "events without": statistics.median(m["events"] for m in measured["without"]),
+        "cpu ratio by round": paired("cpu"),
+        "wall ratio by round": paired("wall"),
+    }
+
+
 def main() -> None:
     command = sys.argv[1]
     if command != "explain":  # the explain baseline runs as a user would run it
@@ -427,6 +475,8 @@ def main() -> None:
         result = bare(path)
     elif command == "phases":
         result = phases(path, int(sys.argv[3]))
+    elif command == "capture-cost":
+        result = capture_cost(path, int(sys.argv[3]))
     else:
         raise SystemExit(f"unknown command {command}")
     print(json.dumps(result))
