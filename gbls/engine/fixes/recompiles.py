@@ -52,7 +52,7 @@ def _own_definition(
 
 
 def _uses(definition: ast.FunctionDef, name: str) -> list[tuple[ast.Name, ast.AST]]:
-    """Each read of ``name`` in the body, with the node it sits in; None if it is ever written."""
+    """Each read of ``name`` in the body, with the node it sits in; none at all if it is ever written."""
     parents = {child: node for node in ast.walk(definition) for child in ast.iter_child_nodes(node)}
     found = []
     for statement in definition.body:
@@ -89,7 +89,9 @@ def scalar_as_tensor(
     ):
         return None
     lines = source.splitlines()
-    torch = torch_name(tree) or "torch"
+    torch = torch_name(tree)
+    if torch is None:
+        return None
     edits = []
     for node in ast.walk(tree):
         if not (
@@ -134,10 +136,10 @@ def _switches(
     return found or None
 
 
-def _flag_name(name: str, test: str, taken: set[str]) -> str:
-    """``mode == "a"`` → ``mode_is_a``: a parameter name for the outcome of a test."""
+def _flag_name(name: str, test: str, number: int, taken: set[str]) -> str:
+    """``mode == "a"`` → ``mode_is_a`` (else ``mode_1``): a parameter name for the outcome of a test."""
     value = re.sub(r"\W+", "_", test.split(" ", 2)[-1].split(".")[-1]).strip("_")
-    candidate = f"{name}_is_{value}" if value and not value[0].isdigit() else f"{name}_{len(taken)}"
+    candidate = f"{name}_is_{value}" if value and not value[0].isdigit() else f"{name}_{number}"
     while candidate in taken:
         candidate += "_"
     taken.add(candidate)
@@ -155,7 +157,7 @@ def switch_out(found: RecompileReport, function: FunctionReport, here: str, sour
     definition = _own_definition(found, function, here, sources)
     if guard is None or guard.is_global or source is None or tree is None or definition is None:
         return None
-    if literal(guard) not in ("string", "bool") and guard.kind != "identity":
+    if function.decorator is None or (literal(guard) not in ("string", "bool") and guard.kind != "identity"):
         return None
     name = guard.subject
     parameters = definition.args
@@ -178,7 +180,7 @@ def switch_out(found: RecompileReport, function: FunctionReport, here: str, sour
     flags: dict[str, str] = {}
     for _, test, _ in switches:
         if test not in flags:
-            flags[test] = _flag_name(name, test, taken)
+            flags[test] = _flag_name(name, test, len(flags) + 1, taken)
     lines = source.splitlines(keepends=True)
     start = definition.decorator_list[0].lineno
     body_start = definition.body[0].lineno
