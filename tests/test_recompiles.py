@@ -210,6 +210,12 @@ async def test_the_editor_shows_the_guard_and_the_limit(client: LanguageClient) 
             "Raise torch._dynamo.config.recompile_limit to 16 (a last resort",
             "Suppress this recompilation report on this line (# gbls",
         ]
+        report = await client.workspace_execute_command_async(
+            lsp.ExecuteCommandParams(command="gbls.showReport", arguments=[uri, "pick"])
+        )
+        assert isinstance(report, str)
+        assert "8 compilations · 8 graphs · 0 breaks" in report
+        assert "### line 6: recompiled 8 times" in report
     finally:
         await close(client, path)
 
