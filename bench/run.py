@@ -817,8 +817,6 @@ def capture_lines(found: dict[str, Any]) -> str:
             ratio = measured[f"{key} ratio by round"]
             label = f"{generate_label(name)}, {key.upper() if key == 'cpu' else key} seconds"
             lines.append(f"  {label:<34}{seconds_text(with_):>10}{seconds_text(without):>10}{ratio:>9.3f}x")
-        events = measured["events with"] - measured["events without"]
-        lines.append(f"  {'':<34}{events:.0f} events more with it (one per compilation)")
     return "\n".join(lines)
 
 

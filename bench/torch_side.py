@@ -454,8 +454,6 @@ def capture_cost(path: str, runs: int) -> dict[str, Any]:
             for variant, found in measured.items()
             for key in ("wall", "cpu")
         },
-        "events with": statistics.median(m["events"] for m in measured["with"]),
-        "events without": statistics.median(m["events"] for m in measured["without"]),
         "cpu ratio by round": paired("cpu"),
         "wall ratio by round": paired("wall"),
     }
