@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import re
 from pathlib import Path
 
@@ -9,8 +10,11 @@ from lsprotocol import types as lsp
 from pytest_lsp import LanguageClient
 
 from gbls.engine.model import FileReport, FunctionReport, RecompileReport
+from gbls.engine.ranges import Span
+from gbls.engine.report import build
+from gbls.engine.sources import read_source
 from gbls.worker.capture import base_name
-from gbls.worker.protocol import Recompile
+from gbls.worker.protocol import OK, Code, Frame, Function, Guard, Recompile, Result
 
 from .conftest import FIXTURES, Analyse
 from .lsp import close, open_and_wait, uri_of
@@ -238,3 +242,27 @@ async def test_shapes_that_go_dynamic_after_one_recompilation_get_no_diagnostic(
         assert "2 compilations" in text and "automatic dynamic shapes" in text and "No problem" in text
     finally:
         await close(client, path)
+
+
+def test_recompilations_that_cannot_be_true_of_the_source_are_dropped(tmp_path: Path) -> None:
+    """The analysed code can forge its recompilations too: a frame outside the file, a device."""
+    path = str(tmp_path / "forged.py")
+    source = "import torch\n\n\ndef f(x):\n    return x * 2\n"
+    guard = Guard("x == 1", "0/0", "value", "x", chain=(Frame(path, "f", 5, 11, 16),))
+    good = Recompile("f", Code(path, 4, "f"), True, "0/1", guard)
+    result = Result(
+        path=path,
+        status=OK,
+        functions=(Function("f", "f", path, 4, analysed=True),),
+        recompiles=(
+            good,
+            dataclasses.replace(good, frame=Code(path, 99, "f")),
+            dataclasses.replace(
+                good, guard=dataclasses.replace(guard, chain=(Frame("/dev/zero", "f", 1, 0, 1),))
+            ),
+        ),
+    )
+    report = build(path, source, result, (), read_source)
+    assert [found.recompiles for found in report.recompiles] == [(good,)]
+    assert report.recompiles[0].span == Span(5, 11, 5, 16)
+    assert report.failure_kind == "tampered" and "and 1 more" in report.message
