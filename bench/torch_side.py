@@ -2,10 +2,13 @@
 
     python bench/torch_side.py explain FILE          the fresh-process ``torch._dynamo.explain`` baseline
     python bench/torch_side.py phases FILE RUNS      where a gbls analysis's time goes, from a warm parent
+    python bench/torch_side.py capture-cost FILE RUNS  gbls's analysis with and without recompile capture
     python bench/torch_side.py floor-server          the warm-translator floor (no-op backend, no fork),
                                                      one run per line ``PATH PROFILE`` on stdin
+    python bench/torch_side.py bare FILE             the bare translation: ``python FILE`` in a fresh
+                                                     process, torch.compile on a no-op backend
 
-The first two print one JSON object on the last line of stdout. The module's own prints go to /dev/null.
+The others print one JSON object on the last line of stdout. The module's own prints go to /dev/null.
 """
 
 from __future__ import annotations
@@ -120,6 +123,17 @@ def explain(path: str) -> dict[str, Any]:
     return {"functions": len(module_calls(source)), "graphs": graphs, "breaks": breaks}
 
 
+def bare(path: str) -> dict[str, Any]:
+    """Baseline for real projects: ``python FILE`` (``__main__``, its imports included), every
+    ``torch.compile`` on a no-op backend: Dynamo translates, nothing is compiled."""
+    start = time.perf_counter()
+    with quiet(), compile_replaced(noop_backend):
+        module = types.ModuleType("__main__")
+        module.__file__ = path
+        exec(compile(open(path).read(), path, "exec", dont_inherit=True), module.__dict__)
+    return {"seconds_in_process": time.perf_counter() - start}
+
+
 def floor_server() -> None:
     """The floor, as a warm process that stays up: run.py times it side by side with the server.
 
@@ -215,7 +229,7 @@ def _gbls_child(request: Any, events_w: int, output_w: int, report: str, profile
     """gbls's real child code path (``child.run``), timed by phase, optionally under cProfile."""
     import torch._dynamo.convert_frame as convert_frame
 
-    from gbls.worker import analyse, capture, child, limits, processes
+    from gbls.worker import analyse, capture, child, limits
 
     timed = Timed()
     timed.wrap(analyse, "_execute", "module execution (incl. translation)")
@@ -224,7 +238,7 @@ def _gbls_child(request: Any, events_w: int, output_w: int, report: str, profile
     timed.wrap(capture.Capture, "install", "hook installation")
     timed.wrap(convert_frame, "_compile", "Dynamo translation (convert_frame._compile)")
     timed.wrap(limits, "apply", "rlimits")
-    timed.wrap(processes, "unshare_network", "unshare network")
+    timed.wrap(child, "_isolate", "namespaces and a fresh /tmp")
     profiler = cProfile.Profile() if profile else None
     start = time.perf_counter()
     real_exit = child._exit
@@ -243,7 +257,7 @@ def _gbls_child(request: Any, events_w: int, output_w: int, report: str, profile
     if profiler is not None:
         profiler.enable()
     null = os.open(os.devnull, os.O_WRONLY)
-    child.run(request, events_w, output_w, scratch, null, sandboxed=True)
+    child.run(request, events_w, output_w, scratch, null, sandboxed=True, startup=frozenset())
 
 
 def _gbls_run(request: Any, report: str, profile: bool = False) -> Measured:
@@ -400,6 +414,51 @@ def phases(path: str, runs: int) -> dict[str, Any]:
     return {"medians": medians, "runs": measured, "inside_child": inside, "profile": profile}
 
 
+def capture_cost(path: str, runs: int) -> dict[str, Any]:
+    """What capturing recompilations costs: gbls's child as it is, and with ``Capture._hook_recompiles``
+    left out (a monkeypatch of this measurement, not an option of gbls), in turn, round by round,
+    each forked from a parent warmed as gbls's worker warms itself. Wall and CPU seconds of each
+    child; CPU time is what the hooks cost, wall time what the user waits for (on a shared machine
+    it is mostly the load)."""
+    from gbls.worker import capture, zygote
+    from gbls.worker.protocol import Request
+
+    source = open(path).read()
+    with quiet():
+        zygote.warm_up()
+    request = Request(id="bench", path=os.path.abspath(path), source=source, workspace=os.path.dirname(path))
+    hook = capture.Capture._hook_recompiles
+    measured: dict[str, list[Measured]] = {"with": [], "without": []}
+
+    def run(variant: str, report: str) -> Measured:
+        capture.Capture._hook_recompiles = hook if variant == "with" else (lambda self: None)  # type: ignore[method-assign]
+        try:
+            return _gbls_run(request, report)
+        finally:
+            capture.Capture._hook_recompiles = hook  # type: ignore[method-assign]
+
+    with tempfile.TemporaryDirectory(prefix="gbls-bench-") as folder:
+        report = os.path.join(folder, "phases.json")
+        run("with", report)  # the parent's first fork pays for what later ones find warm
+        for round_ in range(runs):  # alternate which goes first: the load drifts
+            for variant in ("with", "without") if round_ % 2 == 0 else ("without", "with"):
+                measured[variant].append(run(variant, report))
+
+    def paired(key: str) -> float:
+        pairs = zip(measured["with"], measured["without"], strict=True)
+        return statistics.median(a[key] / b[key] for a, b in pairs)
+
+    return {
+        **{
+            f"{key} {variant}": [m[key] for m in found]
+            for variant, found in measured.items()
+            for key in ("wall", "cpu")
+        },
+        "cpu ratio by round": paired("cpu"),
+        "wall ratio by round": paired("wall"),
+    }
+
+
 def main() -> None:
     command = sys.argv[1]
     if command != "explain":  # the explain baseline runs as a user would run it
@@ -410,8 +469,12 @@ def main() -> None:
     path = os.path.abspath(sys.argv[2])
     if command == "explain":
         result = explain(path)
+    elif command == "bare":
+        result = bare(path)
     elif command == "phases":
         result = phases(path, int(sys.argv[3]))
+    elif command == "capture-cost":
+        result = capture_cost(path, int(sys.argv[3]))
     else:
         raise SystemExit(f"unknown command {command}")
     print(json.dumps(result))

@@ -1,7 +1,8 @@
 """The ``gbls`` command: ``gbls check PATH…`` for CI and ``gbls serve`` for editors.
 
-Exit codes of ``check``, as ruff's: 0 no graph break, 1 graph breaks found (with ``--diff``: a
-fix would change a file), 2 a file could not be analysed or gbls itself failed.
+Exit codes of ``check``, as ruff's: 0 no graph break, 1 graph breaks found or a function hit the
+recompile limit (with ``--diff``: a fix would change a file), 2 a file or a compile site in it
+could not be analysed, or gbls itself failed.
 """
 
 from __future__ import annotations
@@ -16,12 +17,15 @@ from collections.abc import Iterator
 
 from . import __version__, output
 from .engine.fixes.catalogue import fixes_for
-from .engine.fixes.edits import Edit, Fix, apply
+from .engine.fixes.edits import Edit, Fix, apply, editable
+from .engine.fixes.recompiles import recompile_fixes
 from .engine.model import FileReport, failure_report
-from .engine.sources import Sources, read_source, why_unreadable
+from .engine.sources import Sources, read_source, source_encoding, why_unreadable
 from .runtime.errors import WorkerError
+from .runtime.sandbox import not_dumpable
 from .runtime.session import Session
 from .settings import SANDBOX_MODES, Settings
+from .worker.lines import split_lines
 
 SKIPPED_FOLDERS = {"__pycache__", "node_modules", "site-packages", "build", "dist"}
 PARALLEL = max(1, min(4, os.cpu_count() or 1))
@@ -46,15 +50,23 @@ def python_files(paths: list[str]) -> Iterator[str]:
                         yield full
 
 
-def offered_fixes(reports: list[FileReport], sources: Sources) -> output.Fixes:
-    """Each break's fix: its first safe one, else the first one offered, else none."""
+def offered_fixes(reports: list[FileReport], sources: Sources, folders: list[str]) -> output.Fixes:
+    """Each break's fix: its first safe one, else the first one offered, else none; only fixes that
+    edit the workspace (``folders``) or the analysed file. And each recompilation problem's first fix
+    (those edit the analysed file only)."""
     found: output.Fixes = {}
     for report in reports:
         for brk in report.breaks:
-            fixes = fixes_for(brk, report.path, sources)
+            fixes = [
+                fix for fix in fixes_for(brk, report.path, sources) if editable(fix, report.path, folders)
+            ]
             chosen = next((fix for fix in fixes if fix.safe), fixes[0] if fixes else None)
             if chosen is not None:
                 found[(report.path, brk.key)] = chosen
+        for problem in report.problems:
+            offered = recompile_fixes(problem, report, sources)
+            if offered:
+                found[(report.path, problem.key)] = offered[0]
     return found
 
 
@@ -76,10 +88,14 @@ def safe_edits(reports: list[FileReport], fixes: output.Fixes) -> tuple[dict[str
     return chosen, said
 
 
+def _touches(report: FileReport, changed: set[str]) -> bool:
+    return report.path in changed or any(loc.path in changed for b in report.breaks for loc in b.chain)
+
+
 def diff(path: str, old: str, new: str) -> str:
     name = output.relative(path)
     lines = difflib.unified_diff(
-        old.splitlines(keepends=True), new.splitlines(keepends=True), f"a/{name}", f"b/{name}"
+        split_lines(old, keepends=True), split_lines(new, keepends=True), f"a/{name}", f"b/{name}"
     )
     return "".join(lines)
 
@@ -109,7 +125,7 @@ async def check(
     try:
         reports = list(await asyncio.gather(*(one(path) for path in files)))
         sources = Sources(read_source)
-        fixes = offered_fixes(reports, sources)
+        fixes = offered_fixes(reports, sources, session.folders)
         if fix or show_diff:
             edits, said = safe_edits(reports, fixes)
             changed = {
@@ -121,13 +137,20 @@ async def check(
                 )
                 return 2 if any(report.status != "ok" for report in reports) else int(bool(changed))
             for path, new in changed.items():
-                with open(path, "w", encoding="utf-8", newline="") as handle:
+                encoding = source_encoding(path)
+                if encoding is None:  # gone, or no longer the regular file it was: leave it be
+                    continue
+                with open(path, "w", encoding=encoding, newline="") as handle:
                     handle.write(new)
             if said:  # say what changed, then report what is left as the translator now sees it
                 print("\n".join(said), file=sys.stdout if fmt == "text" else sys.stderr)
-                reports = list(await asyncio.gather(*(one(path) for path in files)))
+                # Only a file that changed, or whose breaks run through one, can have other breaks now.
+                again = [index for index, report in enumerate(reports) if _touches(report, set(changed))]
+                fresh = await asyncio.gather(*(one(files[index]) for index in again))
+                for index, report in zip(again, fresh, strict=True):
+                    reports[index] = report
                 sources = Sources(read_source)
-                fixes = offered_fixes(reports, sources)
+                fixes = offered_fixes(reports, sources, session.folders)
     finally:
         await session.stop()
     for note in dict.fromkeys(note for report in reports for note in report.notes):
@@ -140,9 +163,10 @@ async def check(
         sys.stdout.write(output.github(reports))
     else:
         sys.stdout.write(output.text(reports, fixes))
-    if any(report.status != "ok" for report in reports):
-        return 2
-    return 1 if any(report.breaks for report in reports) else 0
+    if any(report.status != "ok" for report in reports) or output.unanalysed(reports):
+        return 2  # CI never stays green on code gbls did not run
+    limit_hit = any(problem.limit is not None for report in reports for problem in report.problems)
+    return 1 if limit_hit or any(report.breaks for report in reports) else 0
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -158,7 +182,12 @@ def _parser() -> argparse.ArgumentParser:
     check_parser.add_argument("--format", choices=("text", "json", "sarif", "github"), default="text")
     check_parser.add_argument("--timeout", type=float, default=Settings.timeout, help="seconds per file")
     check_parser.add_argument("--memory-mb", type=int, default=Settings.memory_mb, help="memory per analysis")
-    check_parser.add_argument("--run-main", action="store_true", help="also run the `__main__` block")
+    check_parser.add_argument(
+        "--run-main",
+        action=argparse.BooleanOptionalAction,
+        default=Settings.run_main,
+        help="run the `__main__` block, as `python file.py` does (default: on)",
+    )
     check_parser.add_argument("--sandbox", choices=SANDBOX_MODES, default="auto")
     fixing = check_parser.add_mutually_exclusive_group()
     fixing.add_argument("--fix", action="store_true", help="apply the safe fixes, then report what is left")
@@ -177,6 +206,7 @@ def main(argv: list[str] | None = None) -> int:
 
         serve()
         return 0
+    not_dumpable()
     settings = dataclasses.replace(
         Settings(),
         interpreter=arguments.python,

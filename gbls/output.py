@@ -11,11 +11,12 @@ from typing import Any
 
 from . import __version__
 from .engine.fixes.edits import Fix
-from .engine.model import BreakKey, BreakReport, FileReport, Location
+from .engine.model import STOPPED, BreakKey, BreakReport, FileReport, Location, RecompileKey, RecompileReport
 from .engine.ranges import Span
 
-# Each break's fix, if it has one, by (analysed file, break key).
-Fixes = dict[tuple[str, BreakKey], Fix]
+# Each break's (or recompilation report's) fix, if it has one, by (analysed file, its key).
+Fixes = dict[tuple[str, BreakKey | RecompileKey], Fix]
+LIMIT_CODE = "recompile-limit"  # the SARIF rule of a recompilation that hit the recompile limit
 
 
 def relative(path: str) -> str:
@@ -34,6 +35,11 @@ def _status(report: FileReport) -> str:
     return report.status if report.status in ("ok", "timeout") else "error"
 
 
+def unanalysed(reports: list[FileReport]) -> int:
+    """Compile sites gbls did not run: none of them may pass for clean."""
+    return sum(1 for report in reports for function in report.functions if not function.analysed)
+
+
 def text(reports: list[FileReport], fixes: Fixes) -> str:
     """ruff's shape: ``path:line:col: CODE [*] message``, ``[*]`` where ``--fix`` would fix it."""
     lines: list[str] = []
@@ -47,6 +53,8 @@ def text(reports: list[FileReport], fixes: Fixes) -> str:
                 mark = "[*] "
                 fixable += 1
             lines.append(f"{path}:{_where(brk.span)}: {brk.code} {mark}{_text_message(brk)}")
+        for problem in report.problems:
+            lines.append(f"{path}:{_where(problem.span)}: {problem.code} {problem.message}")
         for function in report.functions:
             if not function.analysed:
                 lines.append(
@@ -54,12 +62,22 @@ def text(reports: list[FileReport], fixes: Fixes) -> str:
                 )
         if report.message and report.failure_span is not None:
             lines.append(f"{path}:{_where(report.failure_span)}: error: {report.message}")
+        if report.stopped is not None:
+            lines.append(f"{path}:{_where(report.stopped)}: note: {STOPPED}")
     breaks = sum(len(r.breaks) for r in reports)
     failed = sum(1 for r in reports if _status(r) != "ok")
     files = len(reports)
     summary = f"Found {breaks} graph break{'s' * (breaks != 1)} in {files} file{'s' * (files != 1)}"
     if failed:
         summary += f" ({failed} could not be fully analysed)"
+    missed = unanalysed(reports)
+    if missed:
+        summary += f"; {missed} compiled function{'s' * (missed != 1)} not analysed"
+    problems = [problem for r in reports for problem in r.problems]
+    if problems:
+        limited = sum(1 for problem in problems if problem.limit is not None)
+        summary += f"; {len(problems)} recompiling function{'s' * (len(problems) != 1)}"
+        summary += f" ({limited} hit the recompile limit)" if limited else ""
     lines.append(summary + ".")
     if fixable:
         lines.append(f"[*] {fixable} fixable with `gbls check --fix`.")
@@ -136,6 +154,7 @@ def to_json(reports: list[FileReport], torch_version: str, fixes: Fixes) -> str:
                     if report.message and report.failure_span is not None
                     else None
                 ),
+                "stopped_line": report.stopped.line if report.stopped is not None else None,
                 "functions": [
                     {
                         "name": f.name,
@@ -149,6 +168,7 @@ def to_json(reports: list[FileReport], torch_version: str, fixes: Fixes) -> str:
                         "ops": f.ops,
                         "breaks": f.breaks,
                         "suppressed": f.suppressed,
+                        "compilations": f.compilations,
                     }
                     for f in report.functions
                 ],
@@ -171,9 +191,48 @@ def to_json(reports: list[FileReport], torch_version: str, fixes: Fixes) -> str:
                     }
                     for b in report.breaks
                 ],
+                "recompiles": [
+                    _recompile_json(r, fixes.get((report.path, r.key))) for r in report.recompiles
+                ],
             }
         )
     return json.dumps({"gbls": __version__, "torch": torch_version, "files": files}, indent=2) + "\n"
+
+
+def _recompile_json(found: RecompileReport, fix: Fix | None) -> dict[str, Any]:
+    guard = found.guard
+    limit = found.limit
+    return {
+        "function": found.function,
+        "frame": found.frame.name,
+        "count": found.count,
+        "problem": not found.settled,
+        "suppressed": found.suppressed,
+        "message": found.message,
+        "range": _range(found.span),
+        "guard": (
+            {
+                "text": guard.text,
+                "kind": guard.kind,
+                "subject": guard.subject,
+                "global": guard.is_global,
+                "hint": guard.hint,
+                "location": _frame(found.guard_at) if found.guard_at else None,
+            }
+            if guard
+            else None
+        ),
+        "why": found.why,
+        "compile_ids": [r.compile_id for r in found.recompiles],
+        "dynamic": found.dynamic,
+        "limit": (
+            {"name": limit.limit, "value": limit.limit_value, "compile_id": limit.compile_id}
+            if limit
+            else None
+        ),
+        "url": found.url,
+        "fix": _fix(fix),
+    }
 
 
 def _region(span: Span) -> dict[str, int]:
@@ -219,6 +278,42 @@ def sarif(reports: list[FileReport]) -> str:
                     ],
                 }
             )
+        for problem in report.problems:
+            rule = LIMIT_CODE if problem.limit else problem.code
+            rules.setdefault(
+                rule,
+                {
+                    "id": rule,
+                    "name": "recompile limit hit" if problem.limit else "recompilation",
+                    "shortDescription": {
+                        "text": (
+                            "A function hit the recompile limit: Dynamo compiles it no more"
+                            if problem.limit
+                            else "A function recompiles: a guard fails between calls"
+                        )
+                    },
+                    "helpUri": problem.url,
+                },
+            )
+            results.append(
+                {
+                    "ruleId": rule,
+                    "level": "error" if problem.limit else "warning",
+                    "message": {"text": problem.message},
+                    "locations": [_physical(report.path, problem.span)],
+                    "relatedLocations": (
+                        [
+                            {
+                                "id": 0,
+                                **_physical(problem.guard_at.path, problem.guard_at.span),
+                                "message": {"text": f"the guard, in {problem.guard_at.function}"},
+                            }
+                        ]
+                        if problem.guard_at
+                        else []
+                    ),
+                }
+            )
         if report.message and report.failure_span is not None:
             results.append(
                 {
@@ -262,6 +357,14 @@ def github(reports: list[FileReport]) -> str:
                 f"::warning title=gbls ({brk.code}),file={path},line={s.line},col={s.column + 1},"
                 f"endLine={s.end_line},endColumn={s.end_column + 1}::"
                 + _escape(f"{path}:{_where(s)}: {brk.code} {_text_message(brk)}")
+            )
+        for problem in report.problems:
+            s = problem.span
+            level = "error" if problem.limit else "warning"
+            lines.append(
+                f"::{level} title=gbls ({problem.code}),file={path},line={s.line},col={s.column + 1},"
+                f"endLine={s.end_line},endColumn={s.end_column + 1}::"
+                + _escape(f"{path}:{_where(s)}: {problem.code} {problem.message}")
             )
         if report.message and report.failure_span is not None:
             s = report.failure_span

@@ -21,7 +21,7 @@ class Settings:
     debounce_ms: int = 750
     severity: str = "warning"
     analyse_on_change: bool = True
-    run_main: bool = False
+    run_main: bool = True  # run the `__main__` block, as `python file.py` does
     sandbox: str = "auto"
 
     def for_worker(self) -> protocol.Settings:

@@ -3,8 +3,10 @@ torch whose hook points moved."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
+import sys
 import textwrap
 from pathlib import Path
 
@@ -17,11 +19,11 @@ from gbls.runtime.sandbox import launch
 from gbls.runtime.session import analyse
 from gbls.runtime.workerclient import Worker
 from gbls.settings import Settings
-from gbls.worker import events, hookpoints
+from gbls.worker import events, hookpoints, reasons
 from gbls.worker.capture import NESTED_BREAK_SEPARATOR, base_name, parse_break_text
-from gbls.worker.events import BreakEvent, DiscardEvent, Event, TargetEvent
+from gbls.worker.events import BreakEvent, DiscardEvent, Event, FrameEvent, TargetEvent
 from gbls.worker.merge import merge
-from gbls.worker.protocol import Frame, Message, ProtocolError
+from gbls.worker.protocol import Code, Frame, Guard, Message, ProtocolError
 
 from .conftest import FIXTURES
 from .test_engine import GENERATORS
@@ -114,8 +116,7 @@ def test_merge_keeps_one_root_cause_and_counts_compilations() -> None:
         _break(0, "2/0", False, full[2:]),  # helper re-entered, its caller out of sight
         _break(0, "0/1", True, full),  # a recompile of g
     ]
-    _, breaks, _ = merge(events, "/f.py")
-    (only,) = breaks
+    (only,) = merge(events, "/f.py").breaks
     assert [frame.function for frame in only.chain] == ["g", "mid", "helper"]
     assert only.count == 2
 
@@ -128,8 +129,8 @@ def test_merge_drops_discarded_attempts_and_other_files() -> None:
         _target(1, "elsewhere", path="/other.py"),
         _break(1, "1/0", True, [Frame("/other.py", "elsewhere", 3, 0, 5)]),
     ]
-    functions, breaks, _ = merge(events, "/f.py")
-    assert breaks == () and [f.name for f in functions] == ["g"]
+    found = merge(events, "/f.py")
+    assert found.breaks == () and [f.name for f in found.functions] == ["g"]
 
 
 def test_events_cross_the_pipe_and_come_back_checked() -> None:
@@ -178,8 +179,14 @@ async def test_a_hook_point_torch_moved_is_one_note_not_a_failure(tmp_path: Path
     if hook == "break log" and "log_graph_break" not in vars(symbolic_convert.InstructionTranslatorBase):
         pytest.skip("this torch logs breaks in a module function Dynamo calls by name: it cannot move")
     patch, note = MOVED[hook]
-    (tmp_path / "sitecustomize.py").write_text("import torch._dynamo.convert_frame\n" + patch)
-    worker = Worker(lambda: launch(None, [str(tmp_path), str(FIXTURES)], "auto"))
+    # The workspace is never on the worker's path: the patch is the interpreter's own site customization.
+    site = tmp_path / "site"
+    site.mkdir()
+    (site / "sitecustomize.py").write_text("import torch._dynamo.convert_frame\n" + patch)
+    interpreter = tmp_path / "python"
+    interpreter.write_text(f'#!/bin/sh\nPYTHONPATH={site} exec {sys.executable} "$@"\n')
+    interpreter.chmod(0o755)
+    worker = Worker(lambda: launch(str(interpreter), [str(FIXTURES)], "off"))
     await worker.start()
     try:
         name, expected = STILL_SEEN[hook]
@@ -192,3 +199,160 @@ async def test_a_hook_point_torch_moved_is_one_note_not_a_failure(tmp_path: Path
     assert (report.status, [(brk.function, brk.gb_type) for brk in report.breaks]) == ("ok", expected)
     (said,) = report.notes
     assert said == f"torch {hookpoints.TORCH_RELEASE}: {note}; gbls reports what its other hooks see"
+
+
+class Loud:
+    """A user object whose repr and len raise: describing an input must never call them."""
+
+    def __repr__(self) -> str:
+        raise RuntimeError("repr called")
+
+    def __len__(self) -> int:
+        raise RuntimeError("len called")
+
+
+class LoudInt(int):
+    def __repr__(self) -> str:
+        raise RuntimeError("repr called")
+
+
+def test_inputs_are_described_without_running_the_programs_code() -> None:
+    import torch
+
+    from gbls.worker.capture import describe_value
+
+    batch = {"input_ids": torch.zeros(2, 8, dtype=torch.long), "mask": None, "sizes": [1, 2.5, "a"]}
+    assert describe_value(batch) == "{'input_ids': i64[2, 8], 'mask': None, 'sizes': [1, 2.5, 'a']}"
+    assert describe_value((torch.randn(3),)) == "(f32[3],)"
+    assert describe_value(list(range(6))) == "[0, 1, 2, 3, … 2 more]"
+    assert (describe_value(Loud()), describe_value(LoudInt(3)), describe_value([Loud()])) == (
+        "Loud",
+        "LoudInt",
+        "[Loud]",
+    )
+
+
+# Reasons as torch 2.6, 2.8 and 2.13 print them (taken from their TORCH_LOGS=recompiles).
+PAD = " " * 40  # torch pads each check to 60 characters before its comment
+PICK_2_13 = (
+    f"0/0: mode == 'a'{PAD}# if mode == \"a\":  # mp/rc/pick.py:6 in pick"
+    '\nUser stack trace:\n  File "/tmp/rc/pick.py", line 6, in pick\n    if mode == "a":'
+)
+HINT = (
+    "torch.compile considers integer attributes of the nn.Module to be static. If you are observing "
+    "recompilation, you might want to make this integer dynamic using "
+    "torch._dynamo.config.allow_unspec_int_on_nn_module = True, or convert this integer into a tensor."
+)
+SPECIALIZED = (
+    "user code shown is first use of this value--the guard itself is not due user code but due to 0/1 "
+    "specialization in the framework; to avoid specialization try "
+    "torch._dynamo.decorators.mark_unbacked(tensor, dim)"
+)
+SYMBOLIC = (
+    f"5/1: 2 <= x.size()[0] <= 4  # if x.shape[0] > 4:  # mp/rc/ints.py:43 in branchy ({SPECIALIZED}) and if "
+    "x.shape[0] > 4:  # mp/rc/ints.py:43 in branchy (_dynamo/variables/tensor.py:2606 in evaluate_expr)"
+)
+
+
+@pytest.mark.parametrize(
+    "reason, expected",
+    [
+        (PICK_2_13, Guard("mode == 'a'", "0/0", "value", "mode")),
+        (f"0/1: L['mode'] == 'b'{PAD}", Guard("mode == 'b'", "0/1", "value", "mode")),
+        (
+            f"3/0: G['ACT'] == 'relu'{PAD}# if ACT == \"relu\":  # f.py:28 in act",
+            Guard("ACT == 'relu'", "3/0", "value", "ACT", is_global=True),
+        ),
+        (
+            f"4/0: self.scale == 2{PAD}# return x * self.scale  # f.py:38 in forward (HINT: {HINT})",
+            Guard("self.scale == 2", "4/0", "value", "self.scale", hint=HINT),
+        ),
+        (
+            f"0/0: L['self'].factor == 2{PAD}(HINT: {HINT})",  # torch 2.8
+            Guard("self.factor == 2", "0/0", "value", "self.factor", hint=HINT),
+        ),
+        (
+            "0/0: tensor 'L['x']' size mismatch at index 0. expected 2, actual 3",
+            Guard("tensor 'x' size mismatch at index 0. expected 2, actual 3", "0/0", "shape", "x"),
+        ),
+        (
+            "4/1: tensor 'x' dtype mismatch. expected Double, actual Half",
+            Guard("tensor 'x' dtype mismatch. expected Double, actual Half", "4/1", "dtype", "x"),
+        ),
+        (SYMBOLIC, Guard("2 <= x.size()[0] <= 4", "5/1", "shape", "x", hint=SPECIALIZED)),
+        (
+            "0/1: ___check_obj_id(mode, 139624605101008), type=<class '__main__.Mode'>  # if mode is Mode.A:"
+            "  # f.py:11 in pick",
+            Guard(
+                "___check_obj_id(mode, 139624605101008), type=<class '__main__.Mode'>",
+                "0/1",
+                "identity",
+                "mode",
+            ),
+        ),
+        (
+            "1/0: GLOBAL_STATE changed: grad_mode ",
+            Guard("GLOBAL_STATE changed: grad_mode", "1/0", "global_state"),
+        ),
+        ("2/0: len(L['xs']) == 3", Guard("len(xs) == 3", "2/0", "length", "xs")),
+        ("2/0: ___check_type_id(L['x'], 94123)", Guard("___check_type_id(x, 94123)", "2/0", "type", "x")),
+        ("Unable to find recompilation reasons", Guard("Unable to find recompilation reasons", "", "other")),
+    ],
+)
+def test_reasons_are_read_as_torch_versions_write_them(reason: str, expected: Guard) -> None:
+    assert reasons.parse(reason) == expected
+
+
+def test_a_reason_names_its_line_in_its_comment() -> None:
+    assert reasons.where(PICK_2_13) == ("mp/rc/pick.py", 6, "pick")
+    assert reasons.where(SYMBOLIC) == ("mp/rc/ints.py", 43, "branchy")
+    assert reasons.where("0/0: tensor 'x' size mismatch at index 0. expected 2, actual 3") is None
+
+
+def _compile(
+    number: int, compile_id: str, guard_failed: str = "", attempt: int = 0, **fields: object
+) -> FrameEvent:
+    """The record of one translation of g's frame; a recompilation if its guard failed against another."""
+    guard = Guard("k == 1", guard_failed, "value", "k") if guard_failed else None
+    event = FrameEvent(
+        attempt=attempt,
+        target=number,
+        compile_id=compile_id,
+        frame="g",
+        path="/f.py",
+        line=1,
+        recompile=guard is not None,
+        guard=guard,
+    )
+    return dataclasses.replace(event, **fields)  # type: ignore[arg-type]
+
+
+def test_merge_counts_compilations_and_keeps_each_recompilation() -> None:
+    events: list[Event] = [
+        _target(0, "g"),
+        _compile(0, "0/0"),
+        _compile(0, "1/0", line=7),  # its resume function: the same compilation of g
+        _compile(0, "0/1", "0/0", dynamic=True),
+        _compile(0, "0/2", "0/1", limit="recompile_limit", limit_value=2),
+        _compile(0, "2/0", own=False, frame="helper", line=9),  # a callee it re-entered
+    ]
+    found = merge(events, "/f.py")
+    (function,) = found.functions
+    assert function.compilations == 2  # the first, and 0/1; the limit refused 0/2
+    assert [(r.compile_id, r.frame, r.dynamic, r.limit) for r in found.recompiles] == [
+        ("0/1", Code("/f.py", 1, "g"), True, ""),
+        ("0/2", Code("/f.py", 1, "g"), False, "recompile_limit"),
+    ]
+
+
+def test_a_recompilation_against_a_discarded_attempt_is_gbls_s_not_the_module_s() -> None:
+    events: list[Event] = [
+        _target(0, "g"),
+        _compile(0, "0/0", attempt=1),
+        DiscardEvent(attempt=1),  # the synthesized input raised after Dynamo compiled for it
+        _compile(0, "0/1", "0/0", attempt=2),
+        _compile(0, "0/2", "0/1", attempt=2),
+    ]
+    found = merge(events, "/f.py")
+    assert [r.compile_id for r in found.recompiles] == ["0/2"]
+    assert found.functions[0].compilations == 2

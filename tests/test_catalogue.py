@@ -14,11 +14,12 @@ from typing import Any
 import pytest
 
 from gbls.engine.fixes.catalogue import fixes_for, fullgraph_fix
-from gbls.engine.fixes.edits import Fix, apply
-from gbls.engine.model import BreakReport, Location
+from gbls.engine.fixes.edits import Edit, Fix, apply, editable
+from gbls.engine.fixes.recompiles import recompile_fixes
+from gbls.engine.model import BreakReport, FileReport, FunctionReport, Location, RecompileReport
 from gbls.engine.ranges import Span
 from gbls.engine.sources import Sources, read_source
-from gbls.worker.protocol import Break, Frame
+from gbls.worker.protocol import Break, Code, Frame, Function, Guard, Recompile
 
 from .conftest import FIXTURES
 
@@ -191,3 +192,123 @@ def test_a_clean_function_is_locked_in_with_fullgraph() -> None:
     call = at(path, "plain", 18, "torch.compile(plain)").span
     fix = fullgraph_fix(str(path), source, None, call)
     assert fix is not None and "torch.compile(plain, fullgraph=True)" in apply(source, list(fix.edits))
+
+
+def test_a_flag_is_only_offered_where_the_source_has_the_call(tmp_path: Path) -> None:
+    """A break said to be a ``.item()`` where the source has none (the analysed code can say so)."""
+    path = FIXES / "item_call.py"
+    sources = Sources(read_source)
+    elsewhere = at(path, "normalized", 10, "x / scale")
+    assert fixes_for(broken("GB0124", elsewhere), str(path), sources) == []
+    not_item = at(path, "normalized", 9, "x.abs()")
+    assert fixes_for(broken("GB0124", not_item), str(path), sources) == []
+
+
+def test_fixes_edit_the_analysed_file_and_the_workspace_only(tmp_path: Path) -> None:
+    workspace, outside = tmp_path / "workspace", tmp_path / "outside"
+    installed = workspace / ".venv" / "lib" / "python3.11" / "site-packages" / "lib.py"
+
+    def fix_of(path: Path) -> Fix:
+        return Fix("edit", (Edit(str(path), Span(1, 0, 1, 0), "x"),))
+
+    analysed = outside / "opened.py"  # opened in the editor from outside the workspace folders
+    assert editable(fix_of(workspace / "pkg" / "helper.py"), str(analysed), [str(workspace)])
+    assert editable(fix_of(analysed), str(analysed), [str(workspace)])
+    assert not editable(fix_of(outside / "other.py"), str(analysed), [str(workspace)])
+    assert not editable(fix_of(installed), str(analysed), [str(workspace)])
+    assert not editable(fix_of(Path(str(workspace) + "-twin") / "x.py"), str(analysed), [str(workspace)])
+    assert not editable(fix_of(Path("relative.py")), str(analysed), [str(workspace)])
+
+
+def test_edits_keep_the_line_endings_of_the_file() -> None:
+    source = "import torch\r\n\r\ndef f(x):\r\n\treturn x\r\n"
+    insert = Edit("f.py", Span(2, 0, 2, 0), "torch._dynamo.config.capture_scalar_outputs = True\n")
+    remove = Edit("f.py", Span(4, 0, 5, 0), "")
+    assert apply(source, [insert, remove]) == (
+        "import torch\r\ntorch._dynamo.config.capture_scalar_outputs = True\r\n\r\ndef f(x):\r\n"
+    )
+
+
+ENUM_SWITCH = """import enum
+import torch
+
+
+class Mode(enum.Enum):
+    A = 1
+    B = 2
+
+
+@torch.compile
+def pick(x, mode, scale=2):
+    if mode is Mode.A:
+        return x * scale
+    if mode is not Mode.B:
+        return x
+    return -x
+"""
+
+
+def recompiled(
+    path: Path, guard: Guard, first_line: int, name: str = "pick"
+) -> tuple[RecompileReport, FileReport]:
+    """A recompilation report of ``name``'s own frame, and a file report holding its function."""
+    source = path.read_text()
+    line = next(n for n, text in enumerate(source.splitlines(), start=1) if text.startswith(f"def {name}"))
+    span = Span(line, 4, line, 4 + len(name))
+    decorator = Span(first_line, 1, first_line, len(source.splitlines()[first_line - 1]))
+    function = FunctionReport(
+        Function(name, name, str(path), first_line, analysed=True),
+        str(path),
+        first_line,
+        (),
+        0,
+        0,
+        span,
+        decorator,
+        None,
+    )
+    recompile = Recompile(name, Code(str(path), first_line, name), True, "0/1", guard)
+    found = RecompileReport(
+        name, Code(str(path), first_line, name), True, (recompile, recompile), span, None, ""
+    )
+    report = FileReport(str(path), "ok", "", "", None, (function,), (), (), "", "", 0.0, recompiles=(found,))
+    return found, report
+
+
+def test_an_enum_switch_moves_out_with_each_test_its_flag(tmp_path: Path) -> None:
+    path = tmp_path / "enum_switch.py"
+    path.write_text(ENUM_SWITCH)
+    guard = Guard("___check_obj_id(mode, 1), type=<class 'Mode'>", "0/0", "identity", "mode")
+    found, report = recompiled(path, guard, 10)
+    sources = Sources(read_source)
+    (fix,) = recompile_fixes(found, report, sources)
+    assert fix.title.startswith("Move the switch on `mode` out of the compiled function")
+    assert applied(fix, sources)["enum_switch.py"].split("\n\n\n", 2)[2] == (
+        "@torch.compile\n"
+        "def _pick(x, mode_is_A, mode_is_B, scale):\n"
+        "    if mode_is_A:\n"
+        "        return x * scale\n"
+        "    if not mode_is_B:\n"
+        "        return x\n"
+        "    return -x\n"
+        "\n"
+        "\n"
+        "def pick(x, mode, scale=2):\n"
+        "    return _pick(x, mode is Mode.A, mode is Mode.B, scale)\n"
+    )
+
+
+def test_a_switch_used_any_other_way_or_a_number_in_range_gets_no_rewrite(tmp_path: Path) -> None:
+    path = tmp_path / "other_uses.py"
+    path.write_text(
+        "import torch\n\n\n@torch.compile\ndef pick(x, mode):\n    print(mode)\n"
+        '    return x + 1 if mode == "a" else x\n'
+    )
+    found, report = recompiled(path, Guard("mode == 'a'", "0/0", "value", "mode"), 4)
+    assert recompile_fixes(found, report, Sources(read_source)) == []
+    path.write_text(
+        "import torch\n\n\n@torch.compile\ndef pick(x, n):\n"
+        "    for _ in range(n):\n        x = x + 1\n    return x\n"
+    )
+    found, report = recompiled(path, Guard("n == 1", "0/0", "value", "n"), 4)
+    assert recompile_fixes(found, report, Sources(read_source)) == []

@@ -16,13 +16,14 @@ from .torchlog import logged_breaks
 
 ROOT = Path(__file__).parent.parent
 ENGINE = FIXTURES / "engine"
+RECOMPILES = FIXTURES / "recompiles"
 Runs = dict[str, subprocess.CompletedProcess[str]]
 
 
-def gbls(*arguments: str) -> subprocess.Popen[str]:
+def gbls(*arguments: str, cwd: Path = ROOT) -> subprocess.Popen[str]:
     return subprocess.Popen(
         [sys.executable, "-m", "gbls", "check", *arguments],
-        cwd=ROOT,
+        cwd=cwd,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
@@ -38,6 +39,12 @@ def runs() -> dict[str, subprocess.CompletedProcess[str]]:
         "github": gbls("--format", "github", "--python", sys.executable, str(ENGINE / "print_body.py")),
         "clean": gbls(str(ENGINE / "clean.py")),
         "broken": gbls(str(ENGINE / "syntax_error.py"), str(ENGINE / "missing_file.py")),
+        "not run": gbls("--no-run-main", str(ENGINE / "main_decorated.py")),
+        "from /tmp": gbls(str(ROOT / "examples" / "demo.py"), cwd=Path("/tmp")),
+        "limit": gbls(str(RECOMPILES / "switch.py")),
+        "recompiles json": gbls("--format", "json", str(RECOMPILES / "shapes.py")),
+        "recompiles sarif": gbls("--format", "sarif", str(RECOMPILES / "switch.py")),
+        "recompiles github": gbls("--format", "github", str(RECOMPILES / "shapes.py")),
     }
     finished = {}
     for name, process in started.items():
@@ -92,7 +99,9 @@ def test_json_output(runs: Runs) -> None:
         "ops": 4,
         "breaks": 0,
         "suppressed": 0,
+        "compilations": 1,
     }
+    assert clean["recompiles"] == []
     (brk,) = deep["breaks"]
     assert (brk["function"], brk["gb_id"], brk["count"], brk["gaps"]) == ("g", "GB0059", 1, [])
     assert brk["url"].endswith("/gb/gb0059.html")
@@ -139,6 +148,24 @@ def test_exit_codes(runs: Runs) -> None:
     assert "missing_file.py" in broken.stdout and "No such file" in broken.stdout
 
 
+def test_a_compile_site_not_analysed_fails_ci_and_names_the_remedy(runs: Runs) -> None:
+    result = runs["not run"]
+    assert result.returncode == 2, result.stderr
+    lines = result.stdout.splitlines()
+    assert lines[0].startswith("tests/fixtures/engine/main_decorated.py:5:5: not analysed: project: ")
+    assert "turn on the runMain setting (`gbls check --run-main`)" in lines[0]
+    assert lines[-1] == "Found 0 graph breaks in 1 file; 1 compiled function not analysed."
+
+
+def test_gbls_runs_from_tmp(runs: Runs) -> None:
+    """bwrap's private /tmp is where every temporary file goes: /tmp itself must not cover it."""
+    result = runs["from /tmp"]
+    assert result.returncode == 1, result.stderr
+    assert result.stdout.splitlines()[-3] == (
+        f"{ROOT}/examples/demo.py:39:16: GB0036 [*] Dynamic shape operator (torch.nonzero) [in Head]"
+    )
+
+
 def test_folders_are_walked_for_files_that_compile(tmp_path: Path) -> None:
     from gbls.cli import python_files
 
@@ -160,3 +187,56 @@ def test_no_interpreter_is_an_error_not_a_crash() -> None:
     )
     assert result.returncode == 2
     assert result.stderr.startswith("gbls: ")
+
+
+def test_a_function_that_hits_the_recompile_limit_fails_the_check(runs: Runs) -> None:
+    result = runs["limit"]
+    assert result.returncode == 1, result.stderr
+    assert result.stdout.splitlines() == [
+        "tests/fixtures/recompiles/switch.py:6:8: recompile `pick` recompiled 8 times: guard `mode == 'a'` "
+        "failed (the value of `mode` changes between calls); it hit the recompile limit (8), so from then on "
+        "`pick` runs in eager mode whenever none of its compiled versions fits the call",
+        "Found 0 graph breaks in 1 file; 1 recompiling function (1 hit the recompile limit).",
+    ]
+    assert result.stdout.strip() in (ROOT / "README.md").read_text()
+
+
+def test_recompilations_in_json_below_the_limit_do_not_fail_the_check(runs: Runs) -> None:
+    result = runs["recompiles json"]
+    assert result.returncode == 0, result.stderr
+    (file,) = json.loads(result.stdout)["files"]
+    assert [(f["name"], f["compilations"], f["graphs"]) for f in file["functions"]] == [
+        ("grow", 2, 2),
+        ("fixed", 4, 4),
+    ]
+    grow, fixed = file["recompiles"]
+    assert (grow["function"], grow["count"], grow["problem"], grow["dynamic"]) == ("grow", 1, False, True)
+    assert (fixed["function"], fixed["count"], fixed["problem"], fixed["limit"]) == ("fixed", 3, True, None)
+    assert fixed["compile_ids"] == ["1/1", "1/2", "1/3"]
+    assert fixed["range"] == {"start": {"line": 10, "column": 11}, "end": {"line": 10, "column": 12}}
+    assert fixed["guard"] == {
+        "text": "tensor 'x' size mismatch at index 0. expected 2, actual 3",
+        "kind": "shape",
+        "subject": "x",
+        "global": False,
+        "hint": "",
+        "location": None,
+    }
+    assert fixed["fix"]["message"] == "Compile `fixed` with dynamic=True (one graph for every size)"
+    assert fixed["url"].startswith("https://docs.pytorch.org/") and "recompilation" in fixed["url"]
+
+
+def test_recompilations_in_sarif_and_github_annotations(runs: Runs) -> None:
+    sarif = runs["recompiles sarif"]
+    assert sarif.returncode == 1, sarif.stderr
+    run = json.loads(sarif.stdout)["runs"][0]
+    assert [rule["id"] for rule in run["tool"]["driver"]["rules"]] == ["recompile-limit"]
+    (finding,) = run["results"]
+    assert (finding["ruleId"], finding["level"]) == ("recompile-limit", "error")
+    region = finding["locations"][0]["physicalLocation"]["region"]
+    assert (region["startLine"], region["startColumn"], region["endColumn"]) == (6, 8, 19)
+    github = runs["recompiles github"]
+    assert github.returncode == 0, github.stderr
+    assert github.stdout.startswith(
+        "::warning title=gbls (recompile),file=tests/fixtures/recompiles/shapes.py,line=10,col=11,"
+    )

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import re
 import sys
@@ -11,11 +12,14 @@ from pathlib import Path
 import pytest
 import torch
 
-from gbls.engine.model import BreakReport, FileReport
+from gbls.engine.model import BreakReport, FileReport, Location
+from gbls.engine.report import build, checked
+from gbls.engine.sources import read_source
 from gbls.lsp.hover import break_markdown
+from gbls.settings import Settings
 from gbls.worker import hookpoints
 from gbls.worker.capture import base_name
-from gbls.worker.protocol import EAGER, SPLIT
+from gbls.worker.protocol import EAGER, OK, SPLIT, Break, Frame, Function, Result
 
 from .conftest import FIXTURES, Analyse
 from .torchlog import LoggedBreak, LoggedCompile, LoggedFrame, logged_breaks, logged_compiles
@@ -50,31 +54,39 @@ def assert_agrees_with_torch(report: FileReport, fixture: Path) -> None:
             continue  # Dynamo gave up on the frame without logging a graph break (as torch 2.6 often does)
         assert at_root, f"{brk.gb_id} at {root.path}:{root.span.line} is not in torch's log"
         # Above the compiled function the log shows the module's call site and nn.Module's call
-        # machinery: neither is part of the chain, nor are torch's frames below it (a polyfill).
-        stacks = [(entry, user_frames(entry.stack)) for entry in at_root if not entry.suppressed]
-        split = brk.chain[0]
-        full = [
-            (entry, stack)
-            for entry, stack in stacks
-            if stack and (stack[0].function, stack[0].line) == (split.function, split.span.line)
+        # machinery, nor are its eager callers (``main()``) or torch's frames below it (a polyfill).
+        stacks = [
+            (entry, from_compiled(brk, user_frames(entry.stack))) for entry in at_root if not entry.suppressed
         ]
+        full = [(entry, stack) for entry, stack in stacks if stack]
         if not full:
             # torch prints a stack once per place; a second compiled function reaching the same
             # helper gets "user stack suppressed": its chain is asserted by the test itself.
             assert any(entry.suppressed for entry in at_root)
             continue
+        # One break can be logged on several paths to its root (a callee translated in its caller's
+        # frame, then in its own): one of them is exactly our chain, as torch prints chains (consecutive
+        # frames of one name folded) or frame by frame.
+        chains = [list(brk.chain), as_torch_prints(brk.chain)]
+        on_our_path = [
+            (entry, stack, chain)
+            for entry, stack in full
+            for chain in chains
+            if [(f.path, f.function, f.line) for f in stack]
+            == [(loc.path, loc.function, loc.span.line) for loc in chain]
+        ]
+        assert on_our_path, f"{brk.gb_id}: no chain in torch's log is {as_torch_prints(brk.chain)}"
         # torch 2.10 records a frame it cannot resume in without its message: prefer one that has it.
-        first, stack = next(((e, s) for e, s in full if e.explanations or e.text), full[0])
+        first, stack, chain = next(
+            ((e, s, c) for e, s, c in on_our_path if e.explanations or e.text), on_our_path[0]
+        )
         if first.explanations or first.text:
             # What the hover and the JSON say is what torch printed (but for object addresses).
             said = first.explanations[0] if first.explanations else first.text
             assert printed(brk.cause.explanation) == printed(said)
             ours = [printed(hint) for hint in brk.cause.hints]
             assert ours == [printed(hint) for hint in first.hints[: len(ours)]] and (ours or not first.hints)
-        assert [(f.path, f.function, f.line) for f in stack] == [
-            (loc.path, loc.function, loc.span.line) for loc in brk.chain
-        ]
-        for frame, location in zip(stack, brk.chain, strict=True):
+        for frame, location in zip(stack, chain, strict=True):
             span = location.span
             if frame.carets is not None:
                 start, end = stripped_columns(Path(location.path), span.line, span.column, span.end_column)
@@ -143,6 +155,28 @@ def root_of(entry: LoggedBreak) -> tuple[str, int]:
         return entry.at
     users = [frame for frame in entry.stack if not frame.path.startswith(TORCH_DIR)]
     return (users[-1].path, users[-1].line) if users else entry.at
+
+
+def from_compiled(brk: BreakReport, stack: list[LoggedFrame]) -> list[LoggedFrame]:
+    """The logged stack from where the compiled function's graph splits down: its eager callers
+    (``main()``) are not part of the chain."""
+    first = brk.chain[0]
+    for index, frame in enumerate(stack):
+        if (frame.path, frame.function, frame.line) == (first.path, first.function, first.span.line):
+            return stack[index:]
+    return []
+
+
+def as_torch_prints(chain: tuple[Location, ...]) -> list[Location]:
+    """The chain as torch's log prints it: it folds consecutive frames of one name into the last (meant
+    for resume functions, it also folds two different ``wrapper``s of a library's decorators)."""
+    folded: list[Location] = []
+    for location in chain:
+        if folded and folded[-1].function == location.function:
+            folded[-1] = location
+        else:
+            folded.append(location)
+    return folded
 
 
 def printed(text: str) -> str:
@@ -421,7 +455,7 @@ async def test_each_analysis_sees_a_fresh_sibling_module(analyse_file: Analyse, 
 
 async def test_targets_compiled_where_nothing_runs_them_are_analysed_anyway(analyse_file: Analyse) -> None:
     fixture = ENGINE / "main_block.py"
-    report = await analyse_file(fixture)
+    report = await analyse_file(fixture, settings=Settings(run_main=False))
     tower, step = report.functions
     assert (tower.qualname, tower.kind, tower.analysed, tower.target.input_source, tower.target.inputs) == (
         "Tower",
@@ -438,14 +472,31 @@ async def test_targets_compiled_where_nothing_runs_them_are_analysed_anyway(anal
     assert (span.line, span.column, span.end_line, span.end_column) == (19, 4, 22, 5)
 
 
-async def test_run_main_runs_the_main_block(analyse_file: Analyse) -> None:
-    from gbls.settings import Settings
-
-    report = await analyse_file(ENGINE / "main_block.py", settings=Settings(run_main=True))
+async def test_the_main_block_runs_by_default(analyse_file: Analyse) -> None:
+    fixture = ENGINE / "main_block.py"
+    report = await analyse_file(fixture)
     assert [(f.qualname, f.target.input_source, f.target.inputs) for f in report.functions] == [
         ("Tower", "module", "x: f32[4, 16]"),
         ("step", "module", "x: f32[5]"),
     ]
+    assert [(b.function, b.gb_id) for b in report.breaks] == [("Tower", "GB0170"), ("step", "GB0059")]
+    assert_agrees_with_torch(report, fixture)
+
+
+async def test_without_run_main_the_remedy_is_named(analyse_file: Analyse) -> None:
+    """A function only main() calls, whose shapes no synthesized input fits: never "clean"."""
+    fixture = ENGINE / "main_decorated.py"
+    off = await analyse_file(fixture, settings=Settings(run_main=False))
+    (project,) = off.functions
+    assert not project.analysed and off.breaks == ()
+    assert "no synthesized input worked" in project.reason
+    assert "turn on the runMain setting (`gbls check --run-main`)" in project.reason
+    assert "# gbls: example(...)" in project.reason
+    on = await analyse_file(fixture)
+    (project,) = on.functions
+    assert (project.analysed, project.target.inputs) == (True, "x: f32[4, 5]")
+    assert [(b.function, b.gb_id, b.span.line) for b in on.breaks] == [("project", "GB0059", 7)]
+    assert_agrees_with_torch(on, fixture)
 
 
 async def test_columns_count_characters_not_bytes(analyse_file: Analyse) -> None:
@@ -462,3 +513,38 @@ def test_spans_without_columns_cover_the_line() -> None:
     from gbls.engine.ranges import Span, span_of
 
     assert span_of("def f():\n    print(x)  \n", 2, None, None) == Span(2, 4, 2, 14)
+
+
+def test_results_that_cannot_be_true_of_the_source_are_dropped(tmp_path: Path) -> None:
+    """What the analysed code can forge: a frame outside the file, a negative column, a device."""
+    path = str(tmp_path / "forged.py")
+    source = "import torch\n\n\ndef f(x):\n    return x\n"
+
+    def brk(*frames: Frame) -> Break:
+        return Break("f", "Forged", None, None, "", (), "", frames)
+
+    good = brk(Frame(path, "f", 5, 4, 12))
+    result = Result(
+        path=path,
+        status=OK,
+        breaks=(
+            good,
+            brk(Frame(path, "f", 6, 0, 1)),  # past the end of the file
+            brk(Frame(path, "f", 5, -1, 3)),
+            brk(Frame(path, "f", 5, 40, 41)),  # past the end of the line
+            brk(Frame(path, "f", 5, 4, 12), Frame("/dev/zero", "g", 1, 0, 1)),
+            brk(Frame("helper.py", "f", 1, 0, 1)),
+            brk(Frame(path, "f", 2**40, 0, 1)),
+        ),
+        functions=(Function("f", "f", path, -3),),
+    )
+    report = build(path, source, result, (), read_source)
+    assert [b.span.line for b in report.breaks] == [5]
+    assert report.functions == () and report.status == "error" and report.failure_kind == "tampered"
+    assert report.message.startswith(
+        "the analysed code tampered with gbls's results (a frame is at line 6, column 0, outside forged.py, "
+        "and 6 more)"
+    )
+    assert checked(
+        path, source, dataclasses.replace(result, breaks=(good,), functions=())
+    ) == dataclasses.replace(result, breaks=(good,), functions=())

@@ -381,3 +381,97 @@ def test_skeleton_placeholders_for_editors_that_take_snippets() -> None:
     (edit,) = skeleton.edits
     assert edit.snippet and "def _true_branch(${1:x}):" in edit.text and "return ${3:x}" in edit.text
     assert "${" not in edit.plain_text
+
+
+def recompile_problems(diagnostics: list[lsp.Diagnostic]) -> list[str]:
+    return [d.message for d in diagnostics if d.code == "recompile"]
+
+
+async def test_a_string_switch_moves_out_of_the_compiled_function(
+    client: LanguageClient, workspace: Path
+) -> None:
+    session, after = await fix_and_check(
+        client, workspace, "recompile_switch.py", "recompile", "Move the switch on `mode` out of the compiled"
+    )
+    assert session.path.read_text() == (
+        "import torch\n"
+        "\n"
+        "\n"
+        "@torch.compile\n"
+        "def _pick(x, mode_is_a):\n"
+        "    if mode_is_a:\n"
+        "        return x + 1\n"
+        "    return x - 1\n"
+        "\n"
+        "\n"
+        "def pick(x, mode):\n"
+        '    return _pick(x, mode == "a")\n'
+        "\n"
+        "\n"
+        'for mode in "abcd":\n'
+        "    pick(torch.randn(3), mode)\n"
+    )
+    # The compiled function sees a bool: it compiles twice, which is no problem.
+    assert recompile_problems(after) == []
+    session.close()
+
+
+async def test_a_number_is_passed_as_a_tensor(client: LanguageClient, workspace: Path) -> None:
+    session, after = await fix_and_check(
+        client, workspace, "recompile_scalar.py", "recompile", "Pass `k` as a tensor at its 2 calls"
+    )
+    text = session.path.read_text()
+    assert "    scaled(torch.randn(3), torch.tensor(k))\n" in text
+    assert "scaled(torch.randn(3), k=torch.tensor(5))\n" in text
+    assert recompile_problems(after) == []
+    session.close()
+
+
+async def test_sizes_compile_dynamic(client: LanguageClient, workspace: Path) -> None:
+    session, after = await fix_and_check(
+        client, workspace, "recompile_sizes.py", "recompile", "Compile `fixed` with dynamic=True"
+    )
+    assert "@torch.compile(dynamic=True)\ndef fixed(x):" in session.path.read_text()
+    assert recompile_problems(after) == []
+    session.close()
+
+
+async def test_integer_module_attributes_are_made_dynamic(client: LanguageClient, workspace: Path) -> None:
+    session, after = await fix_and_check(
+        client,
+        workspace,
+        "recompile_module_int.py",
+        "recompile",
+        "Enable torch._dynamo.config.allow_unspec_int_on_nn_module",
+    )
+    assert (
+        session.path.read_text().splitlines()[1]
+        == "torch._dynamo.config.allow_unspec_int_on_nn_module = True"
+    )
+    assert recompile_problems(after) == []
+    session.close()
+
+
+async def test_raising_the_limit_is_offered_last(client: LanguageClient, workspace: Path) -> None:
+    session = Session(client, workspace, "recompile_limit.py", "limit_raised.py")
+    (diagnostic,) = [d for d in await session.open() if d.code == "recompile"]
+    assert diagnostic.severity == lsp.DiagnosticSeverity.Error and "recompile limit" in diagnostic.message
+    actions = await session.actions(diagnostic)
+    fixes = [a.title for a in actions if isinstance(a, lsp.CodeAction) and not a.title.startswith("Suppress")]
+    assert fixes[-1].startswith("Raise torch._dynamo.config.recompile_limit to 16 (a last resort")
+    after = await session.apply(titled(actions, "Raise torch._dynamo.config.recompile_limit"))
+    assert session.path.read_text().splitlines()[1] == "torch._dynamo.config.recompile_limit = 16"
+    # Ten values now compile ten times: still a recompilation to look at, but no limit.
+    (still,) = [d for d in after if d.code == "recompile"]
+    assert still.severity == lsp.DiagnosticSeverity.Warning
+    assert still.message.startswith("`pick` recompiled 9 times") and "limit" not in still.message
+    session.close()
+
+
+async def test_a_recompilation_report_can_be_suppressed(client: LanguageClient, workspace: Path) -> None:
+    session, after = await fix_and_check(
+        client, workspace, "recompile_sizes.py", "recompile", "Suppress this recompilation report", "quiet.py"
+    )
+    assert "def fixed(x):  # gbls: ignore[recompile]" in session.path.read_text()
+    assert after == []
+    session.close()

@@ -15,6 +15,7 @@ from .conftest import FIXTURES, Analyse
 from .lsp import close, diagnostics_for, open_and_wait, uri_of
 
 THREE = FIXTURES / "incremental" / "three.py"
+RECOMPILING = FIXTURES / "incremental" / "recompiling.py"
 
 
 def summary(report: FileReport) -> list[tuple[object, ...]]:
@@ -90,3 +91,29 @@ async def test_an_edit_in_one_function_translates_only_that_one(
     assert (await status).reused == []
     assert published(diagnostics) == expected(await analyse_file(THREE, source=called))
     await close(client, THREE)
+
+
+def recompiles(diagnostics: list[lsp.Diagnostic]) -> list[tuple[str, int, int]]:
+    return [
+        (d.message, d.range.start.line, d.range.start.character) for d in diagnostics if d.code == "recompile"
+    ]
+
+
+async def test_recompilations_of_kept_functions_are_kept_and_moved(
+    client: LanguageClient, analyse_file: Analyse
+) -> None:
+    text = RECOMPILING.read_text()
+    first = recompiles(await open_and_wait(client, RECOMPILING))
+    assert [(line, column) for _, line, column in first] == [(10, 7)]  # `mode == "a"`
+    # Two lines more in `plain`: `pick` is not translated again, its recompilations move down.
+    edited = text.replace("    return x.sin()\n", "    y = x.sin()\n    y = y * 1\n    return y\n")
+    status = asyncio.ensure_future(last_status(client, RECOMPILING))
+    moved = recompiles(await edit(client, RECOMPILING, 2, edited))
+    assert (await status).reused == ["pick"]
+    full = await analyse_file(RECOMPILING, source=edited)
+    assert moved == [(p.message, p.span.line - 1, p.span.column) for p in full.problems]
+    assert [(line, column) for _, line, column in moved] == [(12, 7)]
+    # A blank line on top: the cached report, every line one down.
+    blank = recompiles(await edit(client, RECOMPILING, 3, "\n" + edited))
+    assert blank == [(message, line + 1, column) for message, line, column in moved]
+    await close(client, RECOMPILING)

@@ -9,6 +9,7 @@ by the marker every process the worker starts carries in its environment.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import json
 import os
 import shutil
@@ -17,7 +18,7 @@ import site
 import subprocess
 import sys
 import time
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -27,7 +28,7 @@ import pytest_lsp
 from lsprotocol import types as lsp
 from pytest_lsp import ClientServerConfig, LanguageClient, client_capabilities
 
-from gbls.runtime.sandbox import bwrap_sizes, worker_environment
+from gbls.runtime.sandbox import bwrap_support, worker_environment
 
 from .conftest import FIXTURES, Analyse
 from .lsp import Recorder, close, open_and_wait, published_after, until, uri_of
@@ -37,7 +38,7 @@ FAULTS = FIXTURES / "faults"
 CLEAN = FIXTURES / "engine" / "clean.py"
 TIMEOUT = 5
 MEMORY_MB = 1024
-HAS_BWRAP = bwrap_sizes() is not None
+HAS_BWRAP = bwrap_support() is not None
 # Passed to the CLI and the server: none of the secrets may reach the analysed code, nor the GPU.
 SECRETS = {
     "TORCH_HUB_TOKEN": "t0ken",
@@ -52,7 +53,7 @@ NOT_SANDBOXED = "analysed code runs without the gbls sandbox"
 @dataclass(frozen=True)
 class Fault:
     kind: str  # the failure's kind; "" when the analysis ends well
-    message: str  # how the failure message starts; {line} is the line it is on
+    message: str  # how the failure message starts; {line}: the line it is on, {folder}: the faults folder
     lines: tuple[int, ...] = ()  # where the failure may be (a loop's header or its body)
     breaks: tuple[int, ...] = (6,)  # lines of the breaks found before the failure
     bwrap: bool = False  # the behaviour needs the bwrap sandbox
@@ -99,16 +100,89 @@ FAULT_TABLE = {
     ),
     "deleted.py": Fault("", "", (), (15,)),
     "escapes_group.py": Fault("", "", (), (10,)),
+    # A project's own random.py (and torch.py) next to the file: the worker starts all the same.
+    "shadowing/shadows_random.py": Fault(
+        "shadow",
+        "{folder}/shadowing/random.py shadows the standard library's module `random`, which torch imports",
+        (1,),
+        (8,),
+    ),
+    "odd_lines.py": Fault("", "", (), (7,)),  # CRLF, U+2028 in a comment, a form feed, tabs
+    # Nothing left by other analyses in /tmp or /dev/shm (without bwrap: the machine's own, as ever).
+    "temporary_space.py": Fault("", "", (), (22,), bwrap=True),
+    "stops_worker.py": Fault("worker", "the gbls worker process stopped answering (no result", (1,), ()),
+    "kills_worker.py": Fault("worker", "the gbls worker process was killed by SIGKILL", (1,), ()),
+    # Forged result lines for guessed ids go nowhere. Without bwrap, root's analysis can open the
+    # worker's pipes through /proc (CAP_SYS_PTRACE), other analyses' event pipes among them.
+    "forges_results.py": Fault("", "", (), (9,), bwrap=True),
+    "forged_frames.py": Fault(
+        "tampered",
+        "the analysed code tampered with gbls's results (a frame names 'relative.py', which is no file, "
+        "and 4 more)",
+        (1,),
+        (10, 14),
+    ),
+    "many_events.py": Fault(
+        "truncated",
+        "gbls output truncated: 35001 graph-break events past 5000 distinct chains were dropped; only the "
+        "first 1000 of 5000 graph breaks are shown",
+        (1,),
+        (10,) + (14,) * 999,
+    ),
+    "huge_event_line.py": Fault(
+        "flood", "wrote a line of more than 1 MB into gbls's event stream", (1,), (9,)
+    ),
+    "disables_dynamo.py": Fault(
+        "disabled",
+        "Dynamo was disabled by torch._dynamo.config.disable = True in the analysed code",
+        (3,),
+        (),
+    ),
+    "force_eager.py": Fault(
+        "disabled",
+        'Dynamo was disabled by torch.compiler.set_stance("force_eager") in the analysed code',
+        (3,),
+        (),
+    ),
+    "keyboard_interrupt.py": Fault("", "", (), (6,)),
+    "replaces_builtins.py": Fault(
+        "tampered",
+        "the analysed code replaced builtins.__import__, builtins.open, json.dumps, which torch and gbls "
+        "rely on",
+        (1,),
+        (9,),
+    ),
 }
-WRITTEN = (FAULTS / "written-by-analysis.txt", Path("/tmp/gbls-fault-written.txt"))
+# They take the warm worker down: through the CLI they run beside innocent files of their own
+# (run again on a fresh worker, a file may find what it changed: deleted.py its file gone).
+WORKER_KILLERS = ("kills_worker.py", "stops_worker.py")
+INNOCENT = ("raises_after_break.py", "prints.py", "loop_module.py", "sys_exit.py")
+# Breaks left after ``gbls check --fix``, where it fixes something.
+FIXED = {"odd_lines.py": ()}
+# Outside every workspace folder: forged_frames.py names its graph_break() as a break's root cause.
+BAIT = Path("/tmp/gbls-fault-bait.py")
+BAIT_TEXT = "import torch\n\n\ndef bait():\n    torch._dynamo.graph_break()\n"
 
 
-def assert_nothing_written() -> None:
+def written_paths(faults: Path) -> tuple[Path, ...]:
+    return (faults / "written-by-analysis.txt", Path("/tmp/gbls-fault-written.txt"))
+
+
+def assert_nothing_written(faults: Path = FAULTS) -> None:
     """Nothing the analysed code tried to write outside its sandbox exists (nor is left for later tests)."""
-    written = [path for path in WRITTEN if path.exists()]
+    written = [path for path in written_paths(faults) if path.exists()]
     for path in written:
         path.unlink()
     assert written == [], f"the analysis wrote {written}"
+
+
+@pytest.fixture(scope="session")
+def bait() -> Iterator[Path]:
+    """The file a forged break points at, outside the workspace: gbls must never edit it."""
+    BAIT.write_text(BAIT_TEXT)
+    yield BAIT
+    assert BAIT.read_text() == BAIT_TEXT
+    BAIT.unlink()
 
 
 def require_bwrap() -> None:
@@ -118,8 +192,13 @@ def require_bwrap() -> None:
         pytest.skip("bubblewrap (bwrap) is missing or does not work here")
 
 
-def runnable(name: str) -> bool:
-    """Without bwrap, a fault that needs it is not run: writes_outside.py would really write."""
+def runnable(name: str, sandbox: str = "auto") -> bool:
+    """Without bwrap, a fault that needs it is not run: writes_outside.py would really write.
+
+    deleted.py is run where bwrap is: the test deletes it from one run at a time.
+    """
+    if sandbox == "off":
+        return not FAULT_TABLE[name].bwrap and name != "deleted.py"
     return HAS_BWRAP or not FAULT_TABLE[name].bwrap
 
 
@@ -209,10 +288,14 @@ def describe(pid: int) -> str:
 # -- the CLI ----------------------------------------------------------------------------------
 
 
-def gbls(*arguments: str, environment: dict[str, str] = ENVIRONMENT) -> subprocess.Popen[str]:
+def gbls(
+    *arguments: str, environment: dict[str, str] = ENVIRONMENT, cwd: Path = ROOT
+) -> subprocess.Popen[str]:
+    # The installed command, as users run it: ``python -m`` would put the working directory on
+    # sys.path of gbls itself (a random.py there would break Python before gbls starts).
     return subprocess.Popen(
-        [sys.executable, "-m", "gbls", "check", *arguments],
-        cwd=ROOT,
+        [str(Path(sys.executable).parent / "gbls"), "check", *arguments],
+        cwd=cwd,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
@@ -237,23 +320,58 @@ def delete_once_open(path: Path, running: Callable[[], bool]) -> None:
 
 
 @dataclass
-class CliRuns:
-    faults: dict[str, Any]  # file name → its JSON entry
-    faults_status: int
+class CliRun:
+    """One ``gbls check --fix`` of a copy of every fault that this sandbox mode can run."""
+
+    faults: dict[str, Any]  # fault (relative to the faults folder) → its JSON entry
+    status: int
+    folder: Path  # the copy of the faults folder it checked
+    originals: dict[str, bytes]  # each fault file's bytes before
     marker: str
+
+
+@dataclass
+class CliRuns:
+    runs: dict[str, CliRun]  # by sandbox mode: bwrap (where it works) and off
+    killers: dict[str, dict[str, Any]]  # by sandbox mode: the worker killers' and innocents' entries
     notes: dict[str, subprocess.CompletedProcess[str]]
 
 
+LIMITS = ("--timeout", str(TIMEOUT), "--memory-mb", str(MEMORY_MB))
+
+
+def start_faults(folder: Path, sandbox: str) -> tuple[subprocess.Popen[str], dict[str, bytes]]:
+    shutil.copytree(FAULTS, folder)
+    originals = {str(p.relative_to(folder)): p.read_bytes() for p in folder.rglob("*.py")}
+    names = [n for n in FAULT_TABLE if runnable(n, sandbox) and n not in WORKER_KILLERS] + ["environment.py"]
+    process = gbls(
+        "--format", "json", "--fix", "--sandbox", sandbox, *LIMITS, *(str(folder / n) for n in names)
+    )
+    return process, originals
+
+
+def finished(started: dict[str, subprocess.Popen[str]]) -> dict[str, subprocess.CompletedProcess[str]]:
+    done = {}
+    for name, process in started.items():
+        stdout, stderr = process.communicate(timeout=600)
+        done[name] = subprocess.CompletedProcess(process.args, process.returncode, stdout, stderr)
+    return done
+
+
+def finish_faults(
+    process: subprocess.Popen[str], folder: Path, originals: dict[str, bytes], marker: str
+) -> CliRun:
+    out, err = process.communicate(timeout=900)
+    assert out, err
+    entries = {str(Path(entry["path"]).relative_to(folder)): entry for entry in json.loads(out)["files"]}
+    return CliRun(entries, process.returncode, folder, originals, marker)
+
+
 @pytest.fixture(scope="module")
-def cli(tmp_path_factory: pytest.TempPathFactory) -> CliRuns:
-    """Every fault through one ``gbls check``, and the sandbox notes through three more, all at once."""
-    folder = tmp_path_factory.mktemp("cli")
-    deleted = folder / "deleted.py"
-    shutil.copy(FAULTS / "deleted.py", deleted)
-    files = [str(FAULTS / name) for name in FAULT_TABLE if name != "deleted.py" and runnable(name)]
-    files += [str(deleted), str(FAULTS / "environment.py")]
-    limits = ["--timeout", str(TIMEOUT), "--memory-mb", str(MEMORY_MB)]
-    faults = gbls("--format", "json", *limits, *files)
+def cli(tmp_path_factory: pytest.TempPathFactory, bait: Path) -> CliRuns:
+    """Every fault through ``gbls check --fix`` in each sandbox mode, and the notes through more runs."""
+    folder = tmp_path_factory.mktemp("cli") / "faults"
+    faults, originals = start_faults(folder, "auto")
     no_bwrap = {**ENVIRONMENT, "PATH": str(tmp_path_factory.mktemp("empty-path"))}
     # An interpreter under /tmp (a virtual environment there): bwrap's private /tmp must not hide it.
     venv = tmp_path_factory.mktemp("venv")
@@ -262,25 +380,51 @@ def cli(tmp_path_factory: pytest.TempPathFactory) -> CliRuns:
     # installed: in a virtual environment of the user's, or system-wide.
     (site_packages,) = (venv / "lib").glob("python*/site-packages")
     (site_packages / "outer.pth").write_text("\n".join(site.getsitepackages()) + "\n")
+    disabled = {**ENVIRONMENT, "TORCH_COMPILE_DISABLE": "1"}
+    # One run of every fault at a time, then the short ones together: the machine has two cores,
+    # and faults with a timeout must not time out for the load of the others.
+    marker = marker_of(zygote_of(faults.pid))
+    delete_once_open(folder / "deleted.py", lambda: faults.poll() is None)
+    runs = {"bwrap": finish_faults(faults, folder, originals, marker)}
+    unsandboxed = tmp_path_factory.mktemp("cli-off") / "faults"
+    faults, originals = start_faults(unsandboxed, "off")
+    marker = marker_of(zygote_of(faults.pid))
+    runs["off"] = finish_faults(faults, unsandboxed, originals, marker)
     started = {
         "venv": gbls("--python", str(venv / "bin" / "python"), str(FAULTS / "raises_after_break.py")),
         "off": gbls("--sandbox", "off", str(CLEAN), str(FAULTS / "raises_after_break.py")),
         "missing": gbls(str(CLEAN), str(FAULTS / "raises_after_break.py"), environment=no_bwrap),
         "required": gbls("--sandbox", "bwrap", str(CLEAN), environment=no_bwrap),
+        # The workspace itself (the working directory) holds random.py and torch.py.
+        "shadowed": gbls("--format", "json", "shadows_random.py", cwd=FAULTS / "shadowing"),
+        "disabled": gbls("--format", "json", str(CLEAN), environment=disabled),
+        "odd": gbls("--format", "json", str(FAULTS / "odd_lines.py")),
     }
-    marker = marker_of(zygote_of(faults.pid))
-    delete_once_open(deleted, lambda: faults.poll() is None)
-    out, err = faults.communicate(timeout=600)
-    assert out, err
-    entries = {Path(entry["path"]).name: entry for entry in json.loads(out)["files"]}
-    notes = {}
-    for name, process in started.items():
-        stdout, stderr = process.communicate(timeout=600)
-        notes[name] = subprocess.CompletedProcess(process.args, process.returncode, stdout, stderr)
-    return CliRuns(entries, faults.returncode, marker, notes)
+    notes = finished(started)
+    started = {
+        # Alone, the worker it stops is the only one to blame: no second try, an answer in time.
+        "stopped": gbls("--format", "json", *LIMITS, str(FAULTS / "stops_worker.py")),
+        **{
+            f"killers-{sandbox}": gbls(
+                "--format",
+                "json",
+                "--sandbox",
+                sandbox,
+                *LIMITS,
+                *(str(FAULTS / name) for name in WORKER_KILLERS + INNOCENT),
+            )
+            for sandbox in ("auto", "off")
+        },
+    }
+    notes |= finished(started)
+    killers = {
+        mode: {Path(e["path"]).name: e for e in json.loads(notes[f"killers-{sandbox}"].stdout)["files"]}
+        for mode, sandbox in (("bwrap", "auto"), ("off", "off"))
+    }
+    return CliRuns(runs, killers, notes)
 
 
-def check_cli_entry(entry: dict[str, Any], expected: Fault) -> None:
+def check_cli_entry(entry: dict[str, Any], expected: Fault, folder: Path) -> None:
     breaks = sorted(brk["range"]["start"]["line"] for brk in entry["breaks"])
     assert breaks == list(expected.breaks), entry
     if not expected.kind:
@@ -290,25 +434,93 @@ def check_cli_entry(entry: dict[str, Any], expected: Fault) -> None:
     assert entry["failure"]["kind"] == expected.kind, entry["message"]
     line = entry["failure"]["range"]["start"]["line"]
     assert line in expected.lines, entry["message"]
-    assert entry["message"].startswith(expected.message.format(line=line)), entry["message"]
+    assert entry["message"].startswith(expected.message.format(line=line, folder=folder)), entry["message"]
 
 
+@pytest.mark.parametrize("sandbox", ["bwrap", "off"])
 @pytest.mark.parametrize("name", sorted(FAULT_TABLE))
-def test_fault_through_the_cli(cli: CliRuns, name: str) -> None:
+def test_fault_through_the_cli(cli: CliRuns, name: str, sandbox: str) -> None:
     expected = FAULT_TABLE[name]
-    if expected.bwrap:
+    if sandbox == "bwrap" and expected.bwrap:
         require_bwrap()
-    check_cli_entry(cli.faults[name], expected)
+    if not runnable(name, sandbox):
+        pytest.skip(f"{name} is not run without bwrap")
+    if name in WORKER_KILLERS:
+        check_cli_entry(cli.killers[sandbox][name], expected, FAULTS)
+        return
+    if name in FIXED:
+        expected = dataclasses.replace(expected, breaks=FIXED[name])
+    run = cli.runs[sandbox]
+    check_cli_entry(run.faults[name], expected, run.folder)
 
 
-def test_cli_leaves_no_process_and_no_file_behind(cli: CliRuns) -> None:
-    assert cli.faults_status == 2
-    assert strays(cli.marker) == []
-    assert_nothing_written()
+@pytest.mark.parametrize("sandbox", ["bwrap", "off"])
+def test_a_dead_worker_fails_the_file_that_killed_it_only(cli: CliRuns, sandbox: str) -> None:
+    for name in INNOCENT:
+        check_cli_entry(cli.killers[sandbox][name], FAULT_TABLE[name], FAULTS)
 
 
-def test_the_analysis_sees_no_secret_and_no_gpu(cli: CliRuns) -> None:
-    check_environment(cli.faults["environment.py"]["message"], ROOT)
+@pytest.mark.parametrize("sandbox", ["bwrap", "off"])
+def test_cli_leaves_no_process_and_no_file_behind(cli: CliRuns, sandbox: str) -> None:
+    run = cli.runs[sandbox]
+    assert run.status == 2
+    assert strays(run.marker) == []
+    assert_nothing_written(run.folder)
+
+
+@pytest.mark.parametrize("sandbox", ["bwrap", "off"])
+def test_fix_writes_only_the_workspace_file_the_source_confirms(cli: CliRuns, sandbox: str) -> None:
+    """``--fix`` on every fault: the one real fix (odd_lines.py's .item()) and nothing else, anywhere."""
+    run = cli.runs[sandbox]
+    changed = {
+        name
+        for name, data in run.originals.items()
+        if name != "deleted.py" and (run.folder / name).read_bytes() != data  # the test deleted it
+    }
+    assert changed == {"odd_lines.py"}
+    assert BAIT.read_text() == BAIT_TEXT  # forged_frames.py's break in it was not fixed
+    old = run.originals["odd_lines.py"]
+    # Inserted after the imports with the file's CRLF; every other byte kept (U+2028, form feed, tabs).
+    inserted = b"torch._dynamo.config.capture_scalar_outputs = True\r\n"
+    assert (run.folder / "odd_lines.py").read_bytes() == old.replace(b"\r\n", b"\r\n" + inserted, 1)
+
+
+def test_columns_where_python_and_the_editor_count_them(cli: CliRuns) -> None:
+    """The .item() on line 7 of odd_lines.py, after U+2028 and a form feed, behind a tab: columns 10-30."""
+    (entry,) = json.loads(cli.notes["odd"].stdout)["files"]
+    (brk,) = entry["breaks"]
+    assert brk["range"] == {"start": {"line": 7, "column": 10}, "end": {"line": 7, "column": 30}}
+
+
+def test_user_failures_are_reported_as_the_users(cli: CliRuns) -> None:
+    entry = cli.runs["bwrap"].faults["keyboard_interrupt.py"]
+    (interrupted,) = [f for f in entry["functions"] if not f["analysed"]]
+    reason = interrupted["reason"]
+    assert reason.startswith("no synthesized input worked (") and ": KeyboardInterrupt" in reason
+
+
+@pytest.mark.parametrize("sandbox", ["bwrap", "off"])
+def test_the_analysis_sees_no_secret_and_no_gpu(cli: CliRuns, sandbox: str) -> None:
+    run = cli.runs[sandbox]
+    check_environment(run.faults["environment.py"]["message"], run.folder)
+
+
+def test_a_workspace_that_shadows_the_standard_library(cli: CliRuns) -> None:
+    shadowed = cli.notes["shadowed"]
+    (entry,) = json.loads(shadowed.stdout)["files"]
+    check_cli_entry(entry, FAULT_TABLE["shadowing/shadows_random.py"], FAULTS)
+    assert "(also shadowing: torch.py)" in entry["message"]
+
+
+def test_dynamo_disabled_by_the_environment_is_said(cli: CliRuns) -> None:
+    (entry,) = json.loads(cli.notes["disabled"].stdout)["files"]
+    assert entry["failure"]["kind"] == "disabled"
+    assert entry["message"].startswith("Dynamo was disabled by TORCH_COMPILE_DISABLE=1 in the environment")
+
+
+def test_a_stopped_worker_alone_is_answered(cli: CliRuns) -> None:
+    (entry,) = json.loads(cli.notes["stopped"].stdout)["files"]
+    check_cli_entry(entry, FAULT_TABLE["stops_worker.py"], FAULTS)
 
 
 def check_environment(message: str, workspace: Path) -> None:
@@ -330,8 +542,8 @@ def check_environment(message: str, workspace: Path) -> None:
 
 def test_environment_filter() -> None:
     base = {**SECRETS, "PATH": "/bin", "HOME": "/home/u", "PYTHONPATH": "/lib", "LC_ALL": "C", "EDITOR": "vi"}
-    environment = worker_environment("/work", base)
-    assert environment["PYTHONPATH"] == os.pathsep.join(["/work", "/lib"])
+    environment = worker_environment(base)
+    assert environment["PYTHONPATH"] == "/lib"  # the workspace comes per analysis, after the imports
     assert environment["CUDA_VISIBLE_DEVICES"] == ""
     assert {"PATH", "HOME", "LC_ALL"} <= set(environment)
     assert not ({"EDITOR", *SECRETS} & set(environment))
@@ -372,6 +584,12 @@ async def client(
     lsp_client: LanguageClient, tmp_path_factory: pytest.TempPathFactory
 ) -> AsyncIterator[LanguageClient]:
     lsp_client.diagnostics = Recorder()
+    lsp_client.statuses = []  # type: ignore[attr-defined]
+
+    @lsp_client.feature("gbls/status")
+    def status(params: Any) -> None:
+        lsp_client.statuses.append(params if isinstance(params, dict) else params._asdict())  # type: ignore[attr-defined]
+
     settings = {"debounceMs": 200, "timeout": TIMEOUT, "memoryMb": MEMORY_MB}
     lsp_client.set_configuration(settings, section="gbls")
     folders = [FIXTURES, tmp_path_factory.getbasetemp()]
@@ -407,7 +625,11 @@ async def answers(client: LanguageClient) -> None:
 
 
 def check_diagnostics(diagnostics: list[lsp.Diagnostic], expected: Fault) -> None:
-    breaks = sorted(d.range.start.line + 1 for d in diagnostics if str(d.code).startswith("GB"))
+    # Hints mark where a break's root cause lies (many_events.py's forged ones: another line).
+    hints = lsp.DiagnosticSeverity.Hint
+    breaks = sorted(
+        d.range.start.line + 1 for d in diagnostics if str(d.code).startswith("GB") and d.severity != hints
+    )
     assert breaks == list(expected.breaks), diagnostics
     failures = [d for d in diagnostics if str(d.code).startswith("analysis-")]
     if not expected.kind:
@@ -420,7 +642,9 @@ def check_diagnostics(diagnostics: list[lsp.Diagnostic], expected: Fault) -> Non
     line = failure.range.start.line + 1
     assert line in expected.lines, failure.message
     prefix = "gbls could not analyse this file: "
-    assert failure.message.startswith(prefix + expected.message.format(line=line)), failure.message
+    assert failure.message.startswith(prefix + expected.message.format(line=line, folder=FAULTS)), (
+        failure.message
+    )
 
 
 async def analyse_over_lsp(client: LanguageClient, path: Path) -> list[lsp.Diagnostic]:
@@ -445,9 +669,41 @@ def publications(client: LanguageClient) -> int:
     return len(client.diagnostics.history)  # type: ignore[attr-defined]
 
 
+async def edited_files(client: LanguageClient, path: Path, diagnostics: list[lsp.Diagnostic]) -> set[str]:
+    """The URIs that the code actions for ``diagnostics`` would edit."""
+    everywhere = lsp.Range(lsp.Position(0, 0), lsp.Position(0, 0))
+    actions = await client.text_document_code_action_async(
+        lsp.CodeActionParams(
+            lsp.TextDocumentIdentifier(uri_of(path)), everywhere, lsp.CodeActionContext(diagnostics)
+        )
+    )
+    edited: set[str] = set()
+    for action in actions or []:
+        edit = action.edit if isinstance(action, lsp.CodeAction) else None
+        if edit is not None:
+            edited |= set(edit.changes or {})
+            edited |= {
+                c.text_document.uri
+                for c in edit.document_changes or []
+                if isinstance(c, lsp.TextDocumentEdit)
+            }
+    return edited
+
+
+def last_status(client: LanguageClient, uri: str) -> str:
+    statuses: list[Any] = client.statuses  # type: ignore[attr-defined]
+    mine = [status for status in statuses if status["uri"] == uri]
+    return str(mine[-1]["state"]) if mine else ""
+
+
+async def finally_done(client: LanguageClient, uri: str) -> bool:
+    """The status after the publication: sent right after it, so it may still be on its way."""
+    return await until(lambda: last_status(client, uri) == "done", 30)
+
+
 @pytest.mark.parametrize("name", sorted(FAULT_TABLE))
 async def test_fault_through_the_language_server(
-    client: LanguageClient, name: str, tmp_path_factory: pytest.TempPathFactory
+    client: LanguageClient, name: str, tmp_path_factory: pytest.TempPathFactory, bait: Path
 ) -> None:
     expected = FAULT_TABLE[name]
     if expected.bwrap:
@@ -456,11 +712,24 @@ async def test_fault_through_the_language_server(
     if name == "deleted.py":
         path = tmp_path_factory.mktemp("lsp") / name
         shutil.copy(FAULTS / name, path)
-    check_diagnostics(await analyse_over_lsp(client, path), expected)
+    diagnostics = await analyse_over_lsp(client, path)
+    check_diagnostics(diagnostics, expected)
+    assert await finally_done(client, uri_of(path))  # whatever happened, the analysis ended
+    # Code actions edit the analysed file, and no other: never a file a forged break names.
+    assert await edited_files(client, path, diagnostics) <= {uri_of(path)}
     zygote = zygote_of(server_pid(client))
     assert strays(marker_of(zygote), zygote) == []
     assert_nothing_written()
     await answers(client)
+    await close(client, path)
+
+
+async def test_columns_over_lsp_count_utf16_units_on_python_lines(client: LanguageClient) -> None:
+    """odd_lines.py: CRLF, U+2028 and a form feed above, a tab before; the .item() on (0-based) line 6."""
+    path = FAULTS / "odd_lines.py"
+    diagnostics = await analyse_over_lsp(client, path)
+    (brk,) = [d for d in diagnostics if d.code == "GB0124"]
+    assert brk.range == lsp.Range(lsp.Position(6, 9), lsp.Position(6, 29))
     await close(client, path)
 
 
@@ -582,3 +851,36 @@ async def test_faults_without_the_sandbox(unsandboxed: LanguageClient, name: str
     zygote = zygote_of(server_pid(client))
     assert strays(marker_of(zygote), zygote) == []
     await close(client, FAULTS / name)
+
+
+@pytest_lsp.fixture(
+    config=ClientServerConfig(server_command=[sys.executable, "-m", "gbls"], server_env=ENVIRONMENT),
+)
+async def own_server(lsp_client: LanguageClient) -> AsyncIterator[LanguageClient]:
+    """A server of its own, for a test that ends it (the shared one must live on)."""
+    lsp_client.diagnostics = Recorder()
+    await lsp_client.initialize_session(
+        lsp.InitializeParams(
+            capabilities=client_capabilities("visual-studio-code"),
+            workspace_folders=[lsp.WorkspaceFolder(uri=uri_of(FIXTURES), name="fixtures")],
+            initialization_options={"gbls": {"timeout": TIMEOUT, "memoryMb": MEMORY_MB}},
+        )
+    )
+    yield lsp_client
+
+
+async def test_every_process_ends_with_the_server(own_server: LanguageClient, bait: Path) -> None:
+    """Frames naming /dev/stdin and /dev/zero block nothing, and no worker or bwrap outlives the server."""
+    client = own_server
+    path = FAULTS / "forged_frames.py"
+    check_diagnostics(await open_and_wait(client, path), FAULT_TABLE["forged_frames.py"])
+    hover = await client.text_document_hover_async(
+        lsp.HoverParams(lsp.TextDocumentIdentifier(uri_of(path)), lsp.Position(13, 2))
+    )
+    assert hover is not None  # the forged break that was kept, on the call at line 14
+    server = server_pid(client)
+    zygote = zygote_of(server)
+    family = set(descendants(server))
+    assert zygote in family and any(is_bwrap(pid) for pid in family) == HAS_BWRAP
+    await client.shutdown_session()
+    assert await until(lambda: not (family | {server}) & set(live_processes()), 60)

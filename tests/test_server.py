@@ -4,11 +4,16 @@ from __future__ import annotations
 
 import asyncio
 import os
+import uuid
 from collections.abc import AsyncIterator
+from concurrent.futures import Future
 from pathlib import Path
+from typing import Any
 
 import pytest
 from lsprotocol import types as lsp
+from pygls.exceptions import JsonRpcException
+from pygls.protocol.json_rpc import JsonRPCRequestMessage
 from pytest_lsp import LanguageClient
 
 from .conftest import FIXTURES
@@ -269,3 +274,36 @@ async def test_comment_and_blank_line_edits_publish_from_cache_with_shifted_rang
     ]
     assert len(client.progress_reports) == analyses  # nothing was re-analysed
     await close(client, path)
+
+
+async def raw_request(client: LanguageClient, method: str, params: dict[str, Any]) -> Any:
+    """Send a request exactly as given (lsprotocol would refuse to build these params), and its answer."""
+    protocol = client.protocol
+    message_id = str(uuid.uuid4())
+    future: Future[Any] = Future()
+    protocol._request_futures[message_id] = future
+    protocol._send_data(JsonRPCRequestMessage(id=message_id, method=method, jsonrpc="2.0", params=params))
+    try:
+        return await asyncio.wait_for(asyncio.wrap_future(future), 60)
+    except JsonRpcException as error:
+        return error
+
+
+@pytest.mark.parametrize(
+    ("line", "character"), [(-1, 0), (0, -1), (0, 2**31), (2**31, 0), (0, 2**53), (2**31 - 1, 2**31 - 1)]
+)
+async def test_hover_anywhere_is_answered(
+    client: LanguageClient, main_py: list[lsp.Diagnostic], line: int, character: int
+) -> None:
+    """Positions outside the document, or outside what LSP allows: an answer (nothing, or an error)."""
+    params = {
+        "textDocument": {"uri": uri_of(LSP / "main.py")},
+        "position": {"line": line, "character": character},
+    }
+    answer = await raw_request(client, "textDocument/hover", params)
+    assert answer is None or isinstance(answer, JsonRpcException)
+    # And the server goes on: a real hover right after is answered as usual.
+    hover = await client.text_document_hover_async(
+        lsp.HoverParams(lsp.TextDocumentIdentifier(uri_of(LSP / "main.py")), lsp.Position(8, 10))
+    )
+    assert hover is not None

@@ -7,14 +7,15 @@ from gbls.settings import Settings, from_options
 
 def test_camel_case_and_nested_options() -> None:
     settings = from_options(
-        {"gbls": {"analyseOnChange": False, "memoryMb": 2048, "runMain": True, "timeout": 5}}
+        {"gbls": {"analyseOnChange": False, "memoryMb": 2048, "runMain": False, "timeout": 5}}
     )
     assert (settings.analyse_on_change, settings.memory_mb, settings.run_main, settings.timeout) == (
         False,
         2048,
-        True,
+        False,
         5.0,
     )
+    assert Settings().run_main  # the `__main__` block runs unless the user turns it off
 
 
 def test_bad_values_keep_the_defaults() -> None:

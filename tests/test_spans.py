@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import ast
+
 from gbls.engine.ranges import Span, byte_to_char, char_to_utf16, span_of
+from gbls.worker.lines import split_lines
 
 
 def test_a_cursor_is_on_a_span_up_to_just_after_its_end() -> None:
@@ -38,3 +41,28 @@ def test_instruction_spans_take_their_end_line_from_the_syntax() -> None:
     assert span_of(source, 2, 11, 5) == Span(2, 11, 4, 5)
     assert span_of(source, 2, 4, 10) == Span(2, 4, 2, 10)  # no node ends there: one line
     assert span_of(source, 2, None, None) == Span(2, 4, 2, 13)  # no column table: the whole line
+
+
+def test_lines_end_where_python_ends_them() -> None:
+    """Only CRLF, CR and LF end a line, for Python as for LSP: not a form feed, U+2028 or U+0085."""
+    odd = "\x0c", "\u2028", "\x85", "\x1c", "\x1d", "\x1e", "\x0b"
+    source = "a = 1\r\n" + "".join(f"# {c}\n" for c in odd) + "b = 2\rc = 3\n"
+    tree = ast.parse(source)
+    lines = split_lines(source)
+    for statement in tree.body:
+        assert isinstance(statement, ast.Assign)
+        name = statement.targets[0]
+        assert isinstance(name, ast.Name)
+        assert lines[statement.lineno - 1].startswith(f"{name.id} = ")
+    assert len(lines) == len(odd) + 3
+    assert (
+        split_lines(source, keepends=True)[0] == "a = 1\r\n" and "".join(split_lines(source, True)) == source
+    )
+
+
+def test_tabs_are_one_column_for_python_and_for_lsp() -> None:
+    source = "def f(x):\n\treturn print(x)\n"
+    call = ast.parse(source).body[0].body[0].value  # type: ignore[attr-defined]
+    span = span_of(source, call.lineno, call.col_offset, call.end_col_offset)
+    assert (span.column, span.end_column) == (8, 16)
+    assert char_to_utf16("\treturn print(x)", span.column) == 8

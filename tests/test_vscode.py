@@ -1,5 +1,6 @@
 """The VS Code extension (vscode-extension/): its contract with the server, its TypeScript unit tests
-under node, and the end-to-end test in real VS Code (code-server in Chromium, src/e2e/run.ts).
+under node and its lint, and the end-to-end test in real VS Code (code-server in Chromium,
+src/e2e/run.ts).
 
 Locally a missing tool skips the test with the way to install it; with CI=true it fails.
 vscode-extension/scripts/ci-setup.sh installs everything.
@@ -29,10 +30,14 @@ TOOLS = EXTENSION / ".e2e"
 VSIX = EXTENSION / "gbls.vsix"
 SCREENSHOT = ROOT / "docs" / "vscode-hover.png"
 SETUP = "vscode-extension/scripts/ci-setup.sh"
+# The extension's own settings, never sent to the server (CLIENT_SETTINGS in src/settings.ts):
+# vscode-languageclient reads gbls.trace.server itself.
+CLIENT_SETTINGS = {"gbls.trace.server"}
 # What goes into gbls.vsix: a change to any of these makes the built one stale.
 VSIX_INPUTS = [
     EXTENSION / "src",
     EXTENSION / "tool",
+    EXTENSION / "scripts",
     EXTENSION / "package.json",
     EXTENSION / "requirements.txt",
     ROOT / "gbls",
@@ -75,7 +80,9 @@ def explain(result: subprocess.CompletedProcess[str]) -> str:
 
 
 def test_every_server_setting_is_contributed_with_the_server_default() -> None:
-    properties = manifest()["contributes"]["configuration"]["properties"]
+    contributed = manifest()["contributes"]["configuration"]["properties"]
+    assert CLIENT_SETTINGS <= set(contributed)
+    properties = {key: value for key, value in contributed.items() if key not in CLIENT_SETTINGS}
     fields = {f"gbls.{camel(field.name)}": field.default for field in dataclasses.fields(Settings)}
     assert sorted(properties) == sorted(fields)
     for key, default in fields.items():
@@ -103,6 +110,14 @@ def test_typescript_unit_tests() -> None:
     result = run(["npm", "test"], timeout=300, GBLS_PYTHON=sys.executable)
     assert result.returncode == 0, explain(result)
     assert re.search(r"^# fail 0$", result.stdout, re.MULTILINE), explain(result)
+
+
+def test_typescript_lint() -> None:
+    """tsc, ESLint (typescript-eslint's type-checked rules, eslint.config.mjs) and prettier, clean."""
+    require(shutil.which("npm") is not None, "npm")
+    require((EXTENSION / "node_modules").is_dir(), "vscode-extension/node_modules")
+    result = run(["npm", "run", "lint"], timeout=300)
+    assert result.returncode == 0, explain(result)
 
 
 def newest_input() -> float:

@@ -1,13 +1,13 @@
 """torch's own graph-break log, as the oracle the engine's results are checked against.
 
 Runs fixture files in a fresh interpreter with ``TORCH_LOGS=graph_breaks`` and every
-``torch.compile`` on the eager backend, and parses each logged break: its compile id, gb_type and
-GB id, and the user traceback with the caret columns torch printed. What became of each frame
-Dynamo translated (compiled, or run eagerly) is whether Dynamo produced code for it (its bytecode
-hook ran in that compilation), for each compilation its metrics recorded (their own
-``has_guarded_code`` is wrong for frames dropped by a loop break in torch 2.7-2.10). All the files
-of a folder run in one interpreter (``torch._dynamo.reset()`` between them) so that torch is
-imported once.
+``torch.compile`` on the eager backend, each as ``python file.py`` runs it (``__main__``), and
+parses each logged break: its compile id, gb_type and GB id, and the user traceback with the caret
+columns torch printed. What became of each frame Dynamo translated (compiled, or run eagerly) is
+whether Dynamo produced code for it (its bytecode hook ran in that compilation), for each
+compilation its metrics recorded (their own ``has_guarded_code`` is wrong for frames dropped by a
+loop break in torch 2.7-2.10). All the files of a folder run in one interpreter
+(``torch._dynamo.reset()`` between them) so that torch is imported once.
 
 The log's shape differs between releases: torch 2.6 prints ``Reason: <text>`` and no structure,
 2.7-2.9 put the gb_type on the ``Graph Break Reason:`` line, 2.10+ put a line of what Dynamo did
@@ -50,7 +50,7 @@ for path in sys.argv[1:]:
     print(MARKER + path, file=sys.stderr, flush=True)
     sys.path.insert(0, os.path.dirname(path))
     try:
-        exec(compile(open(path).read(), path, "exec"), {"__name__": "fixture", "__file__": path})
+        exec(compile(open(path).read(), path, "exec"), {"__name__": "__main__", "__file__": path})
     except BaseException:
         pass
     for metric in utils.get_compilation_metrics():
@@ -122,15 +122,21 @@ def _load(path: Path) -> None:
     _compiles.update(compiles)
 
 
-def _run(paths: list[Path]) -> tuple[dict[Path, list[LoggedBreak]], dict[Path, list[LoggedCompile]]]:
-    environment = dict(os.environ, TORCH_LOGS="graph_breaks")
-    completed = subprocess.run(
+def run_eagerly(paths: list[Path], environment: dict[str, str]) -> subprocess.CompletedProcess[str]:
+    """Run ``paths`` in one fresh interpreter on the eager backend; the log and markers on stderr."""
+    return subprocess.run(
         [sys.executable, "-c", f"MARKER = {MARKER!r}\nFRAME = {FRAME!r}\n" + RUNNER, *map(str, paths)],
         capture_output=True,
         text=True,
         env=environment,
         timeout=600,
     )
+
+
+def _run(paths: list[Path]) -> tuple[dict[Path, list[LoggedBreak]], dict[Path, list[LoggedCompile]]]:
+    # Nothing may download at run time: the Hugging Face fixtures build their models from configs.
+    environment = dict(os.environ, TORCH_LOGS="graph_breaks", HF_HUB_OFFLINE="1")
+    completed = run_eagerly(paths, environment)
     found: dict[Path, list[LoggedBreak]] = {}
     compiles: dict[Path, list[LoggedCompile]] = {}
     entries: list[LoggedBreak] = []

@@ -17,8 +17,8 @@ import tokenize
 from typing import Any
 
 from ..worker.comments import is_directive
-from ..worker.protocol import Graph
-from .model import BreakReport, FileReport, FunctionReport
+from ..worker.protocol import Code, Frame, Graph, Recompile
+from .model import BreakReport, FileReport, FunctionReport, RecompileReport
 from .ranges import Span
 from .sources import TextOf
 
@@ -77,6 +77,46 @@ def shifted_break(brk: BreakReport, path: str, maps: dict[str, Lines]) -> BreakR
             dataclasses.replace(location, span=_span(location.span, maps.get(location.path, {})))
             for location in brk.chain
         ),
+        called_at=(
+            dataclasses.replace(brk.called_at, span=_span(brk.called_at.span, maps.get(path, {})))
+            if brk.called_at is not None
+            else None
+        ),
+    )
+
+
+def _code(code: Code, maps: dict[str, Lines]) -> Code:
+    return dataclasses.replace(code, line=maps.get(code.path, {}).get(code.line, code.line))
+
+
+def _frame(frame: Frame, maps: dict[str, Lines]) -> Frame:
+    return dataclasses.replace(frame, line=maps.get(frame.path, {}).get(frame.line, frame.line))
+
+
+def _recompile(recompile: Recompile, maps: dict[str, Lines]) -> Recompile:
+    guard = recompile.guard
+    return dataclasses.replace(
+        recompile,
+        frame=_code(recompile.frame, maps),
+        guard=dataclasses.replace(guard, chain=tuple(_frame(f, maps) for f in guard.chain))
+        if guard
+        else None,
+    )
+
+
+def shifted_recompile(report: RecompileReport, path: str, maps: dict[str, Lines]) -> RecompileReport:
+    """``report`` of the analysed file ``path`` moved by each file's line map."""
+    guard_at = report.guard_at
+    return dataclasses.replace(
+        report,
+        frame=_code(report.frame, maps),
+        recompiles=tuple(_recompile(r, maps) for r in report.recompiles),
+        span=_span(report.span, maps.get(path, {})),
+        guard_at=(
+            dataclasses.replace(guard_at, span=_span(guard_at.span, maps.get(guard_at.path, {})))
+            if guard_at
+            else None
+        ),
     )
 
 
@@ -92,10 +132,7 @@ def shifted_function(function: FunctionReport, path: str, maps: dict[str, Lines]
         graphs=tuple(_graph(g, maps.get(function.path, {})) for g in function.graphs),
         target=dataclasses.replace(
             function.target,
-            reached=tuple(
-                dataclasses.replace(code, line=maps.get(code.path, {}).get(code.line, code.line))
-                for code in function.reached
-            ),
+            reached=tuple(_code(code, maps) for code in function.reached),
         ),
     )
 
@@ -108,7 +145,9 @@ def shifted(report: FileReport, lines: Lines) -> FileReport:
         breaks=tuple(shifted_break(b, report.path, maps) for b in report.breaks),
         suppressed=tuple(shifted_break(b, report.path, maps) for b in report.suppressed),
         functions=tuple(shifted_function(f, report.path, maps) for f in report.functions),
+        recompiles=tuple(shifted_recompile(r, report.path, maps) for r in report.recompiles),
         failure_span=_maybe(report.failure_span, lines),
+        stopped=_maybe(report.stopped, lines),
     )
 
 

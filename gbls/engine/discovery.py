@@ -1,10 +1,14 @@
-"""Find what a file compiles, statically: where each compiled function or module is, and its ranges.
+"""Find what a file compiles, statically: where each compile site is, and its ranges.
 
-The worker sees what actually runs; this sees what the file says, including compile calls that
-never run on import (in ``main()`` or the ``__main__`` block), and gives the ranges the editor
-needs (the ``def`` name, the decorator, the compile call). jedi resolves names, so aliases
-(``import torch as T``, ``from torch import compile as jit``, ``jit = T.compile(backend=...)``)
-are found and ``re.compile`` is not.
+The worker sees what actually runs (the object, its class, its ``forward``'s code); this sees what
+the file says, including compile calls that never run on import (in ``main()`` or the
+``__main__`` block), and gives the ranges the editor needs (the ``def`` name, the decorator, the
+compile call). It is one pass over the file's own syntax, so that it costs milliseconds whatever
+the file imports: it never resolves a name into a library. It follows the names the file binds
+to ``torch.compile`` (``import torch as T``, ``from torch import compile as jit``,
+``jit = T.compile(backend=...)``, ``partial(torch.compile, ...)``) and ``.compile()`` on anything
+but an imported module, so ``re.compile`` is not a compile site; and an outer call's arguments
+(``torch.compile(f)(torch.randn(3))``) are the compiled function's inputs, not compile sites.
 """
 
 from __future__ import annotations
@@ -12,20 +16,21 @@ from __future__ import annotations
 import ast
 import logging
 import threading
-from dataclasses import dataclass, field
-from functools import lru_cache
-from typing import Any
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
 
 import jedi
 
-from .ranges import Span
+from ..worker.lines import split_lines
+from .ranges import Span, line_text
 
 log = logging.getLogger(__name__)
-
-COMPILE_FUNCTIONS = {"torch.compile", "torch._dynamo.optimize", "torch._dynamo.eval_frame.optimize"}
-MODULE_COMPILE = "torch.nn.modules.module.Module.compile"
-# jedi's caches are not thread-safe, and discovery runs in worker threads.
+# jedi's caches are not thread-safe, and the fixes look definitions up in worker threads.
 _jedi_lock = threading.Lock()
+
+COMPILE = "torch.compile"
+OPTIMIZE = "torch._dynamo.optimize"  # always takes its backend first: a decorator factory
+PARTIALS = {"partial", "functools.partial"}
 
 
 @dataclass(frozen=True)
@@ -34,49 +39,42 @@ class CompiledSite:
 
     name: str
     qualname: str
-    kind: str  # function | method | module
-    line: int
+    kind: str  # function | method | module, as far as the source shows (the run has the truth)
+    line: int  # the compile call's first line (the ``def`` line for a decorated function)
     first_line: int  # what the code object's co_firstlineno will be (the first decorator's line)
     name_span: Span
     decorator_span: Span | None = None
     call_span: Span | None = None
-    in_main_block: bool = False
+    in_main_block: bool = False  # runs only when the file runs as a script (`if __name__ == ...`)
+    scope: str = ""  # the function whose body holds the compile call; "" at module level
 
     @property
     def id(self) -> str:
         """What the worker echoes back for the target it ran for this site."""
         return f"{self.qualname}@{self.line}:{self.name_span.column}"
 
-
-@dataclass
-class _Scope:
-    names: list[str] = field(default_factory=list)
-    in_main: bool = False
-
-
-@lru_cache(maxsize=4)
-def _environment(interpreter: str | None) -> Any:
-    if not interpreter:
-        return None
-    try:
-        return jedi.create_environment(interpreter, safe=False)
-    except Exception:  # an interpreter jedi cannot inspect: resolve with gbls's own
-        log.warning(
-            "jedi cannot inspect %s; names are resolved with gbls's own Python", interpreter, exc_info=True
-        )
-        return None
+    @property
+    def end_line(self) -> int:
+        """The compile call's (or decorator's) last line: the run's call line falls in between."""
+        span = self.call_span or self.decorator_span or self.name_span
+        return span.end_line
 
 
-def find_compiled(source: str, path: str, interpreter: str | None = None) -> tuple[CompiledSite, ...]:
+def find_compiled(source: str, path: str = "") -> tuple[CompiledSite, ...]:
     try:
         tree = ast.parse(source)
     except (SyntaxError, ValueError):
         return ()
-    with _jedi_lock:
-        script = jedi.Script(source, path=path, environment=_environment(interpreter))
-        finder = _Finder(script, tree)
-        finder.visit_body(tree.body, _Scope())
-    return tuple(sorted(finder.sites, key=lambda site: site.line))
+    finder = _Finder(tree)
+    finder.visit_body(tree.body, _Scope())
+    return tuple(sorted(finder.sites, key=lambda site: (site.line, site.name_span.column)))
+
+
+@dataclass(frozen=True)
+class _Scope:
+    names: tuple[str, ...] = ()  # the qualname parts, ``<locals>`` after a function
+    function: str = ""  # the innermost function's qualname
+    in_main: bool = False
 
 
 def _span(node: ast.AST) -> Span:
@@ -86,17 +84,6 @@ def _span(node: ast.AST) -> Span:
         node.end_lineno or node.lineno,  # type: ignore[attr-defined]
         node.end_col_offset or node.col_offset,  # type: ignore[attr-defined]
     )
-
-
-def _last_name(node: ast.AST) -> ast.AST | None:
-    """The node whose final identifier jedi should resolve: ``T.compile`` → ``compile``."""
-    if isinstance(node, ast.Call):
-        node = node.func
-    return node if isinstance(node, ast.Name | ast.Attribute) else None
-
-
-def _identifier(node: ast.AST) -> str:
-    return node.id if isinstance(node, ast.Name) else node.attr if isinstance(node, ast.Attribute) else ""
 
 
 def _is_main_guard(node: ast.If) -> bool:
@@ -109,201 +96,255 @@ def _is_main_guard(node: ast.If) -> bool:
     )
 
 
-class _Finder:
-    def __init__(self, script: jedi.Script, tree: ast.Module) -> None:
-        self.script = script
-        self.tree = tree
-        self.sites: list[CompiledSite] = []
-        self.candidates = self._candidate_names(tree)
-        self.resolved: dict[tuple[int, int], list[Any]] = {}
-        # Names bound to ``torch.compile(backend=...)``: decorators that compile.
-        self.factories: set[tuple[int, int]] = set()
-        for node in ast.walk(tree):
-            if isinstance(node, ast.Assign) and isinstance(node.value, ast.Call) and not node.value.args:
-                if self._compiler(node.value.func) == "function":
-                    self.factories |= {
-                        (t.lineno, t.col_offset) for t in node.targets if isinstance(t, ast.Name)
-                    }
+def _name_span(node: ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef) -> Span:
+    prefix = {ast.AsyncFunctionDef: "async def ", ast.ClassDef: "class "}.get(type(node), "def ")
+    column = node.col_offset + len(prefix)
+    return Span(node.lineno, column, node.lineno, column + len(node.name.encode()))
 
-    @staticmethod
-    def _candidate_names(tree: ast.Module) -> set[str]:
-        """Identifiers that might name torch.compile: ``compile`` and whatever is bound from it."""
-        names = {"compile", "optimize"}
+
+def _walk_calls(nodes: Iterable[ast.AST]) -> Iterator[ast.Call]:
+    for root in nodes:
+        for node in ast.walk(root):
+            if isinstance(node, ast.Call):
+                yield node
+
+
+class _Names:
+    """What the file binds to torch, anywhere in it (flow-insensitive: one pass, no inference)."""
+
+    def __init__(self, tree: ast.Module) -> None:
+        self.torch: dict[str, str] = {}  # local name → the torch path it stands for
+        self.modules: set[str] = set()  # names bound by ``import`` to modules other than torch
+        self.factories: set[str] = set()  # names bound to ``torch.compile(**options)``: decorators
+        self.classes: dict[str, ast.ClassDef] = {}
+        self.functions: dict[str, ast.FunctionDef | ast.AsyncFunctionDef] = {}
+        self.assigned: dict[str, list[ast.expr]] = {}  # name → every value assigned to it
+        self.qualnames: dict[ast.AST, str] = {}
+        self._qualify(tree.body, [])
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Import):
+                for alias in node.names:
+                    if alias.name == "torch" or alias.name.startswith("torch."):
+                        if alias.asname:
+                            self.torch[alias.asname] = alias.name
+                        else:
+                            self.torch["torch"] = "torch"
+                    else:
+                        self.modules.add(alias.asname or alias.name.split(".")[0])
+            elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+                if node.module == "torch" or node.module.startswith("torch."):
+                    for alias in node.names:
+                        self.torch[alias.asname or alias.name] = f"{node.module}.{alias.name}"
+            elif isinstance(node, ast.ClassDef):
+                self.classes.setdefault(node.name, node)
+            elif isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
+                self.functions.setdefault(node.name, node)
+            elif isinstance(node, ast.Assign):
+                for target in node.targets:
+                    if isinstance(target, ast.Name):
+                        self.assigned.setdefault(target.id, []).append(node.value)
+        self.imports_torch = bool(self.torch)
+        # Aliases of aliases (``jit = T.compile``; ``fast = jit(mode=...)``) until nothing new is found.
         changed = True
         while changed:
             changed = False
-            for node in ast.walk(tree):
-                bound: list[str] = []
-                if isinstance(node, ast.ImportFrom):
-                    bound = [a.asname for a in node.names if a.asname and a.name in names]
-                elif isinstance(node, ast.Assign) and isinstance(
-                    node.value, ast.Call | ast.Name | ast.Attribute
-                ):
-                    callee = _last_name(node.value)
-                    if callee is not None and _identifier(callee) in names:
-                        bound = [t.id for t in node.targets if isinstance(t, ast.Name)]
-                new = set(bound) - names
-                if new:
-                    names |= new
-                    changed = True
-        return names
+            for name, values in self.assigned.items():
+                for value in values:
+                    if name not in self.torch and self.dotted(value) in (COMPILE, OPTIMIZE):
+                        self.torch[name] = self.dotted(value) or ""
+                        changed = True
+                    elif name not in self.factories and self.makes_decorator(value):
+                        self.factories.add(name)
+                        changed = True
 
-    def _goto(self, node: ast.AST) -> list[Any]:
-        line, column = node.end_lineno, node.end_col_offset  # type: ignore[attr-defined]
-        key = (line, column)
-        if key not in self.resolved:
-            try:
-                self.resolved[key] = self.script.goto(line, max(column - 1, 0), follow_imports=True)
-            except Exception:
-                log.warning("jedi failed to resolve line %s of %s", line, self.script.path, exc_info=True)
-                self.resolved[key] = []
-        return self.resolved[key]
+    def _qualify(self, body: Iterable[ast.stmt], prefix: list[str]) -> None:
+        for node in body:
+            if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
+                self.qualnames[node] = ".".join([*prefix, node.name])
+                inner = [*prefix, node.name] + ([] if isinstance(node, ast.ClassDef) else ["<locals>"])
+                self._qualify(node.body, inner)
+            else:
+                for field in ("body", "orelse", "finalbody", "handlers"):
+                    self._qualify([n for n in getattr(node, field, []) if isinstance(n, ast.stmt)], prefix)
 
-    def _compiler(self, node: ast.AST) -> str | None:
-        """``function`` if ``node`` names torch.compile, ``decorator`` if a compile(...) result."""
-        name = _last_name(node) if not isinstance(node, ast.Call) else _last_name(node.func)
-        if name is None or _identifier(name) not in self.candidates:
-            return None
-        for definition in self._goto(name):
-            if definition.full_name in COMPILE_FUNCTIONS:
-                return "function"
-            if definition.full_name == MODULE_COMPILE:
-                return "module-method"
-            if definition.type == "statement" and (definition.line, definition.column) in self.factories:
-                return "decorator"
+    def dotted(self, node: ast.AST) -> str | None:
+        """The torch path an expression names (``T.compile`` → ``torch.compile``), if any."""
+        if isinstance(node, ast.Name):
+            return self.torch.get(node.id)
+        if isinstance(node, ast.Attribute):
+            base = self.dotted(node.value)
+            return f"{base}.{node.attr}" if base else None
         return None
+
+    def makes_decorator(self, node: ast.AST) -> bool:
+        """``torch.compile(**options)``, ``optimize(backend)``, ``partial(torch.compile, ...)``."""
+        if isinstance(node, ast.Name):
+            return node.id in self.factories
+        if not isinstance(node, ast.Call):
+            return False
+        callee = self.dotted(node.func)
+        if callee == COMPILE:
+            return not node.args
+        if callee == OPTIMIZE:
+            return True
+        function = ast.unparse(node.func)
+        return function in PARTIALS and bool(node.args) and self.dotted(node.args[0]) in (COMPILE, OPTIMIZE)
+
+
+class _Finder:
+    def __init__(self, tree: ast.Module) -> None:
+        self.names = _Names(tree)
+        self.sites: list[CompiledSite] = []
+        self.main_only = self._main_only_functions(tree)
+
+    @staticmethod
+    def _main_only_functions(tree: ast.Module) -> set[str]:
+        """Module-level functions that only the ``__main__`` block calls (``main()``), transitively."""
+        top = {n.name: n for n in tree.body if isinstance(n, ast.FunctionDef | ast.AsyncFunctionDef)}
+        guard = [n for n in tree.body if isinstance(n, ast.If) and _is_main_guard(n)]
+        elsewhere = [n for n in tree.body if not (isinstance(n, ast.If) and _is_main_guard(n))]
+
+        def called(nodes: Iterable[ast.AST]) -> set[str]:
+            return {
+                c.func.id for c in _walk_calls(nodes) if isinstance(c.func, ast.Name) and c.func.id in top
+            }
+
+        outside = called(n for n in elsewhere if not isinstance(n, ast.FunctionDef | ast.AsyncFunctionDef))
+        found = called(guard) - outside
+        frontier = set(found)
+        while frontier:
+            more = called([top[name] for name in frontier]) - found - outside
+            found |= more
+            frontier = more
+        return found
 
     def visit_body(self, body: list[ast.stmt], scope: _Scope) -> None:
         for node in body:
             self.visit(node, scope)
 
     def visit(self, node: ast.AST, scope: _Scope) -> None:
-        if isinstance(node, ast.Module):
-            self.visit_body(node.body, scope)
-            return
         if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
-            self._function(node, scope)
-            inner = _Scope([*scope.names, node.name, "<locals>"], scope.in_main)
+            self._decorated(node, scope)
             self._calls_in([*node.decorator_list, node.args], scope)
-            self.visit_body(node.body, inner)
+            qualname = ".".join([*scope.names, node.name])
+            in_main = scope.in_main or (not scope.names and node.name in self.main_only)
+            self.visit_body(node.body, _Scope((*scope.names, node.name, "<locals>"), qualname, in_main))
             return
         if isinstance(node, ast.ClassDef):
             self._calls_in(node.decorator_list + node.bases, scope)
-            self.visit_body(node.body, _Scope([*scope.names, node.name], scope.in_main))
+            self.visit_body(node.body, _Scope((*scope.names, node.name), scope.function, scope.in_main))
             return
         if isinstance(node, ast.If) and not scope.names and _is_main_guard(node):
             self._calls_in([node.test], scope)
-            self.visit_body(node.body, _Scope(scope.names, True))
+            self.visit_body(node.body, _Scope(scope.names, scope.function, True))
             self.visit_body(node.orelse, scope)
             return
         for child in ast.iter_child_nodes(node):
-            if isinstance(child, ast.stmt):
-                self.visit(child, scope)
-            elif isinstance(getattr(child, "body", None), list):  # except handlers, match cases
-                self.visit(child, scope)
+            if isinstance(child, ast.stmt) or isinstance(getattr(child, "body", None), list):
+                self.visit(child, scope)  # statements, except handlers, match cases
             else:
                 self._calls_in([child], scope)
 
-    def _function(self, node: ast.FunctionDef | ast.AsyncFunctionDef, scope: _Scope) -> None:
+    def _decorated(self, node: ast.FunctionDef | ast.AsyncFunctionDef, scope: _Scope) -> None:
         for decorator in node.decorator_list:
-            kind = self._compiler(decorator)
-            callee_is_decorator = kind == "decorator" or (
-                kind == "function" and isinstance(decorator, ast.Name | ast.Attribute)
-            )
-            factory_call = kind == "function" and isinstance(decorator, ast.Call) and not decorator.args
-            if callee_is_decorator or factory_call:
-                qualname = ".".join([*scope.names, node.name])
-                in_class = bool(scope.names) and scope.names[-1] != "<locals>"
-                self.sites.append(
-                    CompiledSite(
-                        name=node.name,
-                        qualname=qualname,
-                        kind="method" if in_class else "function",
-                        line=node.lineno,
-                        first_line=node.decorator_list[0].lineno,
-                        name_span=self._name_span(node),
-                        decorator_span=_span(decorator),
-                        in_main_block=scope.in_main,
-                    )
-                )
-                return
-
-    def _name_span(self, node: ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef) -> Span:
-        prefix = (
-            "async def "
-            if isinstance(node, ast.AsyncFunctionDef)
-            else "class "
-            if isinstance(node, ast.ClassDef)
-            else "def "
-        )
-        column = node.col_offset + len(prefix.encode())
-        return Span(node.lineno, column, node.lineno, column + len(node.name.encode()))
-
-    def _calls_in(self, nodes: list[Any], scope: _Scope) -> None:
-        for root in nodes:
-            for node in ast.walk(root) if isinstance(root, ast.AST) else []:
-                if isinstance(node, ast.Call):
-                    self._call(node, scope)
-
-    def _call(self, node: ast.Call, scope: _Scope) -> None:
-        kind = self._compiler(node.func)
-        if kind == "function" and node.args:
-            site = self._site_for_argument(node.args[0], node, scope)
-            if site is not None:
-                self.sites.append(site)
-        elif kind == "module-method" and isinstance(node.func, ast.Attribute):
-            site = self._site_for_argument(node.func.value, node, scope)
-            if site is not None:
-                self.sites.append(site)
-
-    def _first_line_of_def(self, line: int) -> int:
-        for site_node in ast.walk(self.tree):
-            if isinstance(site_node, ast.FunctionDef | ast.AsyncFunctionDef) and site_node.lineno == line:
-                return site_node.decorator_list[0].lineno if site_node.decorator_list else line
-        return line
-
-    def _site_for_argument(self, argument: ast.AST, call: ast.Call, scope: _Scope) -> CompiledSite | None:
-        """What ``torch.compile(argument)`` compiles: a function of this file or a module class."""
-        name_node = argument.func if isinstance(argument, ast.Call) else argument
-        name = _last_name(name_node)
-        if name is None:
-            return None
-        try:
-            if isinstance(argument, ast.Call):
-                definitions = self._goto(name)
-            else:
-                line, column = name.end_lineno, name.end_col_offset  # type: ignore[attr-defined]
-                definitions = self.script.infer(line, max(column - 1, 0))
-        except Exception:
-            log.warning("jedi failed on the compiled object at line %s", call.lineno, exc_info=True)
-            definitions = []
-        for definition in definitions:
-            module_name = definition.module_name or ""
-            qualname = definition.full_name or definition.name
-            if qualname.startswith(module_name + "."):
-                qualname = qualname[len(module_name) + 1 :]
-            if definition.type not in ("function", "class", "instance"):
+            compiles = self.names.dotted(decorator) == COMPILE or self.names.makes_decorator(decorator)
+            if not compiles:
                 continue
-            kind = "module" if definition.type != "function" else "method" if "." in qualname else "function"
-            first_line = definition.line or call.lineno
-            if kind != "module" and definition.module_path == self.script.path:
-                first_line = self._first_line_of_def(definition.line)
-            return CompiledSite(
-                name=definition.name,
-                qualname=qualname,
-                kind=kind,
-                line=call.lineno,
-                first_line=first_line,
-                name_span=_span(argument),
-                call_span=_span(call),
-                in_main_block=scope.in_main,
+            in_class = bool(scope.names) and scope.names[-1] != "<locals>"
+            self.sites.append(
+                CompiledSite(
+                    name=node.name,
+                    qualname=".".join([*scope.names, node.name]),
+                    kind="method" if in_class else "function",
+                    line=node.lineno,
+                    first_line=node.decorator_list[0].lineno,
+                    name_span=_name_span(node),
+                    decorator_span=_span(decorator),
+                    in_main_block=scope.in_main or node.name in self.main_only,
+                    scope=scope.function,
+                )
             )
+            return
+
+    def _calls_in(self, nodes: Iterable[ast.AST], scope: _Scope) -> None:
+        for call in _walk_calls(nodes):
+            compiled = self._compiled_by(call)
+            if compiled is not None:
+                self.sites.append(self._site(compiled, call, scope))
+
+    def _compiled_by(self, call: ast.Call) -> ast.expr | None:
+        """What ``call`` compiles: ``torch.compile(x)``, ``factory(x)``, ``x.compile()``; or nothing."""
+        names = self.names
+        callee = names.dotted(call.func)
+        if callee == COMPILE:
+            return call.args[0] if call.args else None
+        if names.makes_decorator(call.func):  # jit(f), torch.compile(mode=...)(f), optimize("eager")(f)
+            return call.args[0] if call.args else None
+        function = call.func
+        if (
+            isinstance(function, ast.Attribute)
+            and function.attr == "compile"
+            and names.imports_torch
+            and not call.args  # nn.Module.compile takes torch.compile's options, all keywords
+            and callee is None
+            and not (isinstance(function.value, ast.Name) and function.value.id in names.modules)
+        ):
+            return function.value
         return None
+
+    def _site(self, argument: ast.expr, call: ast.Call, scope: _Scope) -> CompiledSite:
+        name, qualname, kind, first_line = self._describe(argument)
+        return CompiledSite(
+            name=name,
+            qualname=qualname,
+            kind=kind,
+            line=call.lineno,
+            first_line=first_line or call.lineno,
+            name_span=_span(argument),
+            call_span=_span(call),
+            in_main_block=scope.in_main,
+            scope=scope.function,
+        )
+
+    def _describe(self, argument: ast.expr, depth: int = 0) -> tuple[str, str, str, int]:
+        """name, qualname, kind and first line of what ``argument`` is, as far as the syntax shows."""
+        names = self.names
+        if isinstance(argument, ast.Lambda):
+            return "<lambda>", "<lambda>", "function", argument.lineno
+        if isinstance(argument, ast.Name):
+            function = names.functions.get(argument.id)
+            if function is not None:
+                first = function.decorator_list[0].lineno if function.decorator_list else function.lineno
+                return function.name, names.qualnames.get(function, function.name), "function", first
+            if argument.id in names.classes:  # the class itself, compiled as a function of it
+                return argument.id, argument.id, "module", names.classes[argument.id].lineno
+            values = names.assigned.get(argument.id, [])
+            if len(values) == 1 and isinstance(values[0], ast.Call) and depth < 4:
+                described = self._describe(values[0], depth + 1)
+                if described[0] in names.classes or described[0][:1].isupper():  # model = Net(...)
+                    return described
+            return argument.id, argument.id, "module", 0
+        if isinstance(argument, ast.Call):  # torch.compile(Net(...)): a module built right there
+            built = argument.func
+            while isinstance(built, ast.Call):
+                built = built.func
+            if isinstance(built, ast.Attribute) and built.attr in ("from_config", "from_pretrained", "to"):
+                built = built.value  # AutoModel.from_config(cfg), Net().to(device)
+                while isinstance(built, ast.Call):
+                    built = built.func
+            label = built.attr if isinstance(built, ast.Attribute) else ast.unparse(built)
+            defined = names.classes.get(label)
+            return label, label, "module", defined.lineno if defined else 0
+        if isinstance(argument, ast.Attribute):  # model.forward: a bound method
+            text = ast.unparse(argument)
+            return argument.attr, text, "method", 0
+        text = ast.unparse(argument)
+        return text, text, "module", 0
 
 
 def definition_of(source: str, path: str, line: int, byte_column: int) -> tuple[str, int] | None:
     """Where the name at ``line``/``byte_column`` is defined, when that is a workspace file, not a library."""
-    text = source.splitlines()[line - 1] if 0 < line <= len(source.splitlines()) else ""
+    text = line_text(split_lines(source), line)
     column = len(text.encode("utf-8")[:byte_column].decode("utf-8", "ignore"))
     with _jedi_lock:
         try:

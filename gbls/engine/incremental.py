@@ -19,7 +19,8 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
 
-from .cache import Key, code_key, shifted_break, shifted_function
+from ..worker.lines import split_lines
+from .cache import Key, code_key, shifted_break, shifted_function, shifted_recompile
 from .model import FileReport
 from .sources import TextOf
 
@@ -49,7 +50,7 @@ def definitions(source: str) -> tuple[Definition, ...]:
         tree = ast.parse(source)
     except (SyntaxError, ValueError):
         return ()
-    lines = source.splitlines()
+    lines = split_lines(source)
     found: list[Definition] = []
 
     def visit(body: Iterable[ast.stmt], scope: list[str]) -> None:
@@ -76,7 +77,7 @@ def definitions(source: str) -> tuple[Definition, ...]:
 @lru_cache(maxsize=64)
 def _region_keys(source: str) -> dict[str, Key | None]:
     """The code key of every definition of ``source``, by qualname."""
-    lines = source.splitlines()
+    lines = split_lines(source)
     keys: dict[str, Key | None] = {}
     for definition in definitions(source):
         found = code_key("\n".join(lines[definition.start - 1 : definition.end]) + "\n")
@@ -90,7 +91,7 @@ def _region_key(source: str, qualname: str) -> Key | None:
 
 def skeleton(source: str, qualnames: set[str]) -> Key | None:
     """The code key of ``source`` with the named definitions blanked out."""
-    lines = source.splitlines()
+    lines = split_lines(source)
     for definition in definitions(source):
         if definition.qualname in qualnames:
             for index in range(definition.start - 1, definition.end):
@@ -202,9 +203,14 @@ def combine(fresh: FileReport, memory: Memory, reused: list[str], source: str, t
         *fresh.suppressed,
         *(shifted_break(b, path, maps) for b in memory.report.suppressed if b.function in kept),
     ]
+    recompiles = [
+        *fresh.recompiles,
+        *(shifted_recompile(r, path, maps) for r in memory.report.recompiles if r.function in kept),
+    ]
     return dataclasses.replace(
         fresh,
         functions=tuple(sorted(functions, key=lambda f: f.span.line)),
         breaks=tuple(sorted(breaks, key=lambda b: (b.span.line, b.span.column, b.gb_type))),
         suppressed=tuple(suppressed),
+        recompiles=tuple(sorted(recompiles, key=lambda r: (r.span.line, r.span.column, r.function))),
     )

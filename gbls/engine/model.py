@@ -10,11 +10,20 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ..worker.protocol import EAGER, Break, Code, Function, Graph
+from ..worker.protocol import EAGER, Break, Code, Function, Graph, Guard, Recompile
 from .ranges import Span
+
+STOPPED = (
+    "gbls stopped the program here once it repeated itself: its compiled calls had nothing new to translate"
+)
 
 # What identifies a break across publications, for code actions on a diagnostic.
 BreakKey = tuple[str, str, int, int]
+# What identifies a recompilation report likewise: function, frame, line and column of its span.
+RecompileKey = tuple[str, str, int, int]
+
+RECOMPILE_CODE = "recompile"
+RECOMPILATION_DOCS = "https://docs.pytorch.org/docs/main/user_guide/torch_compiler/compile/programming_model.recompilation.html"
 
 
 @dataclass(frozen=True)
@@ -30,6 +39,9 @@ class BreakReport:
     span: Span  # where the analysed file's graph splits
     chain: tuple[Location, ...]  # the cause's chain on exact spans: chain[0] splits, chain[-1] is the cause
     reason: str  # the root cause as written, shortened: "print", "x.sum().item", "x.sum() > 0"
+    # Where the analysed file called the compiled code, when its chain never enters the file (a
+    # library model compiled here): the break sits on the compile call, this says who ran it.
+    called_at: Location | None = None
 
     @property
     def function(self) -> str:
@@ -97,6 +109,88 @@ class BreakReport:
         return text
 
 
+def leading_guard(recompiles: tuple[Recompile, ...]) -> Guard | None:
+    """The first failed check that says where it is, else the first: what a report of them is about."""
+    guards = [recompile.guard for recompile in recompiles if recompile.guard is not None]
+    return next((guard for guard in guards if guard.chain), guards[0] if guards else None)
+
+
+@dataclass(frozen=True)
+class RecompileReport:
+    """One frame of a compiled function compiled again for one guarded thing, placed on its guard.
+
+    A single recompilation is no problem (automatic dynamic shapes make the new graph dynamic, a
+    flag has two values): it is ``settled`` and only the function's summary tells of it.
+    """
+
+    function: str
+    frame: Code  # the frame compiled again: the function's own code, or a callee it re-entered
+    direct: bool
+    recompiles: tuple[Recompile, ...]  # in order; the last may be the one a recompile limit refused
+    span: Span  # in the analysed file: the guarded expression, else the argument, else the function
+    guard_at: Location | None  # where Dynamo installed the first failed check, in whatever file
+    why: str  # "the value of `mode` changes between calls", or "" when the check says nothing
+    suppressed: bool = False
+
+    @property
+    def guard(self) -> Guard | None:
+        return leading_guard(self.recompiles)
+
+    @property
+    def count(self) -> int:
+        return len(self.recompiles)
+
+    @property
+    def limit(self) -> Recompile | None:
+        """The recompilation a recompile limit refused, if one did."""
+        return next((recompile for recompile in self.recompiles if recompile.limit), None)
+
+    @property
+    def settled(self) -> bool:
+        return self.count == 1 and self.limit is None
+
+    @property
+    def dynamic(self) -> bool:
+        return any(recompile.dynamic for recompile in self.recompiles)
+
+    @property
+    def code(self) -> str:
+        return RECOMPILE_CODE
+
+    @property
+    def url(self) -> str:
+        return RECOMPILATION_DOCS
+
+    @property
+    def key(self) -> RecompileKey:
+        return (self.function, self.frame.name, self.span.line, self.span.column)
+
+    @property
+    def who(self) -> str:
+        """```pick` ``, or ```helper` (called from `g`)``: the frame, as its compiled function runs it."""
+        return f"`{self.function}`" if self.direct else f"`{self.frame.name}` (called from `{self.function}`)"
+
+    @property
+    def failed(self) -> str:
+        """``guard `mode == 'a'` failed (the value of `mode` changes between calls)``"""
+        guard = self.guard
+        if guard is None or not guard.text:
+            return "Dynamo gave no reason"
+        return f"guard `{guard.text}` failed" + (f" ({self.why})" if self.why else "")
+
+    @property
+    def message(self) -> str:
+        times = "once" if self.count == 1 else f"{self.count} times"
+        text = f"{self.who} recompiled {times}: {self.failed}"
+        limit = self.limit
+        if limit is not None:
+            text += (
+                f"; it hit the recompile limit ({limit.limit_value}), so from then on `{self.frame.name}` "
+                f"runs in eager mode whenever none of its compiled versions fits the call"
+            )
+        return text
+
+
 @dataclass(frozen=True)
 class FunctionReport:
     target: Function  # as the worker reported it
@@ -142,6 +236,10 @@ class FunctionReport:
     def ops(self) -> int:
         return sum(graph.ops for graph in self.graphs)
 
+    @property
+    def compilations(self) -> int:
+        return self.target.compilations
+
 
 @dataclass(frozen=True)
 class FileReport:
@@ -157,9 +255,22 @@ class FileReport:
     torch: str
     seconds: float
     notes: tuple[str, ...] = ()  # about the analysis itself: what gbls could not capture, and why
+    stopped: Span | None = None  # where gbls stopped the program once it repeated itself
+    recompiles: tuple[RecompileReport, ...] = ()  # suppressed ones too, each says so
 
     def find(self, key: BreakKey) -> BreakReport | None:
         return next((brk for brk in self.breaks if brk.key == key), None)
+
+    def find_recompile(self, key: RecompileKey) -> RecompileReport | None:
+        return next((found for found in self.recompiles if found.key == key), None)
+
+    @property
+    def problems(self) -> tuple[RecompileReport, ...]:
+        """The recompilations worth a diagnostic: more than one, or a limit hit, and not suppressed."""
+        return tuple(r for r in self.recompiles if not r.settled and not r.suppressed)
+
+    def recompiles_of(self, qualname: str) -> tuple[RecompileReport, ...]:
+        return tuple(r for r in self.recompiles if r.function == qualname)
 
 
 def failure_report(path: str, kind: str, message: str) -> FileReport:

@@ -9,8 +9,11 @@ the span is the whole line, from its first non-blank character.
 from __future__ import annotations
 
 import ast
+from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import lru_cache
+
+from ..worker.lines import split_lines
 
 
 @dataclass(frozen=True)
@@ -51,13 +54,13 @@ def char_to_utf16(text: str, column: int) -> int:
     return len(text[:column].encode("utf-16-le")) // 2
 
 
-def line_text(lines: list[str], line: int) -> str:
+def line_text(lines: Sequence[str], line: int) -> str:
     return lines[line - 1] if 0 < line <= len(lines) else ""
 
 
 def span_of(source: str, line: int, column: int | None, end_column: int | None) -> Span:
     """The exact span of the instruction at ``line``/``column`` (byte columns) in ``source``."""
-    lines = source.splitlines()
+    lines = _lines(source)
     text = line_text(lines, line)
     if column is None or end_column is None:
         start = len(text) - len(text.lstrip())
@@ -72,6 +75,11 @@ def span_of(source: str, line: int, column: int | None, end_column: int | None) 
         end_line,
         byte_to_char(line_text(lines, end_line), end_column),
     )
+
+
+@lru_cache(maxsize=32)
+def _lines(source: str) -> tuple[str, ...]:
+    return tuple(split_lines(source))
 
 
 @lru_cache(maxsize=32)

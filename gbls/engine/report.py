@@ -2,29 +2,151 @@
 
 Pure functions from the result, the sites discovery found and the source texts to the model
 (``model``): every break on its exact span, suppressed ones set apart, every compile site listed
-whether or not it ran.
+whether or not it ran, every recompilation on the guard that failed (``recompiles``).
+
+The result is the analysed code's word as much as the worker's (the code runs in the process that
+captures): a position outside the file, a negative column, or a file that is no source file
+(``/dev/zero``) is dropped here, and the file says that the analysed code tampered with the results.
 """
 
 from __future__ import annotations
 
 import ast
+import dataclasses
 import io
 import os
+import stat
 import tokenize
 
 from ..worker import comments
-from ..worker.protocol import OK, Break, Frame, Function, Graph, Result
+from ..worker.lines import split_lines
+from ..worker.protocol import ERROR, OK, Break, Failure, Frame, Function, Graph, Result
 from .discovery import CompiledSite
 from .model import BreakReport, FileReport, FunctionReport, Location
 from .ranges import Span, byte_to_char, line_text, span_of
+from .recompiles import recompile_reports
 from .sources import TextOf
+
+# Far past any real source, far below what LSP positions hold (2**31 - 1).
+POSITION_LIMIT = 10_000_000
+TAMPERED = (
+    "the analysed code tampered with gbls's results ({}); what gbls captured is shown, but may be incomplete"
+)
+
+
+def is_source_path(path: str) -> bool:
+    """An absolute path, or a pseudo-file of code without one (``<string>``): what a code object names."""
+    if "\0" in path:
+        return False
+    return os.path.isabs(path) or (path.startswith("<") and path.endswith(">"))
+
+
+def _not_a_source_file(path: str) -> bool:
+    """``path`` exists but is a device, a pipe, a folder: no code comes from there."""
+    try:
+        return not stat.S_ISREG(os.stat(path).st_mode)
+    except (OSError, ValueError):
+        return False
+
+
+def _position_problem(line: int, column: int | None, end_column: int | None) -> bool:
+    values = [line, column or 0, end_column or 0]
+    return line < 1 or any(value < 0 or value > POSITION_LIMIT for value in values)
+
+
+def _frame_problem(frame: Frame, path: str, lines: list[str]) -> str:
+    """What is wrong with a frame of a reported break, or ""; ``lines``: the analysed file's."""
+    if not is_source_path(frame.path):
+        return f"a frame names {frame.path!r}, which is no file"
+    if _position_problem(frame.line, frame.column, frame.end_column):
+        return f"a frame is at line {frame.line}, column {frame.column} of {frame.path}"
+    if frame.path == path:  # the text that ran is the one analysed: every position lies in it
+        if frame.line > len(lines) or (frame.column or 0) > len(lines[frame.line - 1].encode("utf-8")):
+            return f"a frame is at line {frame.line}, column {frame.column}, outside {os.path.basename(path)}"
+    elif not frame.path.startswith("<") and _not_a_source_file(frame.path):
+        return f"a frame names {frame.path}, which is not a source file"
+    return ""
+
+
+def _function_problem(function: Function, path: str, lines: list[str]) -> str:
+    if function.path and not is_source_path(function.path):
+        return f"a function is said to be in {function.path!r}"
+    if function.line < 1 or function.line > POSITION_LIMIT:
+        return f"a function is said to start at line {function.line}"
+    if function.path == path and function.line > len(lines):
+        return f"a function is said to start at line {function.line}, outside {os.path.basename(path)}"
+    if not 0 <= function.call_line <= len(lines):  # where the analysed file compiled it
+        return f"a function is said to be compiled at line {function.call_line} of {os.path.basename(path)}"
+    return ""
+
+
+def checked(path: str, source: str, result: Result) -> Result:
+    """``result`` without what cannot be true of ``source``; a tampered failure if anything was dropped."""
+    lines = split_lines(source)
+    problems: list[str] = []
+    breaks = []
+    for brk in result.breaks:
+        found = [problem for problem in (_frame_problem(f, path, lines) for f in brk.chain) if problem]
+        if found or not brk.chain:
+            problems += found or ["a break without a chain"]
+        else:
+            breaks.append(brk)
+    recompiles = []
+    for recompile in result.recompiles:
+        code = recompile.frame
+        frames = [Frame(code.path, code.name, code.line), *(recompile.guard.chain if recompile.guard else ())]
+        found = [problem for problem in (_frame_problem(f, path, lines) for f in frames) if problem]
+        if found:
+            problems += found
+        else:
+            recompiles.append(recompile)
+    functions = []
+    for function in result.functions:
+        problem = _function_problem(function, path, lines)
+        if problem:
+            problems.append(problem)
+        else:
+            functions.append(function)
+    graphs = tuple(
+        g
+        if g.first_line is None or 0 < g.first_line <= POSITION_LIMIT
+        else dataclasses.replace(g, first_line=None)
+        for g in result.graphs
+    )
+    failure = result.failure
+    if failure is not None and (
+        (failure.line is not None and not 0 < failure.line <= len(lines))
+        or (failure.column is not None and not 0 <= failure.column <= POSITION_LIMIT)
+    ):
+        failure = dataclasses.replace(failure, line=None, column=None)  # said where it cannot be
+    status = result.status
+    if problems:
+        note = TAMPERED.format(problems[0] + (f", and {len(problems) - 1} more" if len(problems) > 1 else ""))
+        if failure is None:
+            failure, status = Failure("tampered", note), ERROR
+        else:
+            failure = dataclasses.replace(failure, message=f"{failure.message} ({note})")
+    return dataclasses.replace(
+        result,
+        breaks=tuple(breaks),
+        recompiles=tuple(recompiles),
+        functions=tuple(functions),
+        graphs=graphs,
+        failure=failure,
+        status=status,
+    )
 
 
 def build(
     path: str, source: str, result: Result, sites: tuple[CompiledSite, ...], text_of: TextOf
 ) -> FileReport:
+    result = checked(path, source, result)
+    texts = {path: source}
+
     def text(other: str) -> str:
-        return source if other == path else text_of(other) or ""
+        if other not in texts:
+            texts[other] = (text_of(other) if is_source_path(other) else None) or ""
+        return texts[other]
 
     by_id = {site.id: site for site in sites}
     every = sorted(
@@ -39,6 +161,7 @@ def build(
     failure_span = None
     if failure is not None:
         failure_span = _failure_span(source, failure.line or 1, failure.column, failure.kind == "syntax")
+    stopped = _failure_span(source, result.stopped_line, None, False) if result.stopped_line else None
     return FileReport(
         path=path,
         status=result.status,
@@ -52,11 +175,13 @@ def build(
         torch=result.torch,
         seconds=result.seconds,
         notes=result.notes,
+        stopped=stopped,
+        recompiles=recompile_reports(path, source, result.recompiles, functions, text),
     )
 
 
 def _failure_span(source: str, line: int, column: int | None, point: bool) -> Span:
-    text = line_text(source.splitlines(), line)
+    text = line_text(split_lines(source), line)
     if point and column is not None:
         start = min(byte_to_char(text, column), max(len(text) - 1, 0))
         return Span(line, start, line, min(start + 1, max(len(text), start + 1)))
@@ -95,22 +220,36 @@ def _break_report(
         if chain
         else ""
     )
+    called_at = None
     if in_file and not (whole_function and site is not None):
         span = in_file[0].span
     else:
-        # Dynamo refused the whole function before its first instruction: point at its name.
+        # The code is not in this file (a library model compiled here), or Dynamo refused the whole
+        # function before its first instruction: the break sits on the compile site.
         anchor = (
             (site.name_span if site.decorator_span else site.call_span or site.name_span) if site else None
         )
-        span = char_span(text(path) or "", anchor) if anchor else Span(1, 0, 1, 0)
-        reason = ""
-    return BreakReport(cause=brk, span=span, chain=chain, reason=reason)
+        span = char_span(text(path) or "", anchor) if anchor else _call_line_span(path, text, functions, brk)
+        if whole_function:
+            reason = ""
+        if brk.called_at is not None and brk.called_at.path == path:
+            called_at = _location(brk.called_at, text)
+    return BreakReport(cause=brk, span=span, chain=chain, reason=reason, called_at=called_at)
+
+
+def _call_line_span(path: str, text: TextOf, functions: tuple[Function, ...], brk: Break) -> Span:
+    """The line of this file where the broken function was compiled, if the source showed no site."""
+    function = next((f for f in functions if f.qualname == brk.function), None)
+    line = function.call_line if function is not None and function.path != path else 0
+    if not line:
+        return Span(1, 0, 1, 0)
+    return _failure_span(text(path) or "", line, None, False)
 
 
 def short_reason(source: str, span: Span, whole_line: bool = False) -> str:
     """The root cause's code, short: the callee of a call, or the expression itself. ``whole_line``:
     the span is its line (Python 3.10 has no columns), so the code is the statement's expression."""
-    lines = source.splitlines()
+    lines = split_lines(source)
     if span.line != span.end_line:
         text = line_text(lines, span.line)[span.column :]
     else:
@@ -149,7 +288,7 @@ def _statement_expression(line: str) -> ast.expr | None:
 
 def char_span(source: str, span: Span) -> Span:
     """A span of UTF-8 byte columns (as the AST and discovery give them) in characters."""
-    lines = source.splitlines()
+    lines = split_lines(source)
     return Span(
         span.line,
         byte_to_char(line_text(lines, span.line), span.column),
@@ -204,11 +343,11 @@ def _function_report(
         decorator = char_span(source, site.decorator_span) if site.decorator_span else None
         call = char_span(source, site.call_span) if site.call_span else None
         line = site.line
-    else:
-        text = line_text(source.splitlines(), function.line)
+    else:  # no compile site in the source: the function's own line, or where it was compiled here
+        line = function.line if os.path.abspath(function.path or path) == path else function.call_line or 1
+        text = line_text(split_lines(source), line)
         start = len(text) - len(text.lstrip())
-        span = Span(function.line, start, function.line, len(text))
-        line = function.line
+        span = Span(line, start, line, len(text))
     return FunctionReport(
         target=function,
         path=os.path.abspath(function.path or path),

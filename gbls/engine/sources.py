@@ -13,13 +13,15 @@ import stat
 import tokenize
 from collections.abc import Callable
 
+from ..worker.lines import split_lines
+
 MAX_SOURCE_BYTES = 16 << 20
 
 TextOf = Callable[[str], str | None]
 
 
-def read_source(path: str) -> str | None:
-    """The text of the regular file ``path``, or None (missing, not a regular file, too big)."""
+def read_bytes(path: str) -> bytes | None:
+    """The bytes of the regular file ``path``, or None (missing, not a regular file, too big)."""
     try:
         descriptor = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_NOCTTY)
     except (OSError, ValueError):
@@ -34,7 +36,27 @@ def read_source(path: str) -> str | None:
         return None
     finally:
         os.close(descriptor)
-    return decode_source(data) if len(data) <= MAX_SOURCE_BYTES else None
+    return data if len(data) <= MAX_SOURCE_BYTES else None
+
+
+def read_source(path: str) -> str | None:
+    """The text of the regular file ``path``, or None (missing, not a regular file, too big)."""
+    data = read_bytes(path)
+    return decode_source(data) if data is not None else None
+
+
+def source_encoding(path: str) -> str | None:
+    """The encoding the regular file ``path`` decodes with, exactly (a BOM kept), or None: what a fix
+    writes it back in, so that every byte it does not change stays."""
+    data = read_bytes(path)
+    if data is None:
+        return None
+    try:
+        encoding, _ = tokenize.detect_encoding(io.BytesIO(data).readline)
+        data.decode(encoding)
+    except (SyntaxError, LookupError, UnicodeDecodeError):
+        return None  # undecodable bytes were replaced when read: writing would change them
+    return encoding
 
 
 def why_unreadable(path: str) -> str:
@@ -82,7 +104,7 @@ class Sources:
         return self._texts[path]
 
     def lines(self, path: str) -> list[str]:
-        return (self.text(path) or "").splitlines()
+        return split_lines(self.text(path) or "")
 
     def tree(self, path: str) -> ast.Module | None:
         if path not in self._trees:

@@ -1,4 +1,5 @@
-"""Code actions: the fix catalogue and suppressions for a break, ``fullgraph=True`` for a clean function.
+"""Code actions: the fix catalogue and suppressions for a break, the recompilation fixes and their
+suppression, ``fullgraph=True`` for a clean function.
 
 A diagnostic's ``data`` names the analysed file and the break's key; the break itself is looked
 up in that file's current report, so a code action always works on the break as last analysed.
@@ -14,15 +15,18 @@ from lsprotocol import types as lsp
 from pygls import uris
 
 from ..engine.fixes.catalogue import fixes_for, fullgraph_fix
-from ..engine.fixes.edits import Fix
-from ..engine.model import BreakReport, FileReport
+from ..engine.fixes.edits import Fix, editable
+from ..engine.fixes.recompiles import recompile_fixes
+from ..engine.model import RECOMPILE_CODE, BreakReport, FileReport, RecompileReport
 from ..engine.ranges import Span, char_to_utf16, line_text
 from ..engine.sources import Sources
 from ..worker.comments import with_suppression
+from ..worker.lines import split_lines
 from .diagnostics import to_range
 
 SHOW_LOCATION = "gbls.showLocation"
 ReportOf = Callable[[str], FileReport | None]
+Key = tuple[str, str, int, int]
 
 
 def _uri(path: str) -> str:
@@ -31,7 +35,7 @@ def _uri(path: str) -> str:
 
 def line_edit(source: str, line: int, new_text: str) -> lsp.TextEdit:
     """Replace 1-based ``line`` (without its newline) by ``new_text``."""
-    old = line_text(source.splitlines(), line)
+    old = line_text(split_lines(source), line)
     return lsp.TextEdit(
         range=lsp.Range(lsp.Position(line - 1, 0), lsp.Position(line - 1, char_to_utf16(old, len(old)))),
         new_text=new_text,
@@ -39,7 +43,7 @@ def line_edit(source: str, line: int, new_text: str) -> lsp.TextEdit:
 
 
 def _suppress(path: str, source: str, line: int, code: str | None) -> lsp.WorkspaceEdit:
-    new_text = with_suppression(line_text(source.splitlines(), line), code)
+    new_text = with_suppression(line_text(split_lines(source), line), code)
     return lsp.WorkspaceEdit(changes={_uri(path): [line_edit(source, line, new_text)]})
 
 
@@ -79,10 +83,11 @@ def fix_action(
     by_uri: dict[str, list[lsp.TextEdit | lsp.SnippetTextEdit]] = {}
     for edit in fix.edits:
         range_ = to_range(edit.span, sources.lines(edit.path))
+        source = sources.text(edit.path) or ""
         change: lsp.TextEdit | lsp.SnippetTextEdit = (
-            lsp.SnippetTextEdit(range_, lsp.StringValue(edit.text))
+            lsp.SnippetTextEdit(range_, lsp.StringValue(edit.text_for(source, snippet=True)))
             if edit.snippet and snippets
-            else lsp.TextEdit(range_, edit.plain_text)
+            else lsp.TextEdit(range_, edit.text_for(source))
         )
         by_uri.setdefault(_uri(edit.path), []).append(change)
     if any(isinstance(change, lsp.SnippetTextEdit) for changes in by_uri.values() for change in changes):
@@ -118,16 +123,49 @@ def _go_to_root(brk: BreakReport, sources: Sources) -> lsp.Command:
     )
 
 
-def _break_of(data: Any, report_of: ReportOf) -> tuple[FileReport, BreakReport] | None:
-    """The break a gbls diagnostic's ``data`` names, as its file's current report has it."""
-    if not isinstance(data, dict) or data.get("kind") not in ("break", "root-cause"):
+def _named(data: Any, kinds: tuple[str, ...], report_of: ReportOf) -> tuple[FileReport, Key] | None:
+    """The current report of the file a gbls diagnostic's ``data`` names, and the key it gives."""
+    if not isinstance(data, dict) or data.get("kind") not in kinds:
         return None
     key, path = data.get("key"), data.get("file")
     if not isinstance(path, str) or not isinstance(key, list) or len(key) != 4:
         return None
     report = report_of(path)
-    found = report.find((str(key[0]), str(key[1]), int(key[2]), int(key[3]))) if report else None
-    return (report, found) if report is not None and found is not None else None
+    return (report, (str(key[0]), str(key[1]), int(key[2]), int(key[3]))) if report is not None else None
+
+
+def _break_of(data: Any, report_of: ReportOf) -> tuple[FileReport, BreakReport] | None:
+    """The break a gbls diagnostic's ``data`` names, as its file's current report has it."""
+    named = _named(data, ("break", "root-cause"), report_of)
+    found = named[0].find(named[1]) if named else None
+    return (named[0], found) if named and found else None
+
+
+def _recompile_of(data: Any, report_of: ReportOf) -> tuple[FileReport, RecompileReport] | None:
+    """The recompilation report a gbls diagnostic's ``data`` names, as its file's current report has it."""
+    named = _named(data, ("recompile",), report_of)
+    found = named[0].find_recompile(named[1]) if named else None
+    return (named[0], found) if named and found else None
+
+
+def recompile_actions(
+    found: RecompileReport, report: FileReport, sources: Sources, diagnostic: lsp.Diagnostic
+) -> list[lsp.CodeAction]:
+    actions = [
+        fix_action(fix, sources, diagnostic, preferred=index == 0)
+        for index, fix in enumerate(recompile_fixes(found, report, sources))
+    ]
+    source = sources.text(report.path)
+    if source is not None:
+        actions.append(
+            lsp.CodeAction(
+                title=f"Suppress this recompilation report on this line (# gbls: ignore[{RECOMPILE_CODE}])",
+                kind=lsp.CodeActionKind.QuickFix,
+                diagnostics=[diagnostic],
+                edit=_suppress(report.path, source, found.span.line, RECOMPILE_CODE),
+            )
+        )
+    return actions
 
 
 def code_actions(
@@ -135,18 +173,26 @@ def code_actions(
     diagnostics: list[lsp.Diagnostic],
     sources: Sources,
     report_of: ReportOf,
+    folders: list[str],
     selection: Span | None = None,
     snippets: bool = False,
 ) -> list[lsp.CodeAction | lsp.Command]:
     """Fixes and suppressions for the gbls diagnostics in ``diagnostics``, and ``fullgraph=True`` for
-    break-free compiled functions of ``path`` under ``selection``."""
+    break-free compiled functions of ``path`` under ``selection``. Fixes only edit the analysed file
+    and files in the workspace ``folders``."""
     actions: list[lsp.CodeAction | lsp.Command] = []
     for diagnostic in diagnostics:
+        recompiled = _recompile_of(diagnostic.data, report_of) if diagnostic.source == "gbls" else None
+        if recompiled is not None:
+            actions += recompile_actions(recompiled[1], recompiled[0], sources, diagnostic)
         found = _break_of(diagnostic.data, report_of) if diagnostic.source == "gbls" else None
         if found is None:
             continue
         analysed, brk = found
-        for index, fix in enumerate(fixes_for(brk, analysed.path, sources)):
+        fixes = [
+            fix for fix in fixes_for(brk, analysed.path, sources) if editable(fix, analysed.path, folders)
+        ]
+        for index, fix in enumerate(fixes):
             actions.append(fix_action(fix, sources, diagnostic, preferred=index == 0, snippets=snippets))
         if len(brk.chain) > 1 and isinstance(diagnostic.data, dict) and diagnostic.data["kind"] == "break":
             actions.append(_go_to_root(brk, sources))

@@ -1,4 +1,5 @@
-"""Code lenses above each compiled function: "2 graphs · 1 break · 5 ops", or why it was not analysed."""
+"""Code lenses above each compiled function: "3 compilations · 2 graphs · 1 break · 5 ops", or why it
+was not analysed."""
 
 from __future__ import annotations
 
@@ -9,19 +10,22 @@ from ..engine.model import FileReport, FunctionReport
 SHOW_REPORT = "gbls.showReport"
 
 
-def lens_title(function: FunctionReport, breaks: int) -> str:
+def lens_title(function: FunctionReport, breaks: int, limit_hit: bool = False) -> str:
     if not function.analysed:
         return f"gbls: not analysed: {function.reason}"
     graphs = len(function.graphs)
-    if breaks == 0 and graphs <= 1:
-        return (
-            f"gbls: fullgraph-clean · {graphs} graph" if graphs else "gbls: no graph (no tensor ops traced)"
-        )
-    text = f"gbls: {graphs} graph{'s' * (graphs != 1)} · {breaks} break{'s' * (breaks != 1)}"
+    compilations = function.compilations
+    several = f"{compilations} compilations · " if compilations > 1 else ""
+    limit = " · recompile limit hit" if limit_hit else ""
+    if breaks == 0 and graphs <= max(compilations, 1):  # one graph per compilation
+        if not graphs:
+            return "gbls: no graph (no tensor ops traced)"
+        return f"gbls: fullgraph-clean · {several}{graphs} graph{'s' * (graphs != 1)}{limit}"
+    text = f"gbls: {several}{graphs} graph{'s' * (graphs != 1)} · {breaks} break{'s' * (breaks != 1)}"
     text += f" · {function.ops} ops"
     if function.suppressed:
         text += f" · {function.suppressed} suppressed"
-    return text
+    return text + limit
 
 
 def lenses(report: FileReport, uri: str) -> list[lsp.CodeLens]:
@@ -29,12 +33,13 @@ def lenses(report: FileReport, uri: str) -> list[lsp.CodeLens]:
     found = []
     for function in report.functions:
         breaks = sum(1 for b in report.breaks if b.function == function.qualname)
+        limit_hit = any(r.limit is not None for r in report.recompiles_of(function.qualname))
         line = min(span.line for span in function.hover_spans) - 1
         found.append(
             lsp.CodeLens(
                 range=lsp.Range(lsp.Position(line, 0), lsp.Position(line, 0)),
                 command=lsp.Command(
-                    title=lens_title(function, breaks),
+                    title=lens_title(function, breaks, limit_hit),
                     command=SHOW_REPORT,
                     arguments=[uri, function.qualname],
                 ),

@@ -1,4 +1,5 @@
-"""A file report as LSP diagnostics: one per root-cause break, plus not-analysed and failure notes.
+"""A file report as LSP diagnostics: one per root-cause break, one per recompilation problem, plus
+not-analysed and failure notes.
 
 Also the root-cause side: a Hint where a break's root cause lies (the ``print`` in a helper),
 published on whatever open document holds that line.
@@ -12,8 +13,9 @@ from typing import Any
 from lsprotocol import types as lsp
 from pygls import uris
 
-from ..engine.model import BreakReport, FileReport
+from ..engine.model import STOPPED, BreakReport, FileReport, RecompileReport
 from ..engine.ranges import Span, char_to_utf16, line_text
+from ..worker.lines import split_lines
 
 SOURCE = "gbls"
 SEVERITY = {
@@ -59,6 +61,10 @@ def break_data(brk: BreakReport, path: str, kind: str = "break") -> dict[str, An
     return {"kind": kind, "file": path, "key": list(brk.key)}
 
 
+def recompile_data(report: RecompileReport, path: str) -> dict[str, Any]:
+    return {"kind": "recompile", "file": path, "key": list(report.key)}
+
+
 def _location(path: str, span: Span, lines_of: LinesOf) -> lsp.Location:
     return lsp.Location(uri=uris.from_fs_path(path) or path, range=to_range(span, lines_of(path)))
 
@@ -78,14 +84,36 @@ def _related(brk: BreakReport, lines_of: LinesOf) -> list[lsp.DiagnosticRelatedI
                 location=_location(location.path, location.span, lines_of), message=text
             )
         )
+    if brk.called_at is not None:
+        related.append(
+            lsp.DiagnosticRelatedInformation(
+                location=_location(brk.called_at.path, brk.called_at.span, lines_of),
+                message=f"{brk.function} called here",
+            )
+        )
     return related
+
+
+def _guard_related(
+    problem: RecompileReport, path: str, lines_of: LinesOf
+) -> list[lsp.DiagnosticRelatedInformation] | None:
+    """Where the failed check is, when that is not where the diagnostic is."""
+    at = problem.guard_at
+    if at is None or (at.path == path and at.span == problem.span):
+        return None
+    return [
+        lsp.DiagnosticRelatedInformation(
+            location=_location(at.path, at.span, lines_of),
+            message=f"the guard is installed here, in {at.function}",
+        )
+    ]
 
 
 def file_diagnostics(
     report: FileReport, source: str, severity: str, lines_of: LinesOf
 ) -> list[lsp.Diagnostic]:
     """The analysed document's own diagnostics. ``lines_of(path)`` gives another file's lines."""
-    lines = source.splitlines()
+    lines = split_lines(source)
     level = SEVERITY.get(severity, lsp.DiagnosticSeverity.Warning)
     found = []
     for brk in report.breaks:
@@ -99,6 +127,20 @@ def file_diagnostics(
                 source=SOURCE,
                 related_information=_related(brk, lines_of),
                 data=break_data(brk, report.path),
+            )
+        )
+    for problem in report.problems:
+        found.append(
+            lsp.Diagnostic(
+                range=to_range(problem.span, lines),
+                message=problem.message,
+                # Past the limit Dynamo compiles the function no more: one step above the setting.
+                severity=level if problem.limit is None else lsp.DiagnosticSeverity(max(1, level - 1)),
+                code=problem.code,
+                code_description=lsp.CodeDescription(href=problem.url),
+                source=SOURCE,
+                related_information=_guard_related(problem, report.path, lines_of),
+                data=recompile_data(problem, report.path),
             )
         )
     for function in report.functions:
@@ -126,6 +168,16 @@ def file_diagnostics(
                 source=SOURCE,
                 code=f"analysis-{report.failure_kind}",
                 data={"kind": "failure", "failure": report.failure_kind},
+            )
+        )
+    if report.stopped is not None:
+        found.append(
+            lsp.Diagnostic(
+                range=to_range(report.stopped, lines),
+                message=STOPPED,
+                severity=lsp.DiagnosticSeverity.Hint,
+                source=SOURCE,
+                data={"kind": "stopped"},
             )
         )
     return found

@@ -1,4 +1,5 @@
-"""Hover text, in markdown: a break (why, what to do, the chain, how the function splits) and a
+"""Hover text, in markdown: a break (why, what to do, the chain, how the function splits), a
+recompilation (which guard failed, how often, the recompile limit, the documented remedies) and a
 compiled function's summary. ``function_report`` is also what the "show break report" command shows.
 """
 
@@ -8,7 +9,8 @@ import os
 
 from pygls import uris
 
-from ..engine.model import BreakReport, FileReport, FunctionReport, Location
+from ..engine.model import BreakReport, FileReport, FunctionReport, Location, RecompileReport
+from ..engine.recompiles import remedies
 from ..worker.protocol import EAGER, Graph
 
 
@@ -42,6 +44,51 @@ def break_markdown(brk: BreakReport, function: FunctionReport | None) -> str:
     if brk.cause.gaps:
         parts.append("_Not from your torch_: " + "; ".join(brk.cause.gaps) + ".")
     return "\n\n".join(parts)
+
+
+def recompile_markdown(found: RecompileReport) -> str:
+    times = "once" if found.count == 1 else f"{found.count} times"
+    parts = [f"**{found.who} recompiled {times}** · [{found.code}]({found.url})"]
+    limit = found.limit
+    if limit is not None:
+        parts.append(
+            f"⚠ At compilation {limit.compile_id} it hit `torch._dynamo.config.{limit.limit}` "
+            f"({limit.limit_value}): from then on Dynamo compiles `{found.frame.name}` no more, and a call "
+            "that none of its compiled versions fits runs in eager mode."
+        )
+    guard = found.guard
+    what = found.failed[0].upper() + found.failed[1:]
+    at = found.guard_at
+    if at is not None and (at.path != found.frame.path or at.span != found.span):
+        what += f", installed at {_link(at)}"
+    parts.append(what + ".")
+    if guard is not None and guard.hint:
+        parts.append(f"Dynamo's hint: {guard.hint}")
+    steps = [
+        f"- {r.compile_id}: "
+        + (
+            f"`{r.guard.text}` failed (a check of {r.guard.failed})"
+            if r.guard and r.guard.text
+            else "no reason given"
+        )
+        + (f"; refused by `{r.limit}`" if r.limit else "")
+        for r in found.recompiles
+    ]
+    parts.append("**Recompilations**\n" + "\n".join(steps))
+    parts.append("**What to do**\n" + "\n".join(f"- {remedy}" for remedy in remedies(found)))
+    parts.append(f"[PyTorch: recompilation]({found.url})")
+    return "\n\n".join(parts)
+
+
+def _recompile_summary(found: RecompileReport) -> str:
+    if not found.settled:
+        return "⚠ " + found.message
+    if found.dynamic:
+        return (
+            f"Recompiled once: {found.failed}; the new graph is dynamic in it (automatic dynamic shapes), "
+            "so further calls reuse it. No problem."
+        )
+    return f"Recompiled once: {found.failed}. Once is no problem."
 
 
 def _own_frame(function: FunctionReport) -> str:
@@ -85,6 +132,8 @@ def function_markdown(function: FunctionReport, report: FileReport) -> str:
     counts = " · ".join(
         (_plural(len(function.graphs), "graph"), _plural(len(breaks), "break"), _plural(function.ops, "op"))
     )
+    if function.compilations > 1:
+        counts = f"{_plural(function.compilations, 'compilation')} · {counts}"
     if function.suppressed:
         counts += f" · {function.suppressed} suppressed"
     lines.append(counts)
@@ -105,6 +154,7 @@ def function_markdown(function: FunctionReport, report: FileReport) -> str:
         lines.append(
             f"⚠ Dynamo gives up on the rest of this function: after line {line} it runs in eager mode."
         )
+    lines += [_recompile_summary(found) for found in report.recompiles_of(function.qualname)]
     return "\n\n".join(lines)
 
 
@@ -119,6 +169,10 @@ def function_report(report: FileReport, qualname: str | None) -> str:
         for brk in report.breaks:
             if brk.function == function.qualname:
                 sections.append(f"### line {brk.span.line}: {brk.title}\n\n" + break_markdown(brk, function))
+        for found in report.recompiles_of(function.qualname):
+            if not found.settled:
+                title = f"line {found.span.line}: recompiled {found.count} times"
+                sections.append(f"### {title}\n\n" + recompile_markdown(found))
     return "\n\n".join(sections)
 
 
@@ -128,6 +182,9 @@ def hover_markdown(report: FileReport, line: int, column: int) -> str | None:
     for brk in report.breaks:
         if brk.span.contains(line, column):
             return break_markdown(brk, functions.get(brk.function))
+    for found in report.problems:
+        if found.span.contains(line, column):
+            return recompile_markdown(found)
     for function in report.functions:
         if any(span.contains(line, column) for span in function.hover_spans):
             return function_markdown(function, report)

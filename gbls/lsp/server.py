@@ -17,15 +17,20 @@ from urllib.parse import unquote
 
 from lsprotocol import types as lsp
 from pygls import uris
+from pygls.exceptions import JsonRpcException
 from pygls.lsp.server import LanguageServer
+from pygls.protocol import LanguageServerProtocol
+from pygls.workspace import TextDocument, Workspace
 
 from .. import __version__
 from ..engine.model import FileReport, failure_report
 from ..engine.sources import Sources, read_source
 from ..runtime.errors import WorkerError
+from ..runtime.sandbox import not_dumpable
 from ..runtime.scheduler import Scheduler
 from ..runtime.session import Analysed, Session
 from ..settings import Settings, from_options
+from ..worker.lines import split_lines
 from .actions import SHOW_LOCATION, code_actions
 from .codelens import SHOW_REPORT, lenses
 from .diagnostics import file_diagnostics, root_cause_hints, to_span
@@ -38,9 +43,57 @@ RESTART_WORKER = "gbls.restartWorker"
 STATUS = "gbls/status"
 
 
+_ANSWERED = object()  # a request already answered with an error while it was read
+
+
+class GblsProtocol(LanguageServerProtocol):
+    """Answers a request whose parameters do not fit LSP (a position of -1, or past 2**31 - 1) with
+    an error: pygls would log it and drop it, and the client would wait for good."""
+
+    def structure_message(self, data: dict[str, Any]) -> Any:
+        try:
+            return super().structure_message(data)
+        except JsonRpcException as error:
+            if "jsonrpc" in data and "id" in data and "method" in data:
+                self._send_response(data["id"], error=error.to_response_error())
+                return _ANSWERED
+            raise
+
+    def handle_message(self, message: Any) -> None:
+        if message is not _ANSWERED:
+            super().handle_message(message)
+
+
+class PythonLines(TextDocument):
+    """A document whose lines end where Python's and LSP's do ("\r\n", "\r", "\n"): pygls splits
+    at U+2028 and form feeds too, and would apply an edit below one to the wrong line."""
+
+    @property
+    def lines(self) -> tuple[str, ...]:
+        return tuple(split_lines(self.source, keepends=True))
+
+
+class GblsWorkspace(Workspace):
+    def _create_text_document(
+        self,
+        doc_uri: str,
+        source: str | None = None,
+        version: int | None = None,
+        language_id: str | None = None,
+    ) -> TextDocument:
+        return PythonLines(
+            doc_uri,
+            source=source,
+            version=version,
+            language_id=language_id,
+            sync_kind=self._sync_kind,
+            position_codec=self._position_codec,
+        )
+
+
 class GblsServer(LanguageServer):
     def __init__(self) -> None:
-        super().__init__("gbls", __version__)
+        super().__init__("gbls", __version__, protocol_cls=GblsProtocol)
         # What the client said at start; the workspace's configuration is read on top of it each time,
         # so a key the user removes goes back to its default instead of keeping its last value.
         self.initial_settings = Settings()
@@ -144,6 +197,7 @@ class GblsServer(LanguageServer):
                 )
 
     async def analyse_document(self, uri: str) -> None:
+        """Analyse, publish, and say it is done, whatever fails on the way (and log it)."""
         document = self.open_document(uri)
         if document is None:
             return
@@ -155,17 +209,28 @@ class GblsServer(LanguageServer):
         except WorkerError as error:
             report = failure_report(path, "worker", str(error))
         except Exception as error:  # a bug in gbls: say so, with the traceback in the log
-            log.exception("gbls failed while analysing %s", path)
-            report = failure_report(path, "internal", f"gbls itself failed ({type(error).__name__}: {error})")
+            report = self._internal_failure(path, error)
         finally:
             self._progress_end(progress)
         current = self.open_document(uri)
         if current is None or current.version != version:
             return  # a newer version is on its way; this result belongs to none that exists
-        self._record(uri, Analysed(version, source, report))
+        try:
+            self._record(uri, Analysed(version, source, report))
+        except Exception as error:
+            self._record(uri, Analysed(version, source, self._internal_failure(path, error)))
+            return
         if report.failure_kind == "worker":  # warm a fresh worker now, not when the next edit waits for it
             self.in_background(self.warm())
-        await self.session.remember(uri, path, source, report)
+        try:
+            await self.session.remember(uri, path, source, report)
+        except Exception:
+            log.exception("gbls failed to remember the analysis of %s", path)
+
+    @staticmethod
+    def _internal_failure(path: str, error: Exception) -> FileReport:
+        log.exception("gbls failed while analysing %s", path)
+        return failure_report(path, "internal", f"gbls itself failed ({type(error).__name__}: {error})")
 
     async def _progress_begin(self, uri: str, name: str) -> str | None:
         capabilities = self.client_capabilities.window
@@ -279,6 +344,7 @@ def create_server() -> GblsServer:
 
     @server.feature(lsp.INITIALIZE)
     def initialize(ls: GblsServer, params: lsp.InitializeParams) -> None:
+        ls.workspace.__class__ = GblsWorkspace  # pygls made it just now, before any document opens
         ls.session.settings = ls.initial_settings = from_options(params.initialization_options)
         folders = [uris.to_fs_path(f.uri) for f in params.workspace_folders or []]
         if not folders and params.root_uri:
@@ -324,7 +390,7 @@ def create_server() -> GblsServer:
         analysed = ls.analysed(params.text_document.uri)
         if analysed is None:
             return None
-        where = to_span(lsp.Range(params.position, params.position), analysed.source.splitlines())
+        where = to_span(lsp.Range(params.position, params.position), split_lines(analysed.source))
         markdown = hover_markdown(analysed.report, where.line, where.column)
         if markdown is None:
             return None
@@ -348,7 +414,13 @@ def create_server() -> GblsServer:
         edits = workspace.workspace_edit if workspace else None
         snippets = bool(edits and edits.snippet_edit_support)
         return code_actions(
-            path, list(params.context.diagnostics), sources, ls.report_of, selection, snippets
+            path,
+            list(params.context.diagnostics),
+            sources,
+            ls.report_of,
+            ls.session.folders,
+            selection,
+            snippets,
         )
 
     @server.command(ANALYSE_FILE)
@@ -384,4 +456,5 @@ def serve() -> None:
     # What the user should see goes through window/logMessage; stderr is for problems only
     # (clients show it as errors), so pygls's per-message chatter stays off.
     logging.basicConfig(level=logging.WARNING, format="gbls: %(message)s")
+    not_dumpable()
     create_server().start_io()

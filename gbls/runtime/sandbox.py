@@ -1,8 +1,9 @@
 """How the worker is started: inside bubblewrap where it works, with an environment cut to size.
 
-bwrap gives the worker no network, no capabilities, its own PID namespace (nothing outlives it),
-a read-only root file system (the workspace included), and a private, size-bounded /tmp; it is
-killed with its parent. Without bwrap the worker still gets everything the worker itself
+bwrap gives the worker no network, no capability but the one it needs to give each analysis a
+fresh /tmp and /dev/shm (which the analysis then drops), its own PID namespace (nothing outlives
+it), a read-only root file system (the workspace included), and a private, size-bounded /tmp; it
+is killed with its parent. Without bwrap the worker still gets everything the worker itself
 enforces (rlimits, process groups, timeouts, closed stdin, a scratch directory, and a network
 namespace where the kernel allows one), and gbls says once that it runs without its sandbox.
 """
@@ -18,6 +19,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 
+from ..worker import processes
 from .errors import SandboxError
 
 WORKER_MAIN = Path(__file__).parent.parent / "worker" / "__main__.py"
@@ -36,6 +38,12 @@ SECRET = re.compile(r"TOKEN|SECRET|PASSW|CREDENTIAL|KEY|PRIVATE|AUTH|SESSION|COO
 DROPPED = {"TORCH_LOGS", "TORCH_TRACE", "TORCH_COMPILE_DEBUG", "TORCHDYNAMO_VERBOSE"}
 
 
+def not_dumpable() -> None:
+    """Keep the analysed code, which runs as the same user, out of this process's /proc/<pid>/fd
+    (its ends of the worker's pipes) when it lacks CAP_SYS_PTRACE, as under bwrap."""
+    processes.prctl(processes.PR_SET_DUMPABLE, 0)
+
+
 @dataclass(frozen=True)
 class Launch:
     command: tuple[str, ...]
@@ -44,8 +52,13 @@ class Launch:
     note: str  # what the user should know about the sandbox, said once
 
 
-def worker_environment(workspace: str, base: dict[str, str] | None = None) -> dict[str, str]:
-    """The variables the analysed code plausibly needs, without secrets, with the workspace importable."""
+def worker_environment(base: dict[str, str] | None = None) -> dict[str, str]:
+    """The variables the analysed code plausibly needs, without secrets.
+
+    The workspace is not on ``PYTHONPATH`` here: a workspace ``random.py`` would replace the
+    standard library's for the worker itself. Each analysis puts it first once the worker's own
+    imports are done.
+    """
     source = dict(os.environ if base is None else base)
     environment = {
         name: value
@@ -54,8 +67,6 @@ def worker_environment(workspace: str, base: dict[str, str] | None = None) -> di
         and not SECRET.search(name)
         and name not in DROPPED
     }
-    paths = [workspace] + [p for p in environment.get("PYTHONPATH", "").split(os.pathsep) if p]
-    environment["PYTHONPATH"] = os.pathsep.join(dict.fromkeys(paths))
     environment["CUDA_VISIBLE_DEVICES"] = ""
     environment["PYTHONDONTWRITEBYTECODE"] = "1"
     environment["PYTHONUNBUFFERED"] = "1"
@@ -63,36 +74,44 @@ def worker_environment(workspace: str, base: dict[str, str] | None = None) -> di
     return environment
 
 
-@lru_cache(maxsize=1)
-def bwrap_sizes() -> bool | None:
-    """Whether bwrap works here (installed, and user namespaces allowed), and can size its tmpfs.
+@dataclass(frozen=True)
+class Bwrap:
+    """What the bwrap here can do: size its tmpfs (0.7 and later), lend the worker CAP_SYS_ADMIN
+    (not a setuid bwrap run by another user than root)."""
 
-    ``None``: no working bwrap. ``False``: a bwrap older than 0.7, without ``--size``.
-    """
+    sized: bool
+    admin: bool
+
+
+@lru_cache(maxsize=1)
+def bwrap_support() -> Bwrap | None:
+    """Whether bwrap works here (installed, and user namespaces allowed), and what it can do."""
     bwrap = shutil.which("bwrap")
     if bwrap is None:
         return None
-    for sized in (True, False):
+    for support in (Bwrap(True, True), Bwrap(True, False), Bwrap(False, True), Bwrap(False, False)):
         try:
             probe = subprocess.run(
-                [bwrap, *_bwrap_arguments([], sized), "true"], capture_output=True, timeout=10
+                [bwrap, *_bwrap_arguments([], support), "true"], capture_output=True, timeout=10
             )
         except (OSError, subprocess.TimeoutExpired):
             return None
         if probe.returncode == 0:
-            return sized
+            return support
     return None
 
 
-def _bwrap_arguments(folders: list[str], sized: bool) -> list[str]:
+def _bwrap_arguments(folders: list[str], support: Bwrap) -> list[str]:
     def tmpfs(path: str, size: int) -> list[str]:
-        return ["--size", str(size), "--tmpfs", path] if sized else ["--tmpfs", path]
+        return ["--size", str(size), "--tmpfs", path] if support.sized else ["--tmpfs", path]
 
+    # Root in the sandbox could otherwise remount the read-only root read-write. CAP_SYS_ADMIN
+    # gives each analysis its own /tmp and /dev/shm; each drops it before running any user code.
+    capabilities = ["--cap-drop", "ALL", *(["--cap-add", "CAP_SYS_ADMIN"] if support.admin else [])]
     arguments = [
         "--unshare-all",  # network, PID, IPC, UTS, cgroup and (where possible) user namespaces
         "--die-with-parent",
-        # Root in the sandbox could otherwise remount the read-only root read-write.
-        "--cap-drop", "ALL",
+        *capabilities,
         "--ro-bind", "/", "/",
         "--proc", "/proc",
         "--dev", "/dev",
@@ -104,8 +123,11 @@ def _bwrap_arguments(folders: list[str], sized: bool) -> list[str]:
         "--tmpfs", "/run",
         "--remount-ro", "/run",
     ]  # fmt: skip
-    for folder in folders:  # a workspace under /tmp must still be seen through the private /tmp
-        arguments += ["--ro-bind-try", folder, folder]
+    for folder in folders:
+        # A workspace under /tmp must still be seen through the private /tmp; /tmp itself (gbls run
+        # from there) must not cover it, or nothing could write a temporary file.
+        if folder.startswith("/tmp/"):
+            arguments += ["--ro-bind-try", folder, folder]
     return [*arguments, "--chdir", "/"]
 
 
@@ -116,10 +138,10 @@ def launch(interpreter: str | None, folders: list[str], mode: str = "auto") -> L
     """
     python = interpreter or sys.executable
     folders = [os.path.abspath(folder) for folder in folders] or [os.getcwd()]
-    environment = worker_environment(folders[0])
+    environment = worker_environment()
     worker = [python, str(WORKER_MAIN)]
-    sized = bwrap_sizes() if mode != "off" else None
-    if sized is not None:
+    support = bwrap_support() if mode != "off" else None
+    if support is not None:
         bwrap = shutil.which("bwrap") or "bwrap"
         environment["GBLS_SANDBOX"] = "bwrap"
         # The interpreter's environment (bin/..) and gbls's worker, were they under /tmp, too.
@@ -128,7 +150,7 @@ def launch(interpreter: str | None, folders: list[str], mode: str = "auto") -> L
             os.path.dirname(os.path.dirname(os.path.abspath(python))),
             str(WORKER_MAIN.parent),
         ]
-        return Launch((bwrap, *_bwrap_arguments(visible, sized), *worker), environment, "bwrap", "")
+        return Launch((bwrap, *_bwrap_arguments(visible, support), *worker), environment, "bwrap", "")
     if mode == "bwrap":
         raise SandboxError(
             "the sandbox setting asks for bwrap, but bubblewrap is missing or does not work here"

@@ -45,7 +45,10 @@ class Document:
 
 def static_targets(sites: tuple[CompiledSite, ...]) -> tuple[StaticTarget, ...]:
     return tuple(
-        StaticTarget(s.id, s.name, s.qualname, s.kind, s.line, s.first_line, s.in_main_block) for s in sites
+        StaticTarget(
+            s.id, s.name, s.qualname, s.kind, s.line, s.first_line, s.in_main_block, s.end_line, s.scope
+        )
+        for s in sites
     )
 
 
@@ -62,7 +65,7 @@ async def analyse(
     functions whose last results still hold (see ``incremental``), run eagerly and not translated."""
     path = os.path.abspath(path)
     # Discovery parses the file: off the event loop, so that hovers stay instant.
-    sites = await asyncio.to_thread(find_compiled, source, path, settings.interpreter or None)
+    sites = await asyncio.to_thread(find_compiled, source, path)
     request = Request(
         id=worker.new_id(),
         path=path,
@@ -193,6 +196,9 @@ class Session:
         def work() -> tuple[cache.Entry | None, incremental.Memory]:
             imported = cache.workspace_imports(report.path, self.folders, self.text_of)
             reached = {loc.path for b in report.breaks for loc in b.chain if loc.path != report.path}
+            reached |= {
+                r.guard_at.path for r in report.recompiles if r.guard_at and r.guard_at.path != report.path
+            }
             dependencies = sorted(reached | set(imported))
             stored = cache.entry(source, settings, dependencies, self.text_of, report)
             return stored, incremental.remember(report, source, settings, imported, self.text_of)

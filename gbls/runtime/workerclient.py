@@ -1,15 +1,18 @@
 """The server's side of the worker: start it warm, send requests, cancel them, survive its death.
 
-Every call is a coroutine; nothing here blocks the event loop. If the worker process itself
-dies (the analyses run in its children, so this is rare), every pending request gets an error
-result naming what happened and the next request starts a fresh worker.
+Every call is a coroutine; nothing here blocks the event loop. Every request has a deadline of
+its own (the analysis's timeout plus a margin): a worker that gives no answer by then, and has
+gone quiet (stopped; a working one says it is alive every second), is killed. If the worker
+process dies (the analyses run in its children, so this is rare), a request that was the only
+one running gets an error result naming what happened; requests that were running beside others
+cannot tell which one killed it, so each runs again, alone, on a fresh worker.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
-import itertools
+import dataclasses
 import logging
 import os
 import signal
@@ -26,10 +29,25 @@ from .sandbox import Launch
 log = logging.getLogger(__name__)
 
 START_TIMEOUT = 180.0  # import torch on a cold disk can take a while
-LINE_LIMIT = 256 * 1024 * 1024
+# Seconds past an analysis's own timeout before the worker counts as hung: the worker kills a
+# timed-out child within about 2 s, and then merges and sends what it saw.
+DEADLINE_MARGIN = 8.0
+# Past the deadline, a worker heard from within this many seconds is still at work (a loaded
+# machine, a big result): it gets this long again, up to ALIVE_LIMIT seconds in all past the
+# deadline. A stopped worker has been silent far longer by the deadline: it is killed right then.
+QUIET = 10.0
+ALIVE_LIMIT = 120.0
+LINE_LIMIT = 96 * 1024 * 1024  # a result is bounded well below (events, breaks and output are)
 MARKER = "GBLS_WORKER"  # in the environment of the worker and of everything the analyses start
-SWEEP_ROUNDS = 50  # kill-and-look rounds, 20 ms apart
+SWEEP_ROUNDS = 250  # kill-and-look rounds, 20 ms apart: an orphaned fork bomb takes a while
 TAMPERED = "the analysed code tampered with gbls's results: the worker's answer is not a well-formed result"
+
+
+@dataclass
+class _Pending:
+    future: asyncio.Future[Result]
+    path: str
+    crowded: bool = False  # the worker died while others ran too: which one killed it is unknown
 
 
 @dataclass(frozen=True)
@@ -44,14 +62,20 @@ class Worker:
     def __init__(self, launch: Callable[[], Launch]) -> None:
         self._launch = launch
         self._process: asyncio.subprocess.Process | None = None
-        self._pending: dict[str, tuple[asyncio.Future[Result], str]] = {}
+        self._pending: dict[str, _Pending] = {}
         self._ready: asyncio.Future[WorkerInfo] | None = None
         self._reader: asyncio.Task[None] | None = None
         self._stderr_reader: asyncio.Task[None] | None = None
         self._stderr: deque[str] = deque(maxlen=40)
         self._marker = ""
-        self._ids = itertools.count(1)
+        self._hung: dict[int, str] = {}  # why gbls killed a worker itself, by its pid
+        self._heard = 0.0  # when the worker last said anything (event loop time)
         self._lock = asyncio.Lock()
+        # A request run again after a crowded death runs alone: no other request starts meanwhile.
+        self._alone = asyncio.Lock()
+        self._running = 0
+        self._idle = asyncio.Event()
+        self._idle.set()
         self.info: WorkerInfo | None = None
         self.note = ""
 
@@ -85,24 +109,72 @@ class Worker:
             return self.info
 
     async def analyse(self, request: Request) -> Result:
+        while self._alone.locked():  # a suspect is being run again on its own
+            async with self._alone:
+                pass
+        result, crowded = await self._counted(request)
+        if not crowded:
+            return result
+        async with self._alone:
+            await self._idle.wait()
+            result, _ = await self._counted(dataclasses.replace(request, id=self.new_id()))
+        return result
+
+    async def _counted(self, request: Request) -> tuple[Result, bool]:
+        self._running += 1
+        self._idle.clear()
+        try:
+            return await self._once(request)
+        finally:
+            self._running -= 1
+            if not self._running:
+                self._idle.set()
+
+    async def _once(self, request: Request) -> tuple[Result, bool]:
+        """The result, and whether the worker died with other requests running (then it is no verdict)."""
         await self.start()
         process, reader = self._process, self._reader
         if process is None or reader is None or reader.done():  # it died or was stopped since
-            return self._worker_failure(request.path, process.returncode if process else None)
+            return self._worker_failure(request.path, process.returncode if process else None), False
         assert process.stdin is not None
-        future: asyncio.Future[Result] = asyncio.get_running_loop().create_future()
-        self._pending[request.id] = (future, request.path)
+        pending = _Pending(asyncio.get_running_loop().create_future(), request.path)
+        self._pending[request.id] = pending
+        deadline = request.settings.timeout + DEADLINE_MARGIN
         try:
             process.stdin.write((protocol.encode("analyse", request=request) + "\n").encode())
             await process.stdin.drain()
-            return await asyncio.shield(future)
+            return await self._answer(process, pending, deadline), pending.crowded
         except asyncio.CancelledError:
             await self.cancel(request.id)
             raise
         except (BrokenPipeError, ConnectionResetError):
-            return await asyncio.shield(future)  # the reader answers it when it sees the worker end
+            # The reader answers it when it sees the worker end.
+            return await asyncio.shield(pending.future), pending.crowded
         finally:
             self._pending.pop(request.id, None)
+
+    async def _answer(
+        self, process: asyncio.subprocess.Process, pending: _Pending, deadline: float
+    ) -> Result:
+        """The result by the deadline, or later from a worker still at work; else kill the worker."""
+        loop = asyncio.get_running_loop()
+        limit = loop.time() + deadline
+        last = limit + ALIVE_LIMIT
+        while True:
+            try:
+                return await asyncio.wait_for(asyncio.shield(pending.future), max(limit - loop.time(), 0))
+            except asyncio.TimeoutError:
+                now = loop.time()
+                if now - self._heard >= QUIET or now >= last:
+                    break
+                limit = now + QUIET
+        if not pending.future.done() and self._process is process:
+            self._hung[process.pid] = (
+                f"stopped answering (no result {deadline:g} s after the analysis began, and silent: was it "
+                "stopped, e.g. with SIGSTOP, or its pipe garbled?) and was killed"
+            )
+            await self.stop()
+        return await asyncio.shield(pending.future)
 
     async def cancel(self, request_id: str) -> None:
         process = self._process
@@ -113,19 +185,21 @@ class Worker:
             await process.stdin.drain()
 
     def new_id(self) -> str:
-        return str(next(self._ids))
+        """Unguessable, so that the analysed code cannot address a result to another request."""
+        return uuid.uuid4().hex
 
     async def stop(self) -> None:
         process, self._process = self._process, None
+        reader = self._reader
         if process is None:
             return
         if process.returncode is None:
             with contextlib.suppress(ProcessLookupError):
                 os.killpg(process.pid, signal.SIGKILL)
             await process.wait()
-        if self._reader is not None:
+        if reader is not None:
             with contextlib.suppress(asyncio.CancelledError):
-                await self._reader
+                await reader
 
     async def _read(
         self, process: asyncio.subprocess.Process, ready: asyncio.Future[WorkerInfo], marker: str
@@ -143,6 +217,8 @@ class Worker:
             except ProtocolError as error:
                 log.warning("gbls worker sent an unreadable line: %s", error)
                 continue
+            if self._process is process:
+                self._heard = asyncio.get_running_loop().time()
             kind = message["type"]
             if kind == "ready":
                 info = WorkerInfo(
@@ -153,9 +229,9 @@ class Worker:
             elif kind == "fatal" and not ready.done():
                 ready.set_exception(WorkerError(message["message"]))
             elif kind == "result" and message.get("id") in self._pending:
-                future, path = self._pending[message["id"]]
-                if not future.done():
-                    future.set_result(self._result(message.get("result"), path))
+                pending = self._pending[message["id"]]
+                if not pending.future.done():
+                    pending.future.set_result(self._result(message.get("result"), pending.path))
         await process.wait()
         await _sweep(marker)
         log.info("gbls worker ended (%s): %s", _ending(process.returncode), " | ".join(self._stderr))
@@ -164,9 +240,11 @@ class Worker:
             ready.set_exception(
                 WorkerError(f"the worker exited while starting: {tail or process.returncode}")
             )
-        for future, path in list(self._pending.values()):
-            if not future.done():
-                future.set_result(self._worker_failure(path, process.returncode))
+        unanswered = [pending for pending in self._pending.values() if not pending.future.done()]
+        hung = self._hung.pop(process.pid, "")
+        for pending in unanswered:
+            pending.crowded = len(unanswered) > 1
+            pending.future.set_result(self._worker_failure(pending.path, process.returncode, hung))
         if self._process is process:
             self._process = None
 
@@ -188,8 +266,9 @@ class Worker:
             return Result(path=path, status=protocol.ERROR, failure=Failure("tampered", TAMPERED))
         return result
 
-    def _worker_failure(self, path: str, returncode: int | None) -> Result:
-        message = f"the gbls worker process {_ending(returncode)}; a fresh one starts with the next analysis"
+    def _worker_failure(self, path: str, returncode: int | None, hung: str = "") -> Result:
+        ending = hung or _ending(returncode)
+        message = f"the gbls worker process {ending}; a fresh one starts with the next analysis"
         return Result(path=path, status=protocol.ERROR, failure=Failure("worker", message))
 
 

@@ -4,9 +4,14 @@ This folder is loaded as a private package, ``_gbls_worker``, so that its module
 the user's modules nor are shadowed by them. It needs only the standard library and torch.
 """
 
-import importlib.util
-import os
 import sys
+
+# What a plain ``python file.py`` has imported before the file runs: a workspace file can shadow
+# none of these, but can shadow anything the worker imports from here on (see ``analyse``).
+startup = frozenset(sys.modules)
+
+import importlib.util  # noqa: E402
+import os  # noqa: E402
 
 here = os.path.dirname(os.path.abspath(__file__))
 if sys.path and os.path.abspath(sys.path[0] or os.curdir) == here:
@@ -21,4 +26,4 @@ spec.loader.exec_module(package)
 
 from _gbls_worker.zygote import main  # noqa: E402
 
-main()
+main(startup)

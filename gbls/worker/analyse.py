@@ -17,17 +17,21 @@ import os
 import re
 import signal
 import socket
+import stat
 import sys
+import sysconfig
 import tokenize
 import traceback
 import types
-from typing import Any, Callable, List, NoReturn, Optional, Tuple
+from typing import Any, Callable, FrozenSet, List, NoReturn, Optional, Tuple
 
 import torch
+import torch._dynamo.eval_frame
 from torch._dynamo.symbolic_convert import InstructionTranslatorBase
 
 from . import inputs
-from .capture import Capture, Emit, Target, base_name
+from .capture import Capture, Emit, ProgramStopped, Target, base_name
+from .child import replaced
 from .comments import example_sources
 from .events import (
     DiscardEvent,
@@ -41,6 +45,7 @@ from .events import (
     VerdictEvent,
     with_attempt,
 )
+from .lines import split_lines
 from .protocol import Request, StaticTarget
 
 
@@ -61,28 +66,130 @@ class Attempts:
         self.emit_raw(DiscardEvent(attempt=self.current))
 
 
-def run(request: Request, emit: Emit, offline: bool) -> None:
-    """Analyse ``request``; ``offline``: the sandbox has cut the network (for clearer messages)."""
+def run(request: Request, emit: Emit, offline: bool, startup: FrozenSet[str] = frozenset()) -> None:
+    """Analyse ``request``; ``offline``: the sandbox has cut the network (for clearer messages);
+    ``startup``: the modules a plain interpreter has imported before it runs a file."""
     path = request.path
+    source = request.source
     _name_the_line(path, emit)
     # Tracebacks and Dynamo read the buffer's lines, not the file's: it may be unsaved or deleted.
-    linecache.cache[path] = (len(request.source), None, request.source.splitlines(True), path)
+    linecache.cache[path] = (len(source), None, split_lines(source, keepends=True), path)
+    disabled = _disabled_by_environment()
+    if disabled:
+        emit(disabled)
     attempts = Attempts(emit)
     capture = Capture(attempts.emit, path, request.reuse, request.targets).install()
-    _fresh_imports([request.workspace or os.path.dirname(path)])
-    module = _new_module(path, request.settings.run_main)
+    workspace = os.path.abspath(request.workspace or os.path.dirname(path))
+    _fresh_imports([workspace])
+    module, roots = _new_module(path, request.settings.run_main, workspace)
+    sys.argv = [path]  # as ``python file.py`` has it: argparse sees no arguments, and its own name
+    capture.stop_when_steady = True
+    shadowed = _shadowed(roots, startup, source)
+    if shadowed is not None:
+        emit(shadowed)
     failure = _encoding_failure(path) or _execute(request, module, offline)
+    capture.stop_no_more()
     if failure is not None:
         emit(failure)
-    lines = request.source.splitlines()
-    runner = _Runner(capture, attempts, module, path, lines)
+    disabled = disabled or _disabled_by_module(source)
+    if disabled:
+        emit(disabled)
+    lines = split_lines(source)
+    runner = _Runner(capture, attempts, module, path, lines, request)
     for target in list(capture.targets):
         if path in (target.path, target.call_path) and not target.called and not target.reused:
             runner.run(target)
     for static in request.targets:
-        if static.qualname not in request.reuse and static.id not in {t.site for t in capture.targets}:
+        compiled = {site for t in capture.targets for site in (t.site, *t.aliases)}
+        if static.qualname not in request.reuse and static.id not in compiled:
             runner.run_static(static, stopped=failure is not None)
+    if not disabled:
+        disabled = _disabled_by_module(source)
+        if disabled:
+            emit(disabled)
+    sabotaged = replaced()
+    if sabotaged:
+        emit(
+            FailureEvent(
+                kind="tampered",
+                message=f"the analysed code replaced {', '.join(sabotaged)}, which torch and gbls rely on: "
+                "what gbls reports may be incomplete",
+            )
+        )
     emit(DoneEvent())
+
+
+STDLIB_DIR = os.path.realpath(sysconfig.get_paths()["stdlib"]) + os.sep
+
+
+def _shadowed(folders: List[str], startup: FrozenSet[str], source: str) -> Optional[FailureEvent]:
+    """A workspace file that a plain ``python`` would import in place of a module torch (or gbls) had
+    already imported here, before the analysed code ran: the analysis uses the real module."""
+    suffixes = importlib.machinery.all_suffixes()
+    found: List[Tuple[str, str, str]] = []  # (name, the real module's file, the workspace file)
+    listings = {}
+    for folder in folders:
+        try:
+            listings[folder] = set(os.listdir(folder))
+        except OSError:
+            listings[folder] = set()
+    for name, module in list(sys.modules.items()):
+        if "." in name or name in startup or name.startswith("_gbls_worker") or module is None:
+            continue
+        real = os.path.realpath(getattr(module, "__file__", None) or "")
+        for folder in folders:
+            entries = listings[folder]
+            candidates = [name + suffix for suffix in suffixes if name + suffix in entries]
+            if name in entries and os.path.isfile(os.path.join(folder, name, "__init__.py")):
+                candidates.insert(0, os.path.join(name, "__init__.py"))
+            if candidates:
+                shadow = os.path.join(folder, candidates[0])
+                if os.path.realpath(shadow) != real:
+                    found.append((name, real, shadow))
+                break
+    if not found:
+        return None
+    name, real, shadow = sorted(found)[0]
+    owner = "the standard library's" if real.startswith(STDLIB_DIR) else "the installed"
+    message = (
+        f"{shadow} shadows {owner} module `{name}`, which torch imports: run with plain `python`, this "
+        f"file would be imported in its place (and `import torch` would likely fail). gbls analysed the "
+        f"file with the real `{name}`; rename {os.path.basename(shadow)} to run it as it is meant to"
+    )
+    others = sorted(os.path.basename(other) for _, _, other in found if other != shadow)
+    if others:
+        message += f" (also shadowing: {', '.join(others)})"
+    importing = re.compile(rf"^\s*(import|from)\s+{re.escape(name)}\b", re.MULTILINE)
+    at = importing.search(source)
+    return FailureEvent(
+        kind="shadow", message=message, line=source.count("\n", 0, at.start()) + 1 if at else None
+    )
+
+
+def _disabled_by_environment() -> Optional[FailureEvent]:
+    if torch._dynamo.config.disable and os.environ.get("TORCH_COMPILE_DISABLE") == "1":
+        return _disabled("TORCH_COMPILE_DISABLE=1 in the environment gbls runs in", None)
+    return None
+
+
+def _disabled_by_module(source: str) -> Optional[FailureEvent]:
+    """Dynamo switched off by the analysed code: torch.compile then runs everything eagerly."""
+    if torch._dynamo.config.disable:
+        how, pattern = "torch._dynamo.config.disable = True", r"\bdisable\s*=\s*True"
+    elif getattr(getattr(torch._dynamo.eval_frame, "_stance", None), "stance", "") == "force_eager":
+        how, pattern = 'torch.compiler.set_stance("force_eager")', r"set_stance\("
+    else:
+        return None
+    at = re.search(pattern, source)
+    return _disabled(f"{how} in the analysed code", source.count("\n", 0, at.start()) + 1 if at else None)
+
+
+def _disabled(how: str, line: Optional[int]) -> FailureEvent:
+    message = (
+        f"Dynamo was disabled by {how}, so torch.compile compiled nothing: gbls cannot see the graph "
+        "breaks of a file that runs eagerly"
+    )
+    return FailureEvent(kind="disabled", message=message, line=line)
 
 
 def _name_the_line(path: str, emit: Emit) -> None:
@@ -133,13 +240,23 @@ def _where(frame: Optional[types.FrameType], path: str) -> Tuple[Optional[int], 
     return line, ""
 
 
+SOURCE_LIMIT = 16 << 20
+
+
 def _encoding_failure(path: str) -> Optional[FailureEvent]:
     """Python refuses to import a file that is not in its declared encoding (UTF-8 by default)."""
     try:
-        with open(path, "rb") as handle:
-            data = handle.read()
+        descriptor = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_NOCTTY)
     except OSError:
         return None  # deleted or unreadable: the buffer is all there is
+    try:
+        if not stat.S_ISREG(os.fstat(descriptor).st_mode):
+            return None  # a pipe or a device: never read, the buffer is all there is
+        data = os.read(descriptor, SOURCE_LIMIT)
+    except OSError:
+        return None
+    finally:
+        os.close(descriptor)
     try:
         encoding, _ = tokenize.detect_encoding(io.BytesIO(data).readline)
         data.decode(encoding)
@@ -163,11 +280,14 @@ def _execute(request: Request, module: types.ModuleType, offline: bool) -> Optio
         code = compile(source, path, "exec", dont_inherit=True)
     except SyntaxError as error:
         line = error.lineno or 1
-        text = source.splitlines()[line - 1] if 0 < line <= len(source.splitlines()) else ""
+        lines = split_lines(source)
+        text = lines[line - 1] if 0 < line <= len(lines) else ""
         column = len(text[: max((error.offset or 1) - 1, 0)].encode("utf-8"))
         return FailureEvent(kind="syntax", message=f"SyntaxError: {error.msg}", line=line, column=column)
     try:
         exec(code, module.__dict__)
+    except ProgramStopped:  # it repeated itself: what is left shows Dynamo nothing new
+        return None
     except SystemExit as error:
         return _failure(
             "exit", f"the module called sys.exit({error.code!r}) while being imported", error, path
@@ -248,13 +368,28 @@ class _Runner:
     """Calls compiled targets that nothing called, with example or synthesized inputs."""
 
     def __init__(
-        self, capture: Capture, attempts: Attempts, module: types.ModuleType, path: str, lines: List[str]
+        self,
+        capture: Capture,
+        attempts: Attempts,
+        module: types.ModuleType,
+        path: str,
+        lines: List[str],
+        request: Request,
     ) -> None:
         self.capture = capture
         self.attempts = attempts
         self.namespace = module.__dict__
         self.path = path
         self.lines = lines
+        self.run_main = request.settings.run_main
+        self.sites = {static.id: static for static in request.targets}
+
+    def remedy(self, site: Optional[StaticTarget]) -> str:
+        """How the user gets the target run with its real inputs: the ``__main__`` block, or an example."""
+        example = "declare inputs with a `# gbls: example(...)` comment above it"
+        if site is not None and site.in_main_block and not self.run_main:
+            return f"turn on the runMain setting (`gbls check --run-main`), which runs main(), or {example}"
+        return example
 
     def run(self, target: Target) -> None:
         how = self._how_to_call(target)
@@ -273,22 +408,27 @@ class _Runner:
 
         ``stopped``: the module failed before its end.
         """
-        reason = "its torch.compile call did not run while the module was imported"
+        where = f"in {static.scope}()" if static.scope else "at module level"
+        reason = f"its torch.compile call ({where}) did not run during the analysis"
         if stopped:
-            reason = "the module stopped before its torch.compile call ran"
-        elif static.in_main_block:
+            reason = f"the module stopped before its torch.compile call ({where}) ran"
+        elif static.in_main_block and not self.run_main:
             reason = (
-                'its torch.compile call is in the `if __name__ == "__main__":` block '
-                "(turn on gbls's run-main setting to run it)"
+                f'its torch.compile call ({where}) runs only from the `if __name__ == "__main__":` block, '
+                "which the runMain setting is off for"
             )
+        elif static.scope:
+            reason = f"its torch.compile call is in {static.scope}(), which nothing called in the analysis"
         obj = self._resolve(static.name if static.kind == "module" else static.qualname)
-        if static.kind == "module" and isinstance(obj, type) and issubclass(obj, torch.nn.Module):
-            try:
-                obj = obj()
-            except Exception as error:
-                reason += (
-                    f", and {static.name}() cannot be built without arguments ({_describe_error(error)})"
-                )
+        if static.kind == "module":
+            if isinstance(obj, type) and issubclass(obj, torch.nn.Module):
+                try:
+                    obj = obj()
+                except BaseException as error:  # whatever the user's constructor raises is theirs
+                    why = _describe_error(error)
+                    reason += f", and {static.name}() cannot be built without arguments ({why})"
+                    obj = None
+            elif not isinstance(obj, torch.nn.Module):
                 obj = None
         if obj is None or not callable(obj) or static.kind == "method":
             self.attempts.emit_raw(
@@ -298,10 +438,11 @@ class _Runner:
                     path=self.path,
                     line=static.line,
                     kind=static.kind,
-                    reason=reason,
+                    reason=f"{reason}; {self.remedy(static)}",
                 )
             )
             return
+        self.capture.register(obj, fullgraph=False, disabled=False, site=static.id)
         self.capture.compile(obj)
         target = self.capture.target_for(obj)
         if target is not None and not target.called:
@@ -319,6 +460,9 @@ class _Runner:
         if target.kind == "module" and target.module is not None:
             return target.compiled, type(target.module).forward, target.module
         original = inspect_unwrap(target.compiled)
+        if target.kind == "method" and target.instance is not None:  # model.forward, compiled in place
+            module = target.instance if isinstance(target.instance, torch.nn.Module) else None
+            return target.compiled, original, module
         if target.kind == "method":
             owner_name = target.qualname.rsplit(".", 1)[0]
             owner = self._resolve(owner_name)
@@ -326,7 +470,7 @@ class _Runner:
                 return f"its class {owner_name} is not reachable from the module"
             try:
                 instance = owner()
-            except Exception as error:
+            except BaseException as error:
                 return f"{owner_name}() could not be built without arguments ({_describe_error(error)})"
             module = instance if isinstance(instance, torch.nn.Module) else None
             return getattr(instance, target.name), original, module
@@ -366,7 +510,7 @@ class _Runner:
             try:
                 args, kwargs = inputs.evaluate_example(text, self.namespace)
                 callee(*args, **kwargs)
-            except (Exception, SystemExit) as error:
+            except BaseException as error:  # KeyboardInterrupt and the like too: the user's code raised it
                 self.attempts.discard()
                 target.forget_attempt()
                 errors.append(f"the example at line {line} raised {_describe_error(error)}")
@@ -377,20 +521,20 @@ class _Runner:
         self, target: Target, callee: Callable[..., Any], signature_of: Any, module: Optional[torch.nn.Module]
     ) -> None:
         self.capture.input_source = "synthesized"
-        last_error = "its signature gives nothing to synthesize inputs from"
-        for (args, kwargs), _ in inputs.synthesized_calls(signature_of, module):
+        tried = []
+        for (args, kwargs), shown in inputs.synthesized_calls(signature_of, module):
             self.attempts.next()
             try:
                 callee(*args, **kwargs)
                 return
-            except (Exception, SystemExit) as error:
+            except BaseException as error:
                 self.attempts.discard()
                 target.forget_attempt()
-                last_error = _describe_error(error)
+                tried.append(f"{shown or 'no arguments'}: {_describe_error(error)}")
+        attempts = "; ".join(tried[-2:]) if tried else "its signature gives nothing to synthesize inputs from"
         self._verdict(
             target,
-            f"no synthesized input worked (last: {last_error}); declare inputs with a "
-            f"`# gbls: example(...)` comment above it",
+            f"no synthesized input worked (tried {attempts}); {self.remedy(self.sites.get(target.site))}",
         )
 
     def _verdict(self, target: Target, reason: str) -> None:
@@ -427,14 +571,20 @@ def _fresh_imports(roots: List[str]) -> None:
     sys.path_importer_cache.clear()
 
 
-def _new_module(path: str, run_main: bool) -> types.ModuleType:
-    """A module object for the analysed file, importable by its name as ``python file.py`` would be."""
+def _new_module(path: str, run_main: bool, workspace: str) -> Tuple[types.ModuleType, List[str]]:
+    """A module object for the analysed file, importable by its name as ``python file.py`` would be,
+    and the folders put first on ``sys.path`` for it.
+
+    Its folder (its package's root) comes first, then the workspace: only now, after the worker
+    has imported everything it needs, can a workspace file shadow anything.
+    """
     folder = os.path.dirname(path)
     parts = [os.path.splitext(os.path.basename(path))[0]]
     while os.path.isfile(os.path.join(folder, "__init__.py")):
         parts.insert(0, os.path.basename(folder))
         folder = os.path.dirname(folder)
-    sys.path.insert(0, folder)
+    roots = list(dict.fromkeys([folder, workspace]))
+    sys.path[:0] = roots
     name = "__main__" if run_main else ".".join(parts)
     module = types.ModuleType(name)
     module.__file__ = path
@@ -442,8 +592,8 @@ def _new_module(path: str, run_main: bool) -> types.ModuleType:
     if len(parts) > 1:
         try:
             importlib.import_module(module.__package__)
-        except Exception:
+        except BaseException:  # the package's own failure shows when the module imports it
             pass
     if name == "__main__" or name not in sys.modules:
         sys.modules[name] = module
-    return module
+    return module, roots

@@ -15,9 +15,11 @@ Where the hooks sit, in each torch from 2.6 on, is ``hookpoints``'s concern: str
 messages, the break log (each break that splits a graph or drops a frame, with its user stack),
 frame-level errors (breaks that never reach the log: a compiled generator), the frame callback
 (which compiled target a frame runs under, the eager call chain leading to it, and what Dynamo
-made of it), inlined functions, and the bytecode hook (which generated code belongs to which
-target). A hook point this torch lacks is said once ("torch X.Y: … is not captured"); the
-others still report what they see.
+made of it), inlined functions, the bytecode hook (which generated code belongs to which
+target), every call of compiled code, and recompilations (the recompile-limit check Dynamo makes
+before every compilation, with its compile id; the check each compiled version failed, read by
+``reasons``; where in the source it was installed, from 2.12). A hook point this torch lacks is
+said once ("torch X.Y: … is not captured"); the others still report what they see.
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ from __future__ import annotations
 import inspect
 import os
 import re
+import signal
 import sys
 import sysconfig
 import types
@@ -35,10 +38,21 @@ from typing import Any, Callable, Dict, List, Optional, Set, Tuple
 import torch
 import torch._dynamo
 
-from . import hookpoints
+from . import hookpoints, reasons
 from .columns import of_instruction as columns_from_syntax
-from .events import BreakEvent, CallEvent, Event, FrameEvent, GraphEvent, NoteEvent, ReachEvent, TargetEvent
-from .protocol import Frame, Message, StaticTarget
+from .events import (
+    BreakEvent,
+    CallEvent,
+    Event,
+    FrameEvent,
+    GraphEvent,
+    NoteEvent,
+    ReachEvent,
+    SiteEvent,
+    StoppedEvent,
+    TargetEvent,
+)
+from .protocol import Frame, Guard, Message, StaticTarget
 
 Emit = Callable[[Event], None]
 # (path, code name as Dynamo saw it, line, start byte column, end byte column)
@@ -46,6 +60,7 @@ RawFrame = Tuple[str, str, int, Optional[int], Optional[int]]
 
 TORCH_DIR = os.path.dirname(torch.__file__) + os.sep
 WORKER_DIR = os.path.dirname(os.path.abspath(__file__)) + os.sep
+DYNAMO_DIR = os.path.dirname(torch._dynamo.__file__) + os.sep
 STDLIB_DIR = sysconfig.get_paths()["stdlib"] + os.sep
 
 RESUME_PREFIX = "torch_dynamo_resume_in_"
@@ -56,6 +71,23 @@ NESTED_BREAK_SEPARATOR = "\n\n*** While handling this graph break, another graph
 REPORTED_SKIPS = ("frame is in the Dynamo skipfiles list", "tracing is non-recursively disabled")
 
 FX_CALLS = ("call_function", "call_method", "call_module")
+
+
+# A program is stopped once it repeats itself: a compiled callable entered for at least the third
+# time when nothing was translated since its previous call (see ``Capture.entered``).
+STEADY_CALLS = 2
+STOP_RETRY = 0.001  # seconds between attempts to stop the program in its own code
+
+
+class ProgramStopped(BaseException):
+    """Raised in the analysed program's own code to end it once it runs only what Dynamo has seen.
+
+    A ``BaseException``, like ``KeyboardInterrupt``, so that ``except Exception`` does not swallow it.
+    """
+
+    def __init__(self, line: Optional[int]) -> None:
+        super().__init__(line)
+        self.line = line
 
 
 def base_name(code_name: str) -> str:
@@ -71,28 +103,29 @@ def is_user_file(filename: str) -> bool:
 class Target:
     """A ``torch.compile`` call's subject: a function, a method or an ``nn.Module``."""
 
-    def __init__(
-        self, number: int, obj: Any, code: Optional[types.CodeType], kind: str, fullgraph: bool
-    ) -> None:
+    def __init__(self, number: int, obj: Any, described: "Described", fullgraph: bool) -> None:
         self.number = number
-        self.kind = kind
-        self.code = code
+        self.kind = described.kind
+        self.code = described.entry  # what Dynamo enters first: a decorator's wrapper, if any
+        self.own = described.own  # the code the user wrote: where the target is
+        self.instance = described.instance  # the module, or a bound method's object
         self.fullgraph = fullgraph
         self.compiled: Any = None
-        self.module: Optional[torch.nn.Module] = obj if kind == "module" else None
-        if kind == "module":
+        self.module: Optional[torch.nn.Module] = obj if self.kind == "module" else None
+        if self.kind == "module":
             self.name = type(obj).__name__
             self.qualname = type(obj).__qualname__
         else:
             self.name = getattr(obj, "__name__", type(obj).__name__)
             self.qualname = getattr(obj, "__qualname__", self.name)
-        self.path = code.co_filename if code else ""
-        self.line = code.co_firstlineno if code else 0
+        self.path = self.own.co_filename if self.own else ""
+        self.line = self.own.co_firstlineno if self.own else 0
         self.called = False
         self.call_path = ""
         self.call_line = 0
         self.reused = False
         self.site = ""  # the StaticTarget.id of its compile site, if the source shows it
+        self.aliases: List[str] = []  # other compile sites that compiled it again
         self.reached: Set[Tuple[str, int, str]] = set()
 
     def forget_attempt(self) -> None:
@@ -126,8 +159,16 @@ class Translation:
         self.target: Optional[Target] = None
         # Frames above the translated one, outermost first: (path, raw code name, line, col, end_col)
         self.prefix: List[RawFrame] = []
+        self.caller: Optional[RawFrame] = None  # the analysed file's innermost frame on the stack
         self.compile_ids: List[str] = []  # of the breaks recorded while Dynamo translated it
         self.loop_skip = ""  # before torch 2.11: Dynamo dropped the frame for a break in a loop
+        # What Dynamo decided for this frame, once it checked the recompile limit.
+        self.compile_id = ""
+        self.recompile = False
+        self.guard: Optional[Guard] = None
+        self.limit = ""
+        self.limit_value = 0
+        self.dynamic = False
 
 
 class Capture:
@@ -140,8 +181,7 @@ class Capture:
         self.sites = sites
         self.targets: List[Target] = []
         # Code objects are keyed by identity: Dynamo's generated code can hold unhashable constants.
-        self.by_code: Dict[int, Tuple[types.CodeType, Target]] = {}
-        self.by_module: Dict[int, Target] = {}
+        self.by_code: Dict[int, Tuple[types.CodeType, List[Target]]] = {}
         self.generated: Dict[int, Tuple[types.CodeType, Target]] = {}
         self.translations: List[Translation] = []
         self.failed_hooks: Set[str] = set()
@@ -157,6 +197,12 @@ class Capture:
             weakref.WeakKeyDictionary()
         )
         self.original_compile = torch.compile
+        self.places_guards = True  # this torch says where a failed guard was installed
+        self.said_unplaced = False
+        self.translated = 0  # frames Dynamo was asked to translate so far
+        self.entries: Dict[int, Tuple[int, int]] = {}  # compiled callable → (calls, translated then)
+        self.stop_when_steady = False
+        self.stopping = False
 
     def guarded(self, hook: str, work: Callable[[], None]) -> None:
         """Run gbls's bookkeeping for ``hook``: its failure is gbls's, never Dynamo's nor the user's."""
@@ -181,14 +227,16 @@ class Capture:
         torch.compile = self.compile
         guard = self.guarded
         hooks: List[Tuple[str, Callable[[], None]]] = [
-            ("structured break messages", lambda: hookpoints.wrap_messages(guard, self.remember_message)),
+            ("the message structure", lambda: hookpoints.wrap_messages(guard, self.remember_message)),
             ("the graph-break log", lambda: hookpoints.wrap_break_log(guard, self.logged_break)),
-            ("the columns of breaks", lambda: hookpoints.wrap_unsupported(guard, self.remember_columns)),
-            ("frame-level errors", lambda: hookpoints.wrap_error_messages(guard, self.error_break)),
-            ("loop breaks' frames", lambda: hookpoints.wrap_loop_skips(guard, self.loop_skip)),
+            ("the column of each break", lambda: hookpoints.wrap_unsupported(guard, self.remember_columns)),
+            ("frame-level error handling", lambda: hookpoints.wrap_error_messages(guard, self.error_break)),
+            ("the frame a break in a loop drops", lambda: hookpoints.wrap_loop_skips(guard, self.loop_skip)),
             ("the frame callback", lambda: hookpoints.wrap_frame_callback(self.translate)),
-            ("inlined functions", self._hook_inlining),
+            ("inlining", self._hook_inlining),
             ("Dynamo-generated code", lambda: hookpoints.register_bytecode_hook(self.bytecode_hook)),
+            ("each call of compiled code", lambda: hookpoints.wrap_compiled_calls(guard, self.entered)),
+            ("recompilation", self._hook_recompiles),
         ]
         for what, hook in hooks:
             try:
@@ -206,6 +254,52 @@ class Capture:
             self.emit(NoteEvent(text=text))
         except Exception:
             pass
+
+    def _hook_recompiles(self) -> None:
+        hookpoints.wrap_recompile_limit(self.guarded, self.note_compilation)
+        self.places_guards = hookpoints.wrap_recompile_reasons(self.guarded, self.note_recompilation)
+
+    def entered(self, callback: Any) -> None:
+        """A compiled callable is called. Once the program repeats itself (this callable's last call,
+        and everything since, needed no translation), what is left of it shows Dynamo nothing new:
+        stop it, so that a training loop or a sampling loop is analysed in its first steps."""
+        if self.translations:  # a call Dynamo makes while translating is not the program's
+            return
+        calls, translated = self.entries.get(id(callback), (0, -1))
+        self.entries[id(callback)] = (calls + 1, self.translated)
+        steady = calls >= STEADY_CALLS and translated == self.translated
+        if not (self.stop_when_steady and steady) or self.stopping:
+            return
+        try:
+            signal.signal(signal.SIGALRM, self._stop_here)
+        except ValueError:  # not the main thread: only the main thread can be stopped
+            return
+        self.stopping = True
+        signal.setitimer(signal.ITIMER_REAL, STOP_RETRY)
+
+    def _stop_here(self, signum: int, frame: Optional[types.FrameType]) -> None:
+        """Raise ``ProgramStopped`` where the program is, as Ctrl-C would, but never inside Dynamo
+        (a translation, or the compiled call's own bookkeeping) nor in gbls."""
+        if not self.stopping:
+            return
+        where = frame.f_code.co_filename if frame is not None else DYNAMO_DIR
+        if self.translations or where.startswith((DYNAMO_DIR, WORKER_DIR)):
+            signal.setitimer(signal.ITIMER_REAL, STOP_RETRY)
+            return
+        self.stopping = False
+        self.stop_when_steady = False
+        line = None
+        while frame is not None and line is None:
+            if frame.f_code.co_filename == self.path:
+                line = frame.f_lineno
+            frame = frame.f_back
+        self.emit(StoppedEvent(line=line))
+        raise ProgramStopped(line)
+
+    def stop_no_more(self) -> None:
+        """The program's own run is over: what runs next (uncalled targets) runs to its end."""
+        self.stop_when_steady = self.stopping = False
+        signal.setitimer(signal.ITIMER_REAL, 0)
 
     def _hook_inlining(self) -> None:
         """Record each function Dynamo inlines: a target's results depend on their code too."""
@@ -317,54 +411,79 @@ class Capture:
         return compiled
 
     def target_for(self, model: Any) -> Optional[Target]:
-        obj, kind, code = _describe_target(model)
-        return self.by_module.get(id(obj)) if kind == "module" else self.of_code(code)
+        described = _describe_target(model)
+        if described.entry is None:
+            return None
+        return _choose(self.with_code(described.entry), described.instance)
 
-    def of_code(self, code: Optional[types.CodeType]) -> Optional[Target]:
-        """The target whose own code ``code`` is (the user's code, never Dynamo's)."""
+    def with_code(self, code: Optional[types.CodeType]) -> List[Target]:
+        """The targets Dynamo enters by ``code`` (the user's code, never Dynamo's)."""
         found = self.by_code.get(id(code))
-        return found[1] if found is not None and found[0] is code else None
+        return found[1] if found is not None and found[0] is code else []
 
     def of_generated(self, code: types.CodeType) -> Optional[Target]:
         """The target Dynamo generated ``code`` for, if it did."""
         found = self.generated.get(id(code))
         return found[1] if found is not None and found[0] is code else None
 
-    def register(self, model: Any, fullgraph: bool, disabled: bool) -> Optional[Target]:
-        obj, kind, code = _describe_target(model)
-        if code is None:
+    def register(self, model: Any, fullgraph: bool, disabled: bool, site: str = "") -> Optional[Target]:
+        """The target ``model`` is, recorded the first time; ``site``: the compile site it is, if known."""
+        described = _describe_target(model)
+        if described.entry is None:
             return None
         known = self.target_for(model)
         if known is not None:
+            self.also_compiled_at(known, *_call_site())
             return known
-        target = Target(len(self.targets), obj, code, kind, fullgraph)
+        obj = described.instance if described.kind == "module" else model
+        target = Target(len(self.targets), obj, described, fullgraph)
         self.targets.append(target)
-        self.by_code.setdefault(id(code), (code, target))
-        if kind == "module":
-            self.by_module[id(obj)] = target
+        self.by_code.setdefault(id(described.entry), (described.entry, []))[1].append(target)
         target.call_path, target.call_line = _call_site()
         target.reused = target.qualname in self.reuse and self.path in (target.path, target.call_path)
-        target.site = self.site_of(target)
+        target.site = site or self.site_of(target)
         self.emit(target.event(disabled))
         return target
 
+    def also_compiled_at(self, target: Target, path: str, line: int) -> None:
+        """``torch.compile`` of what a target already is, at another compile site: one compiled
+        function for Dynamo (one code, one cache), and that site is it too."""
+        taken = {other.site for other in self.targets} | {
+            site for other in self.targets for site in other.aliases
+        }
+        for site in self.sites:
+            if (
+                site.id not in taken
+                and path == self.path
+                and site.line <= line <= max(site.end_line, site.line)
+            ):
+                target.aliases.append(site.id)
+                self.emit(SiteEvent(target=target.number, site=site.id))
+                return
+
     def site_of(self, target: Target) -> str:
-        """The compile site of the source that ``target`` is (the one rule matching the two), or ""."""
+        """The compile site of the source that ``target`` is (the one rule matching the two), or "".
+
+        The site whose compile call ran it (the call's lines in the analysed file), else the
+        decorated ``def`` of the analysed file that is its code.
+        """
         taken = {other.site for other in self.targets if other is not target}
-        matching = [
+        free = [site for site in self.sites if site.id not in taken]
+        compiled_there = [
             site
-            for site in self.sites
-            if site.id not in taken
-            and (
-                (site.kind == "module") == (target.kind == "module")
-                and site.name == target.name
-                and (target.kind == "module" or target.line == site.first_line)
-            )
+            for site in free
+            if target.call_path == self.path
+            and site.line <= target.call_line <= max(site.end_line, site.line)
         ]
-        at_call = [
-            site for site in matching if target.call_path == self.path and site.line == target.call_line
+        its_code = [
+            site
+            for site in free
+            if site.kind != "module"
+            and target.path == self.path
+            and site.name == target.name
+            and site.first_line == target.line
         ]
-        chosen = at_call or matching
+        chosen = compiled_there or its_code
         return chosen[0].id if chosen else ""
 
     def backend(self, gm: torch.fx.GraphModule, example_inputs: Any) -> Callable[..., Any]:
@@ -374,6 +493,8 @@ class Capture:
     def record_graph(self, gm: torch.fx.GraphModule) -> None:
         translation = self.translations[-1] if self.translations else None
         if translation is not None and translation.target is not None:
+            if translation.recompile and not translation.dynamic:
+                translation.dynamic = _takes_symbolic_sizes(gm)
             lines = _graph_lines(gm, translation.code)
             self.emit(
                 GraphEvent(
@@ -399,14 +520,15 @@ class Capture:
         called from another one is compiled as itself), else the target whose generated code is on
         the stack above it, with the eager call chain from there."""
         code = frame.f_code
+        self.translated += 1
+        stack = []
+        outer: Optional[types.FrameType] = callers
+        while outer is not None:
+            stack.append(outer)
+            outer = outer.f_back
+        stack.reverse()
         target = self.target_of(code, frame)
         if target is None:
-            stack = []
-            outer: Optional[types.FrameType] = callers
-            while outer is not None:
-                stack.append(outer)
-                outer = outer.f_back
-            stack.reverse()
             for index, caller in enumerate(stack):
                 target = self.of_generated(caller.f_code)
                 if target is not None:
@@ -414,6 +536,8 @@ class Capture:
                     translation.prefix = [self.position(f) for f in chain[self._placed_from(chain) :]]
                     break
         translation.target = target
+        in_file = [f for f in stack if f.f_code.co_filename == self.path and f is not frame]
+        translation.caller = self.position(in_file[-1]) if in_file else None
         if not code.co_name.startswith(RESUME_PREFIX):  # a resume function is its function's code
             self.reach(code)
         if target is not None and not target.called and code is target.code:
@@ -421,7 +545,7 @@ class Capture:
             self.emit(
                 CallEvent(
                     target=target.number,
-                    inputs=_describe_arguments(frame.f_code, frame),
+                    inputs=describe_arguments(frame, target.own),
                     source=self.input_source,
                 )
             )
@@ -452,12 +576,14 @@ class Capture:
         return 0
 
     def target_of(self, code: types.CodeType, frame: Any) -> Optional[Target]:
-        """The target ``frame`` is the own call of: a function's code, or a compiled instance's forward."""
-        target = self.of_code(code)
-        if target is not None and target.kind == "module":
-            instance = frame.f_locals.get(code.co_varnames[0]) if code.co_argcount else None
-            return self.by_module.get(id(instance))
-        return target
+        """The target ``frame`` is the own call of: the code it enters by, and for a code several
+        targets share (modules of one class, one decorator's wrapper), the one its ``self`` is."""
+        candidates = self.with_code(code)
+        if len(candidates) <= 1:
+            return candidates[0] if candidates else None
+        # One code for several targets (modules of one class, one decorator's wrapper): by ``self``.
+        first = code.co_varnames[0] if code.co_argcount else ""
+        return _choose(candidates, frame.f_locals.get(first) if first else None)
 
     def _in_chain(self, code: types.CodeType) -> bool:
         return self.of_generated(code) is not None or is_user_file(code.co_filename)
@@ -476,7 +602,7 @@ class Capture:
         if target is None:
             return
         produced = hookpoints.produced_code(result)
-        if not produced and self.of_code(code) is target:
+        if not produced and target in self.with_code(code):
             reason = hookpoints.skip_reason(result, frame, caller)
             if reason.startswith(REPORTED_SKIPS):
                 self.record_skip(code, reason)
@@ -490,14 +616,65 @@ class Capture:
         self.emit(
             FrameEvent(
                 target=target.number,
-                compile_id=compile_id,
+                compile_id=translation.compile_id or compile_id,
                 frame=base_name(code.co_name),
                 own=_runs_own_code(code, target),
                 resumes_at=_resume_line(code.co_name),
                 guarded=produced,
                 failure=failure.splitlines()[0] if failure else "",
+                path=code.co_filename,
+                line=code.co_firstlineno,
+                recompile=translation.recompile,
+                guard=translation.guard,
+                dynamic=translation.dynamic,
+                limit=translation.limit,
+                limit_value=translation.limit_value,
             )
         )
+
+    def note_compilation(self, compile_id: Any, decision: Tuple[bool, str]) -> None:
+        """Dynamo is about to compile the current frame, unless a recompile limit stops it."""
+        translation = self.translations[-1] if self.translations else None
+        if translation is None or translation.target is None:
+            return
+        translation.compile_id = f"{compile_id.frame_id}/{compile_id.frame_compile_id}"
+        exceeded, limit = decision
+        if exceeded:
+            translation.limit = limit
+            translation.limit_value = int(getattr(torch._dynamo.config, limit, 0))
+
+    def note_recompilation(self, found: List[str], stacks: List[Any]) -> None:
+        """Dynamo compiles the current frame again: the newest version's failed check, and where it is."""
+        translation = self.translations[-1] if self.translations else None
+        if translation is None or translation.target is None:
+            return
+        translation.recompile = True
+        if not found:
+            return
+        guard = reasons.parse(found[0])
+        if stacks and "\nUser stack trace:" in found[0]:
+            frames = list(translation.prefix) + [_raw_frame(summary) for summary in stacks[0]]
+            guard = replace(guard, chain=_collapse(frames))
+        else:
+            guard = replace(guard, chain=self._commented_location(found[0], translation))
+        if not guard.chain and not self.places_guards and not self.said_unplaced:
+            self.said_unplaced = True
+            self.note(
+                f"torch {hookpoints.TORCH_RELEASE} does not say where a recompilation's guard is installed: "
+                "gbls shows it on the argument it checks, or on the function"
+            )
+        translation.guard = guard
+
+    def _commented_location(self, reason: str, translation: Translation) -> Tuple[Frame, ...]:
+        """The line a reason's comment names, in a file of the translation whose path ends as it says."""
+        located = reasons.where(reason)
+        target = translation.target
+        if located is None or target is None:
+            return ()
+        ending, line, function = located
+        paths = {translation.code.co_filename, target.path, *(path for path, _, _ in target.reached)}
+        found = sorted(path for path in paths if path.endswith(ending))
+        return (Frame(found[0], base_name(function), line),) if found else ()
 
     def record_break(
         self,
@@ -510,8 +687,8 @@ class Capture:
     ) -> None:
         """One break: its (possibly nested) message text and Dynamo's user stack, innermost last."""
         translation = self.translations[-1] if self.translations else None
-        if translation is None or translation.target is None:
-            return
+        if translation is None or translation.target is None or translation.limit:
+            return  # a recompile limit is not a graph break: the frame's record says it
         frames = list(translation.prefix)
         for index, summary in enumerate(stack):
             column, end = getattr(summary, "colno", None), getattr(summary, "end_colno", None)
@@ -521,6 +698,7 @@ class Capture:
         if not frames:
             code = translation.code
             frames.append((code.co_filename, code.co_name, code.co_firstlineno, None, None))
+        caller = translation.caller
         compile_id = _compile_id()
         translation.compile_ids.append(compile_id)
         messages = [self.message(part) for part in text.split(NESTED_BREAK_SEPARATOR)]
@@ -541,11 +719,13 @@ class Capture:
                 reason=str(reason).strip().splitlines()[0] if str(reason).strip() else "",
                 messages=tuple(messages),
                 chain=chain,
+                called_at=_collapse([caller])[0] if caller else None,
             )
         )
 
     def record_skip(self, code: types.CodeType, reason: str) -> None:
-        target = self.of_code(code)
+        candidates = self.with_code(code)
+        target = candidates[0] if candidates else None
         if target is None:
             return
         self.emit(
@@ -641,20 +821,51 @@ def _is_compiled_call_impl(model: Any) -> bool:
     ) in ("_call_impl", "_wrapped_call_impl")
 
 
-def _describe_target(model: Any) -> Tuple[Any, str, Optional[types.CodeType]]:
-    """The object a compile call is about, its kind, and the code Dynamo will enter it by."""
+class Described:
+    """What a compile call is about: its kind, the code Dynamo enters first, the code the user wrote."""
+
+    def __init__(
+        self, kind: str, entry: Optional[types.CodeType], own: Optional[types.CodeType], instance: Any
+    ) -> None:
+        self.kind = kind
+        self.entry = entry
+        self.own = own
+        self.instance = instance
+
+
+def _code_of(function: Any) -> Optional[types.CodeType]:
+    code = getattr(function, "__code__", None)
+    return code if isinstance(code, types.CodeType) else None
+
+
+def _describe_target(model: Any) -> Described:
     if _is_compiled_call_impl(model):
         model = model.__self__
     if isinstance(model, torch.nn.Module):
-        forward = getattr(type(model).forward, "__code__", None)
-        return model, "module", forward
-    function = inspect.unwrap(model) if callable(model) else model
-    code = getattr(function, "__code__", None)
-    if code is None:
-        code = getattr(type(model).__call__, "__code__", None)
+        forward = type(model).forward
+        return Described("module", _code_of(forward), _code_of(_unwrap(forward)), model)
+    entry = _code_of(model)
+    if entry is None and callable(model):
+        entry = _code_of(type(model).__call__)
+    function = _unwrap(model) if callable(model) else model
     qualname = getattr(function, "__qualname__", "")
     kind = "method" if "." in qualname.replace("<locals>.", "") else "function"
-    return function, kind, code
+    return Described(kind, entry, _code_of(function) or entry, getattr(model, "__self__", None))
+
+
+def _unwrap(function: Any) -> Any:
+    try:
+        return inspect.unwrap(function)
+    except ValueError:  # a __wrapped__ cycle
+        return function
+
+
+def _choose(targets: List[Target], instance: Any) -> Optional[Target]:
+    """The target among ``targets`` (one code) that ``instance`` is, else the first."""
+    for target in targets:
+        if instance is not None and target.instance is instance:
+            return target
+    return targets[0] if targets else None
 
 
 def _call_site() -> Tuple[str, int]:
@@ -664,6 +875,30 @@ def _call_site() -> Tuple[str, int]:
     if frame is None:
         return "", 0
     return frame.f_code.co_filename, frame.f_lineno
+
+
+def _raw_frame(summary: Any) -> RawFrame:
+    """A ``traceback.FrameSummary`` as a raw frame (columns from Python 3.11 on)."""
+    return (
+        summary.filename,
+        summary.name,
+        summary.lineno,
+        getattr(summary, "colno", None),
+        getattr(summary, "end_colno", None),
+    )
+
+
+def _takes_symbolic_sizes(gm: torch.fx.GraphModule) -> bool:
+    """Whether a graph's inputs have symbolic sizes or are symbolic numbers (dynamic shapes)."""
+    for node in gm.graph.nodes:
+        if node.op != "placeholder":
+            continue
+        value = node.meta.get("example_value")
+        if isinstance(value, (torch.SymInt, torch.SymFloat)):
+            return True
+        if isinstance(value, torch.Tensor) and any(isinstance(size, torch.SymInt) for size in value.shape):
+            return True
+    return False
 
 
 def _collapse(frames: List[RawFrame]) -> Tuple[Frame, ...]:
@@ -763,36 +998,70 @@ SHORT_DTYPES = {
     "int32": "i32",
     "bool": "bool",
 }
+SCALARS = (bool, int, float, complex, type(None))
+MAX_ITEMS = 4  # shown of a container; the rest is counted
 
 
 def describe_value(value: Any, depth: int = 0) -> str:
-    """A short description that runs none of the user's code: no ``repr`` of user objects, which
-    may raise or read what their ``__init__`` has not set yet (inside the user's own call)."""
+    """A short, safe description: tensors by dtype and shape, plain values as written, containers of
+    those item by item, and anything else by its type's name alone. It runs inside the program's own
+    call, so it never calls the program's code (no ``repr``, ``len`` or iteration of its objects)."""
+    kind = type(value)
     if isinstance(value, torch.Tensor):
         dtype = str(value.dtype).replace("torch.", "")
         return f"{SHORT_DTYPES.get(dtype, dtype)}[{', '.join(str(size) for size in value.shape)}]"
-    if value is None or type(value) in (bool, int, float, complex):
-        text = repr(value)
-    elif type(value) in (str, bytes):
-        text = repr(value[:24])
-    elif type(value) in (tuple, list) and depth < 2:
-        inner = ", ".join(describe_value(item, depth + 1) for item in value[:4])
-        more = ", …" if len(value) > 4 else ""
-        text = f"({inner}{more})" if type(value) is tuple else f"[{inner}{more}]"
-    else:
-        return type(value).__qualname__
-    return text if len(text) <= 40 else text[:37] + "..."
+    if kind in SCALARS:
+        return repr(value)
+    if kind is str:
+        return repr(value) if len(value) <= 24 else repr(value[:21]) + "..."
+    if kind in (tuple, list, dict) and depth < 2:
+        items = list(value.items()) if kind is dict else list(enumerate(value))
+        shown = [
+            (f"{key!r}: " if kind is dict and type(key) is str else "") + describe_value(item, depth + 1)
+            for key, item in items[:MAX_ITEMS]
+        ]
+        if len(items) > MAX_ITEMS:
+            shown.append(f"… {len(items) - MAX_ITEMS} more")
+        brackets = "()" if kind is tuple else "[]" if kind is list else "{}"
+        trailing = "," if kind is tuple and len(items) == 1 else ""
+        return brackets[0] + ", ".join(shown) + trailing + brackets[1]
+    return kind.__name__
 
 
-def _describe_arguments(code: types.CodeType, frame: Any) -> str:
+def describe_arguments(frame: Any, own: Optional[types.CodeType]) -> str:
+    """Each argument of the call entering ``frame``, by name: ``input_ids: i64[2, 8], labels: None``.
+
+    ``own``: the code the user wrote, when a decorator's ``wrapper(*args, **kwargs)`` is entered
+    first; its parameter names name the positional arguments.
+    """
+    try:
+        return ", ".join(f"{name}: {describe_value(value)}" for name, value in _arguments(frame, own))
+    except Exception:  # a tensor subclass that raises on .shape, say: say nothing rather than break
+        return ""
+
+
+def _arguments(frame: Any, own: Optional[types.CodeType]) -> List[Tuple[str, Any]]:
+    code = frame.f_code
+    f_locals = frame.f_locals
     count = code.co_argcount + code.co_kwonlyargcount
     names = list(code.co_varnames[:count])
+    varargs = varkw = None
+    index = count
     if code.co_flags & inspect.CO_VARARGS:
-        names.append(code.co_varnames[count])
-    f_locals = frame.f_locals
-    parts = []
-    for name in names:
-        if name == "self" or name not in f_locals:
-            continue
-        parts.append(f"{name}: {describe_value(f_locals[name])}")
-    return ", ".join(parts)
+        varargs = code.co_varnames[index]
+        index += 1
+    if code.co_flags & inspect.CO_VARKEYWORDS:
+        varkw = code.co_varnames[index]
+    found = [(name, f_locals[name]) for name in names if name in f_locals]
+    positional = f_locals.get(varargs, ()) if varargs else ()
+    if type(positional) is tuple and positional:
+        # ``wrapper(*args)`` entered first: the positions are the user's own parameters (``self``
+        # first, for a bound method), after those the wrapper names itself.
+        wanted = list(own.co_varnames[: own.co_argcount]) if own is not None and own is not code else []
+        wanted = wanted[code.co_argcount :]
+        for number, value in enumerate(positional):
+            found.append((wanted[number] if number < len(wanted) else f"{varargs}[{number}]", value))
+    keywords = f_locals.get(varkw, {}) if varkw else {}
+    if type(keywords) is dict:
+        found += [(str(name), value) for name, value in keywords.items()]
+    return [(name, value) for name, value in found if name != "self"]

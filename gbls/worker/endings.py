@@ -14,6 +14,7 @@ from .protocol import CANCELLED, TIMEOUT, Failure, Settings
 # Ended by the parent, besides protocol.TIMEOUT and protocol.CANCELLED.
 PROCESSES = "processes"
 FLOOD = "flood"
+OVERLONG = "overlong"  # a line in the event stream no gbls event comes near
 
 CRASHES = {
     "SIGSEGV": "crashed with a segmentation fault (SIGSEGV)",
@@ -58,6 +59,12 @@ def failure(
     if ended_by == FLOOD:
         return Failure(
             "flood", f"produced more than {events_limit >> 20} MB of graph-break events and was stopped"
+        )
+    if ended_by == OVERLONG:
+        return Failure(
+            "flood",
+            "wrote a line of more than 1 MB into gbls's event stream (no gbls event is that long) and was "
+            "stopped",
         )
     line = line_running(output, path)
     where = f" while running line {line}" if line else ""

@@ -12,7 +12,10 @@ import json
 from dataclasses import dataclass, replace
 from typing import Any, ClassVar, Dict, Optional, Tuple, Type
 
-from .protocol import Frame, Message, ProtocolError, from_dict, to_dict
+from .protocol import Frame, Guard, Message, ProtocolError, from_dict, to_dict
+
+# Taken while the worker starts: the analysed code, which runs in the process that encodes, may replace it.
+_dumps = json.dumps
 
 
 @dataclass(frozen=True)
@@ -39,6 +42,15 @@ class TargetEvent(Event):
     disabled: bool = False
     site: str = ""  # the StaticTarget it is, if the source shows it
     generator: bool = False  # a generator function (Python 3.10 never hands their frames to Dynamo)
+
+
+@dataclass(frozen=True)
+class SiteEvent(Event):
+    """Another compile site compiled what ``target`` already is: it is that target too."""
+
+    KIND: ClassVar[str] = "site"
+    target: int = 0
+    site: str = ""
 
 
 @dataclass(frozen=True)
@@ -82,6 +94,7 @@ class BreakEvent(Event):
     reason: str = ""  # what Dynamo said it did about it ("Skipping the function and falling back to eager")
     messages: Tuple[Message, ...] = ()  # the root cause first, then any break raised while handling it
     chain: Tuple[Frame, ...] = ()
+    called_at: Optional[Frame] = None  # the analysed file's innermost frame on the eager stack
 
 
 @dataclass(frozen=True)
@@ -96,6 +109,13 @@ class FrameEvent(Event):
     resumes_at: Optional[int] = None  # for a resume function: the line it resumes after
     guarded: bool = True  # Dynamo produced code for the frame; False: the frame runs eagerly
     failure: str = ""  # the first line of Dynamo's reason, when it gave up
+    path: str = ""  # the frame's code: its file and first line
+    line: int = 0
+    recompile: bool = False  # Dynamo compiled it before, and every compiled version refused the call
+    guard: Optional[Guard] = None  # for a recompile, the check the newest compiled version failed
+    dynamic: bool = False  # its graphs take symbolic sizes
+    limit: str = ""  # the recompile limit that stopped its compilation, if one did
+    limit_value: int = 0
 
 
 @dataclass(frozen=True)
@@ -166,6 +186,14 @@ class ExitEvent(Event):
 
 
 @dataclass(frozen=True)
+class StoppedEvent(Event):
+    """gbls stopped the program once it repeated itself, at this line of the analysed file."""
+
+    KIND: ClassVar[str] = "stopped"
+    line: Optional[int] = None
+
+
+@dataclass(frozen=True)
 class ForkEvent(Event):
     KIND: ClassVar[str] = "fork"
     line: Optional[int] = None
@@ -175,6 +203,7 @@ KINDS: Dict[str, Type[Event]] = {
     cls.KIND: cls
     for cls in (
         TargetEvent,
+        SiteEvent,
         ReachEvent,
         CallEvent,
         GraphEvent,
@@ -189,6 +218,7 @@ KINDS: Dict[str, Type[Event]] = {
         StuckEvent,
         ExitEvent,
         ForkEvent,
+        StoppedEvent,
     )
 }
 
@@ -200,7 +230,7 @@ def with_attempt(event: Event, attempt: int) -> Event:
 def encode(event: Event) -> bytes:
     payload: Dict[str, Any] = {"event": event.KIND}
     payload.update(to_dict(event))
-    return (json.dumps(payload, separators=(",", ":"), default=str) + "\n").encode()
+    return (_dumps(payload, separators=(",", ":"), default=str) + "\n").encode()
 
 
 def decode(line: bytes) -> Event:

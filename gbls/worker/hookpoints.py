@@ -18,6 +18,12 @@ The shapes, read from each release's source:
   ``inline_call_`` (2.6).
 - a break in a loop drops the frame with ``SkipFrame`` (2.6-2.10), or is a break of its own
   (``Unsupported(skip_frame=True)``, 2.11+).
+- calls of compiled code: ``eval_frame._callback_from_stance`` (all), asked for the callback on every
+  call, cache hits included.
+- recompilations: ``convert_frame.exceeds_recompile_limit`` (2.7+) or ``exceeds_cache_size_limit``
+  (2.6), with the compile id, before every compilation; ``get_and_maybe_log_recompilation_reasons``
+  (2.7+) or ``..._reason`` (2.6), the checks the compiled versions failed; where a check was
+  installed, from ``guards.format_user_stack_trace`` (2.12+) while the reasons are made.
 - columns: Dynamo's user stacks carry them from 2.13; before, they are taken from the
   translators' current instructions when the ``Unsupported`` is made (on Python 3.10, which has
   no column table, from the syntax of their lines: ``columns``).
@@ -37,7 +43,9 @@ from typing import Any, Callable, Dict, List, Mapping, Optional, Tuple
 
 import torch
 import torch._dynamo.convert_frame as convert_frame
+import torch._dynamo.eval_frame as eval_frame
 import torch._dynamo.exc as dynamo_exc
+import torch._dynamo.guards as dynamo_guards
 import torch._dynamo.symbolic_convert as symbolic_convert
 
 from . import columns
@@ -350,6 +358,81 @@ def skip_reason(result: Any, frame: Any, caller: Any) -> str:
     if wrapper_code is not None and caller is not None and caller.f_code is wrapper_code:
         return "tracing is non-recursively disabled for this frame"
     return ""
+
+
+# -- calls of compiled code and recompilations -----------------------------------------------
+
+LIMIT_CHECKS = ("exceeds_recompile_limit", "exceeds_cache_size_limit")  # 2.7+, 2.6
+RECOMPILE_REASONS = ("get_and_maybe_log_recompilation_reasons", "get_and_maybe_log_recompilation_reason")
+
+
+def wrap_compiled_calls(guard: Guard, record: Callable[[Any], None]) -> None:
+    """``record(callback)`` each time compiled code is called, cache hits included."""
+    original = _find(eval_frame, "_callback_from_stance", "torch._dynamo.eval_frame")
+    wrapper = getattr(convert_frame, "CatchErrorsWrapper", None)
+    if not isinstance(wrapper, type):
+        raise Missing("torch._dynamo.convert_frame has no CatchErrorsWrapper class")
+
+    @functools.wraps(original)
+    def callback_from_stance(callback: Any) -> Any:
+        if isinstance(callback, wrapper):
+            guard("compiled call", lambda: record(callback))
+        return original(callback)
+
+    eval_frame._callback_from_stance = callback_from_stance
+
+
+def _convert_frame_function(names: Tuple[str, ...]) -> str:
+    for name in names:
+        if callable(getattr(convert_frame, name, None)):
+            return name
+    raise Missing(f"torch._dynamo.convert_frame has none of {', '.join(names)}")
+
+
+def wrap_recompile_limit(guard: Guard, record: Callable[[Any, Tuple[bool, str]], None]) -> None:
+    """``record(compile_id, (exceeded, which limit))`` before each compilation of a frame."""
+    name = _convert_frame_function(LIMIT_CHECKS)
+    check = getattr(convert_frame, name)
+
+    @functools.wraps(check)
+    def exceeds(cache_size: Any, compile_id: Any, *args: Any, **kwargs: Any) -> Any:
+        decision = check(cache_size, compile_id, *args, **kwargs)
+        guard("recompile limit", lambda: record(compile_id, decision))
+        return decision
+
+    setattr(convert_frame, name, exceeds)
+
+
+def wrap_recompile_reasons(guard: Guard, record: Callable[[List[str], List[Any]], None]) -> bool:
+    """``record(reasons, user stacks of the failed checks)`` for each recompilation. Whether this
+    torch says where a check was installed (2.12+): before, the stacks are always empty."""
+    name = _convert_frame_function(RECOMPILE_REASONS)
+    explain = getattr(convert_frame, name)
+    collecting: List[List[Any]] = []  # the stacks of the explanation being made, innermost last
+
+    @functools.wraps(explain)
+    def explained(*args: Any, **kwargs: Any) -> Any:
+        collecting.append([])
+        try:
+            found = explain(*args, **kwargs)
+        finally:
+            stacks = collecting.pop()
+        guard("recompilation", lambda: record(list(found or []), stacks))
+        return found
+
+    setattr(convert_frame, name, explained)
+    formatter = getattr(dynamo_guards, "format_user_stack_trace", None)
+    if formatter is None:
+        return False
+
+    @functools.wraps(formatter)
+    def format_user_stack_trace(stack: Any, *args: Any, **kwargs: Any) -> Any:
+        if collecting and stack:
+            collecting[-1].append(stack)
+        return formatter(stack, *args, **kwargs)
+
+    dynamo_guards.format_user_stack_trace = format_user_stack_trace  # type: ignore[assignment]
+    return True
 
 
 # -- inlining and generated code -------------------------------------------------------------

@@ -3,8 +3,11 @@
 Two sources, in order: example calls the user declares in a ``# gbls: example(...)`` comment
 (see ``comments``), evaluated in the module's namespace, and, failing that, inputs synthesized
 from the signature: defaults where given, scalars from annotations, and small real tensors
-(meta tensors would stop at the first break) in a few candidate shapes whose batch dimension is
-marked dynamic. A module's first layer decides the trailing size (``Linear(16, …)`` wants ``[…, 16]``).
+(meta tensors would stop at the first break) whose batch dimension is marked dynamic. A model
+says what it takes: its first layer (``Linear(16, …)`` wants ``[…, 16]``, an ``Embedding``
+integer ids in its range, a ``Conv2d`` images of its channel count), its config (``vocab_size``,
+``num_channels``, ``image_size``) and its main input's name (``main_input_name``: a Hugging Face
+``forward`` takes every input as a keyword that defaults to ``None``).
 """
 
 from __future__ import annotations
@@ -29,7 +32,7 @@ def evaluate_example(arguments: str, namespace: Dict[str, Any]) -> Call:
 
 
 def synthesized_calls(function: Any, module: Optional[torch.nn.Module] = None) -> Iterator[Tuple[Call, str]]:
-    """Candidate calls for ``function``, each with a short description of the shapes tried."""
+    """Candidate calls for ``function``, each with a short description of the inputs tried."""
     try:
         signature = inspect.signature(function)
     except (TypeError, ValueError):
@@ -41,34 +44,87 @@ def synthesized_calls(function: Any, module: Optional[torch.nn.Module] = None) -
     parameters = [
         p
         for p in signature.parameters.values()
-        if p.name != "self"
-        and p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)
-        and p.default is inspect.Parameter.empty
+        if p.name != "self" and p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)
     ]
-    for shape, dtype in _tensor_candidates(module):
+    required = [p for p in parameters if p.default is inspect.Parameter.empty]
+    main = _main_input(module, parameters, required)
+    for candidate in _tensor_candidates(module, main.name if main is not None else ""):
         args: List[Any] = []
         kwargs: Dict[str, Any] = {}
-        for parameter in parameters:
-            value = _value_for(hints.get(parameter.name, inspect.Parameter.empty), shape, dtype)
+        shown = []
+        for parameter in required:
+            value = _value_for(hints.get(parameter.name, inspect.Parameter.empty), candidate)
+            shown.append(f"{parameter.name}: {_shown(value)}")
             if parameter.kind == parameter.KEYWORD_ONLY:
                 kwargs[parameter.name] = value
             else:
                 args.append(value)
-        yield (tuple(args), kwargs), f"synthesized {list(shape)}"
+        if main is not None and main not in required:  # every Hugging Face input defaults to None
+            kwargs[main.name] = candidate.tensor()
+            shown.append(f"{main.name}: {_shown(kwargs[main.name])}")
+        yield (tuple(args), kwargs), ", ".join(shown)
 
 
-def _tensor_candidates(module: Optional[torch.nn.Module]) -> List[Tuple[Tuple[int, ...], torch.dtype]]:
+class Candidate:
+    """A tensor to try: its shape, dtype, and for integer ids the bound of their range."""
+
+    def __init__(self, shape: Tuple[int, ...], dtype: torch.dtype = torch.float32, high: int = 2) -> None:
+        self.shape = shape
+        self.dtype = dtype
+        self.high = high
+
+    def tensor(self) -> torch.Tensor:
+        if self.dtype == torch.int64:
+            tensor = torch.randint(0, max(self.high, 1), self.shape)
+        else:
+            tensor = torch.randn(self.shape, dtype=self.dtype)
+        if self.shape[0] >= 2:
+            torch._dynamo.maybe_mark_dynamic(tensor, 0)
+        return tensor
+
+
+def _main_input(
+    module: Optional[torch.nn.Module], parameters: List[inspect.Parameter], required: List[inspect.Parameter]
+) -> Optional[inspect.Parameter]:
+    """The parameter a model's input goes to: the one it names itself (Hugging Face's
+    ``main_input_name``), else the first, when every parameter has a default."""
+    by_name = {parameter.name: parameter for parameter in parameters}
+    named = getattr(module, "main_input_name", None) if module is not None else None
+    if isinstance(named, str) and named in by_name:
+        return by_name[named]
+    if not required and parameters:
+        return parameters[0]
+    return required[0] if required else None
+
+
+def _config(module: Optional[torch.nn.Module], name: str) -> Any:
+    config = getattr(module, "config", None) if module is not None else None
+    value = getattr(config, name, None)
+    return value if type(value) in (int, tuple, list) else None
+
+
+def _tensor_candidates(module: Optional[torch.nn.Module], main: str) -> List[Candidate]:
+    """What the model says it takes: its first layer, its config, the name of its main input."""
     first = _first_layer(module) if module is not None else None
+    vocabulary = _config(module, "vocab_size")
+    size = _config(module, "image_size") or _config(module, "sample_size")
+    side = size if isinstance(size, int) else size[0] if size else 16
+    if isinstance(first, torch.nn.Embedding) or (main.endswith("_ids") and vocabulary):
+        high = first.num_embeddings if isinstance(first, torch.nn.Embedding) else vocabulary
+        return [Candidate((2, 8), torch.int64, high)]
+    if main == "input_values":  # raw audio: a batch of samples
+        return [Candidate((2, 4000))]
     if isinstance(first, torch.nn.Linear):
-        return [((2, first.in_features), torch.float32), ((2, 4, first.in_features), torch.float32)]
+        return [Candidate((2, first.in_features)), Candidate((2, 4, first.in_features))]
     if isinstance(first, (torch.nn.Conv1d, torch.nn.Conv2d, torch.nn.Conv3d)):
         spatial = {torch.nn.Conv1d: 1, torch.nn.Conv2d: 2, torch.nn.Conv3d: 3}[type(first)]
-        return [((2, first.in_channels) + (16,) * spatial, torch.float32)]
-    if isinstance(first, torch.nn.Embedding):
-        return [((2, 8), torch.int64)]
+        return [Candidate((2, first.in_channels) + (side,) * spatial)]
     if isinstance(first, (torch.nn.LSTM, torch.nn.GRU, torch.nn.RNN)):
-        return [((2, 8, first.input_size), torch.float32)]
-    return [(shape, torch.float32) for shape in TENSOR_RANKS]
+        return [Candidate((2, 8, first.input_size))]
+    channels = _config(module, "num_channels") or _config(module, "in_channels")
+    if isinstance(channels, int):
+        return [Candidate((2, channels, side, side))]
+    return [Candidate(shape) for shape in TENSOR_RANKS]
 
 
 def _first_layer(module: torch.nn.Module) -> Optional[torch.nn.Module]:
@@ -78,17 +134,20 @@ def _first_layer(module: torch.nn.Module) -> Optional[torch.nn.Module]:
     return None
 
 
-def _value_for(annotation: Any, shape: Tuple[int, ...], dtype: torch.dtype) -> Any:
-    if annotation is int:
-        return 2
-    if annotation is float:
-        return 0.5
-    if annotation is bool:
-        return True
-    if dtype == torch.int64:
-        tensor = torch.randint(0, 2, shape)
-    else:
-        tensor = torch.randn(shape, dtype=dtype)
-    if shape[0] >= 2:
-        torch._dynamo.maybe_mark_dynamic(tensor, 0)
-    return tensor
+def _value_for(annotation: Any, candidate: Candidate) -> Any:
+    options = typing.get_args(annotation) if typing.get_origin(annotation) is typing.Union else (annotation,)
+    if torch.Tensor not in options or len(options) == 1:
+        if int in options:
+            return 2
+        if float in options:
+            return 0.5
+        if bool in options:
+            return True
+    return candidate.tensor()
+
+
+def _shown(value: Any) -> str:
+    if isinstance(value, torch.Tensor):
+        kind = "i64" if value.dtype == torch.int64 else "f32"
+        return f"{kind}[{', '.join(str(size) for size in value.shape)}]"
+    return repr(value)

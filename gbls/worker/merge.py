@@ -7,18 +7,23 @@ chain already prefixed with the eager call chain, so identical chains are one ro
 chain that is a suffix of a longer one (a re-entered callee whose caller could not be seen) is
 merged into the longer one, and so is a chain that differs from another only by wrapper frames
 between the same split and the same cause. ``count`` is the number of compilations of the
-function itself that hit the break; re-entries only count when nothing else saw it.
+function itself that hit the break; when only re-entered callees saw it, those of the outermost one.
 
 Whether a break splits the function's graph or makes Dynamo give up on the function's frame is
 read from Dynamo's own record of the frames it translated for the break's compilations
 (``FrameEvent``): a frame of the function itself that got no code runs eagerly (all of it, or
 the rest after a resume point). When Dynamo gave up while handling a break (a reconstruction
 failure), that second break is the reason for the first one's effect, not a root cause of its own.
+
+The same records say which translations were recompilations, each kept as Dynamo decided it, in
+order. One that failed against a compiled version only a discarded input attempt made is gbls's
+doing, not the module's: it counts as the first compilation.
 """
 
 from __future__ import annotations
 
 import sys
+from dataclasses import dataclass, replace
 from typing import Dict, Iterable, List, Optional, Set, Tuple
 
 from .events import (
@@ -29,11 +34,12 @@ from .events import (
     FrameEvent,
     GraphEvent,
     ReachEvent,
+    SiteEvent,
     StaticEvent,
     TargetEvent,
     VerdictEvent,
 )
-from .protocol import EAGER, SPLIT, Break, Code, Frame, Function, Graph
+from .protocol import EAGER, SPLIT, Break, Code, Frame, Function, Graph, Recompile
 
 Chain = Tuple[Frame, ...]
 GroupKey = Tuple[int, str, Chain]
@@ -44,6 +50,7 @@ class _Group:
         self.target = event.target
         self.messages = event.messages
         self.chain = event.chain
+        self.called_at = event.called_at
         self.skipped = False  # Dynamo gave up on the target's own frame while handling it
         self.reason = ""  # what Dynamo's log said it then did
         self.direct: Set[str] = set()
@@ -59,7 +66,22 @@ class _Group:
             self.reason = self.reason or (event.reason if event.skipped else "")
         (self.direct if event.direct else self.reentries).add(event.compile_id)
 
+    @property
+    def count(self) -> int:
+        """Compilations of the function itself that hit it; else of the first frame that did.
+
+        A break deep in a library is hit again in every callee Dynamo re-enters on the way down
+        (the model's ``forward``, then the helper it called, then the helper's helper): one root
+        cause, counted once per compilation of the outermost frame that reached it, as torch logs it.
+        """
+        if self.direct:
+            return len(self.direct)
+        frames = {compile_id.split("/")[0] for compile_id in self.reentries}
+        first = min(frames, key=lambda frame: int(frame) if frame.isdigit() else 0, default="")
+        return len({c for c in self.reentries if c.split("/")[0] == first}) or 1
+
     def absorb(self, other: "_Group") -> None:
+        self.called_at = self.called_at or other.called_at
         self.skipped = self.skipped or other.skipped
         self.reason = self.reason or other.reason
         self.direct |= other.direct
@@ -81,17 +103,35 @@ class _Group:
         return all(frame in frames for frame in other.chain)
 
 
+@dataclass(frozen=True)
+class Merged:
+    """What the analysis found, as the result carries it."""
+
+    functions: Tuple[Function, ...]
+    breaks: Tuple[Break, ...]
+    graphs: Tuple[Graph, ...]
+    recompiles: Tuple[Recompile, ...]
+
+
+def discarded_attempts(events: List[Event]) -> Set[int]:
+    return {event.attempt for event in events if isinstance(event, DiscardEvent)}
+
+
 def live_events(events: Iterable[Event]) -> List[Event]:
     """The events minus those of input attempts the analysis discarded."""
     events = list(events)
-    discarded = {event.attempt for event in events if isinstance(event, DiscardEvent)}
+    discarded = discarded_attempts(events)
     return [event for event in events if isinstance(event, DiscardEvent) or event.attempt not in discarded]
 
 
-def merge(
-    events: Iterable[Event], path: str
-) -> Tuple[Tuple[Function, ...], Tuple[Break, ...], Tuple[Graph, ...]]:
-    events = live_events(events)
+def merge(events: Iterable[Event], path: str) -> Merged:
+    every = list(events)
+    discarded = discarded_attempts(every)
+    # Compiled versions that only a discarded attempt made: the module's own calls never saw them.
+    unseen = {
+        e.compile_id for e in every if isinstance(e, FrameEvent) and e.attempt in discarded and e.compile_id
+    }
+    events = live_events(every)
     targets = {
         event.target: event
         for event in events
@@ -100,8 +140,13 @@ def merge(
         and not event.reused  # the server keeps its last results
     }
     names = {number: target.qualname for number, target in targets.items()}
-    functions = _functions(events, targets)
     frames = [e for e in events if isinstance(e, FrameEvent) and e.target in targets]
+    compilations = [
+        replace(e, recompile=False, guard=None) if e.guard is not None and e.guard.failed in unseen else e
+        for e in frames
+        if e.compile_id
+    ]
+    functions = _functions(events, targets, path, compilations)
     breaks = _breaks(
         [e for e in events if isinstance(e, BreakEvent) and e.target in targets and e.chain and e.messages],
         frames,
@@ -112,10 +157,34 @@ def merge(
         for event in events
         if isinstance(event, GraphEvent) and event.target in targets
     )
-    return functions, breaks, graphs
+    return Merged(functions, breaks, graphs, _recompiles(compilations, targets))
 
 
-def _functions(events: List[Event], targets: Dict[int, TargetEvent]) -> Tuple[Function, ...]:
+def _recompiles(compilations: List[FrameEvent], targets: Dict[int, TargetEvent]) -> Tuple[Recompile, ...]:
+    """Each recompilation; a frame of the function's own (a resume function too) is the function's code."""
+    found = []
+    for e in compilations:
+        if not e.recompile:
+            continue
+        target = targets[e.target]
+        found.append(
+            Recompile(
+                function=target.qualname,
+                frame=Code(target.path, target.line, e.frame) if e.own else Code(e.path, e.line, e.frame),
+                direct=e.own,
+                compile_id=e.compile_id,
+                guard=e.guard,
+                dynamic=e.dynamic,
+                limit=e.limit,
+                limit_value=e.limit_value,
+            )
+        )
+    return tuple(found)
+
+
+def _functions(
+    events: List[Event], targets: Dict[int, TargetEvent], path: str, compilations: List[FrameEvent]
+) -> Tuple[Function, ...]:
     calls: Dict[int, CallEvent] = {}
     verdicts: Dict[int, VerdictEvent] = {}
     reached: Dict[int, List[Code]] = {}
@@ -139,6 +208,14 @@ def _functions(events: List[Event], targets: Dict[int, TargetEvent]) -> Tuple[Fu
         for event in events
         if isinstance(event, StaticEvent)
     ]
+    aliases: Dict[int, List[str]] = {}
+    for event in events:
+        if isinstance(event, SiteEvent):
+            aliases.setdefault(event.target, []).append(event.site)
+    compiled: Dict[int, int] = {}  # the first compilation, and each recompilation that compiled
+    for event in compilations:
+        if event.own and not event.limit and (event.recompile or event.target not in compiled):
+            compiled[event.target] = compiled.get(event.target, 0) + 1
     for number, target in targets.items():
         call = calls.get(number)
         verdict = verdicts.get(number)
@@ -147,22 +224,24 @@ def _functions(events: List[Event], targets: Dict[int, TargetEvent]) -> Tuple[Fu
             reason = "torch.compile never ran it during the analysis"
             if target.generator and sys.version_info < (3, 11):  # CPython 3.10 skips them, any torch
                 reason += "; Python 3.10 never hands a generator function's frames to Dynamo: it runs eagerly"
-        functions.append(
-            Function(
-                name=target.name,
-                qualname=target.qualname,
-                path=target.path,
-                line=target.line,
-                kind=target.kind,
-                analysed=call is not None,
-                reason="" if call is not None else reason,
-                inputs=call.inputs if call else "",
-                input_source=call.source if call else "",
-                fullgraph=target.fullgraph,
-                reached=tuple(reached.get(number, ())),
-                site=target.site,
-            )
+        function = Function(
+            name=target.name,
+            qualname=target.qualname,
+            path=target.path,
+            line=target.line,
+            kind=target.kind,
+            analysed=call is not None,
+            reason="" if call is not None else reason,
+            inputs=call.inputs if call else "",
+            input_source=call.source if call else "",
+            fullgraph=target.fullgraph,
+            reached=tuple(reached.get(number, ())),
+            site=target.site,
+            call_line=target.call_line if target.call_path == path else 0,
+            compilations=compiled.get(number, 0),
         )
+        # Every compile site of one compiled function (compiled twice: one code, one cache) is it.
+        functions += [function] + [replace(function, site=site) for site in aliases.get(number, [])]
     return tuple(functions)
 
 
@@ -221,11 +300,12 @@ def _breaks(events: List[BreakEvent], frames: List[FrameEvent], names: Dict[int,
                 hints=root.hints,
                 context=root.context,
                 chain=group.chain,
-                count=len(group.direct) or len(group.reentries) or 1,
+                count=group.count,
                 effect=effect,
                 eager_reason=eager_reason,
                 eager_from=eager_from,
                 gaps=root.gaps,
+                called_at=group.called_at,
             )
         )
     breaks.sort(key=lambda b: (b.function, b.chain[0].line, b.chain[0].column or 0, b.gb_type))

@@ -17,7 +17,7 @@ import typing
 from dataclasses import dataclass, field
 from typing import Any, Dict, Optional, Tuple, Type, TypeVar, Union
 
-PROTOCOL_VERSION = 3
+PROTOCOL_VERSION = 5
 
 # Result.status values
 OK = "ok"
@@ -80,6 +80,8 @@ class Break:
     eager_from: Optional[int] = None
     # What the user's torch or Python does not say about it (no GB id in its registry, no columns).
     gaps: Tuple[str, ...] = ()
+    # Where the analysed file called the compiled code, when the chain never enters the file.
+    called_at: Optional[Frame] = None
 
 
 @dataclass(frozen=True)
@@ -102,6 +104,37 @@ class Code:
 
 
 @dataclass(frozen=True)
+class Guard:
+    """A check of an earlier compilation that a new call failed, as Dynamo reported it."""
+
+    text: str  # the check, locals and globals by their source names: "mode == 'a'"
+    failed: str  # the compilation whose check it is: "0/0"
+    # value | shape | dtype | requires_grad | tensor | type | identity | length | global_state | other
+    kind: str = "other"
+    subject: str = ""  # what it checks, as the source names it: "mode", "x", "self.scale", "ACT"
+    is_global: bool = False  # the subject is a global of the function's module
+    hint: str = ""  # Dynamo's own advice, when it gives one
+    # Where Dynamo installed it, outermost frame first; empty when this torch does not say.
+    chain: Tuple[Frame, ...] = ()
+
+
+@dataclass(frozen=True)
+class Recompile:
+    """One recompilation: a call that none of a frame's compiled versions accepted."""
+
+    function: str  # the compiled function's qualname
+    frame: Code  # the frame compiled again: the function's own code, or a callee it re-entered
+    direct: bool  # the function's own frame (or one of its resume functions), not a re-entered callee
+    compile_id: str  # the new compilation's: "0/1"
+    guard: Optional[Guard] = None  # the check the newest compiled version failed; None if this torch hides it
+    dynamic: bool = False  # the new compilation traced symbolic shapes or sizes (automatic dynamic)
+    # The recompile limit it ran into instead of compiling ("recompile_limit"; before torch 2.7
+    # "cache_size_limit"), and its value; from then on the frame runs its compiled versions or eagerly.
+    limit: str = ""
+    limit_value: int = 0
+
+
+@dataclass(frozen=True)
 class Function:
     """A compiled function or module of the analysed file, and how it was run."""
 
@@ -119,6 +152,10 @@ class Function:
     reached: Tuple[Code, ...] = ()
     # The ``StaticTarget.id`` of the compile site it is, or "" when the source shows none.
     site: str = ""
+    # How many times Dynamo compiled it: 1, plus one per recompilation of its own frames that compiled.
+    compilations: int = 0
+    # The analysed file's line where torch.compile ran for it (0: elsewhere), for code outside the file.
+    call_line: int = 0
 
 
 @dataclass(frozen=True)
@@ -143,14 +180,16 @@ class StaticTarget:
     kind: str  # function | method | module
     line: int
     first_line: int
-    in_main_block: bool = False
+    in_main_block: bool = False  # runs only when the file runs as a script
+    end_line: int = 0  # the compile call's last line
+    scope: str = ""  # the function whose body holds the compile call; "" at module level
 
 
 @dataclass(frozen=True)
 class Settings:
     timeout: float = 20.0
     memory_mb: int = 4096
-    run_main: bool = False
+    run_main: bool = True
     max_processes: int = 64
     max_output: int = 64 * 1024
 
@@ -175,14 +214,20 @@ class Result:
     functions: Tuple[Function, ...] = ()
     breaks: Tuple[Break, ...] = ()
     graphs: Tuple[Graph, ...] = ()
+    recompiles: Tuple[Recompile, ...] = ()
     output: str = ""
     torch: str = ""
     seconds: float = 0.0
     notes: Tuple[str, ...] = ()  # about the analysis itself: what gbls could not capture, and why
+    # The analysed file's line where gbls stopped the program once it repeated itself (0: it ran to its end).
+    stopped_line: int = 0
 
 
 T = TypeVar("T")
 _hints: Dict[type, Dict[str, Any]] = {}
+# By id of annotation (they live in _hints for good): its origin, its arguments, whether it is a
+# dataclass. typing is slow to ask, and slow to hash its annotations.
+_shapes: Dict[int, Tuple[Any, Tuple[Any, ...], bool]] = {}
 
 
 def from_dict(cls: Type[T], data: Any) -> T:
@@ -195,11 +240,14 @@ def from_dict(cls: Type[T], data: Any) -> T:
         raise ProtocolError(f"{cls.__name__}: expected an object, got {type(data).__name__}")
     hints = _hints.get(cls)
     if hints is None:
-        hints = _hints[cls] = typing.get_type_hints(cls)
+        fields = {item.name for item in dataclasses.fields(cls)}  # type: ignore[arg-type]
+        hints = _hints[cls] = {
+            name: kind for name, kind in typing.get_type_hints(cls).items() if name in fields
+        }
     values = {}
-    for item in dataclasses.fields(cls):  # type: ignore[arg-type]
-        if item.name in data:
-            values[item.name] = _checked(hints[item.name], data[item.name], f"{cls.__name__}.{item.name}")
+    for name, annotation in hints.items():
+        if name in data:
+            values[name] = _checked(annotation, data[name], f"{cls.__name__}.{name}")
     try:
         return cls(**values)
     except TypeError as error:  # a required field is missing
@@ -207,12 +255,18 @@ def from_dict(cls: Type[T], data: Any) -> T:
 
 
 def _checked(annotation: Any, value: Any, where: str) -> Any:
-    origin = typing.get_origin(annotation)
-    arguments = typing.get_args(annotation)
+    shape = _shapes.get(id(annotation))
+    if shape is None:
+        shape = _shapes[id(annotation)] = (
+            typing.get_origin(annotation),
+            typing.get_args(annotation),
+            dataclasses.is_dataclass(annotation),
+        )
+    origin, arguments, is_dataclass = shape
     if annotation is Any:
         return value
-    if dataclasses.is_dataclass(annotation):
-        return from_dict(annotation, value)  # type: ignore[arg-type]
+    if is_dataclass:
+        return from_dict(annotation, value)
     if origin is Union:
         if value is None and type(None) in arguments:
             return None

@@ -4,7 +4,8 @@ Speaks the protocol on stdin/stdout (JSON lines). Each ``analyse`` request forks
 this warm, never-used-by-user-code parent, so every analysis starts from a clean state without
 paying for ``import torch``. The child (``child``) runs in its own session and process group
 with rlimits (``limits``), stdin closed, stdout and stderr captured through a pipe (bounded
-here), a scratch directory of its own, and, when no outer sandbox cut it already, no network.
+here), a scratch directory in a /tmp and /dev/shm of its own, and, when no outer sandbox cut it
+already, no network.
 This parent enforces the wall-clock timeout and a process count, answers cancels, and when a
 child ends kills its whole group and, as a subreaper, every process that escaped the group.
 Events the child streamed before it died are kept, and every way it can end is put in words
@@ -22,7 +23,7 @@ import signal
 import sys
 import tempfile
 import time
-from typing import Any, Dict, List
+from typing import Any, Dict, FrozenSet, List
 
 from . import child as children
 from . import endings, processes, protocol
@@ -33,18 +34,22 @@ KILL_GRACE = 0.5  # seconds between asking a timed-out child where it is and SIG
 WATCH_INTERVAL = 0.25  # seconds between process counts
 PIPE_GRACE = 1.0  # seconds to wait for a dead child's pipes to reach end of file
 SWEEP_ROUNDS = 200  # kill-and-look rounds, 10 ms apart, until no stray process is left
+HEARTBEAT = 1.0  # seconds between "alive" lines while analyses run: the server tells busy from hung
 
 
 class Zygote:
-    def __init__(self, torch_version: str, sandboxed: bool) -> None:
+    def __init__(self, torch_version: str, sandboxed: bool, startup: FrozenSet[str]) -> None:
         self.torch_version = torch_version
         self.sandboxed = sandboxed
+        self.startup = startup
         self.selector = selectors.DefaultSelector()
         self.children: Dict[int, Child] = {}
         self.inbox = b""
         self.out = os.dup(1)
         os.dup2(2, 1)  # a stray print from an import must never corrupt the protocol
         self.next_watch = 0.0
+        self.strays_left = False  # a sweep gave up on escaped processes: look again, children or not
+        self.next_beat = 0.0
 
     def send(self, line: str) -> None:
         data = (line + "\n").encode()
@@ -54,17 +59,23 @@ class Zygote:
     def serve(self) -> None:
         self.selector.register(0, selectors.EVENT_READ, None)
         while True:
-            busy = bool(self.children)
-            for key, _ in self.selector.select(0.05 if busy else None):
+            busy = bool(self.children) or self.strays_left
+            digesting = any(child.pending for child in self.children.values())
+            for key, _ in self.selector.select(0 if digesting else 0.05 if busy else None):
                 if key.data is None:
                     if not self._read_requests():
                         self._shutdown()
                         return
                 else:
                     self._read_child(key.fd, key.data)
+            for child in self.children.values():
+                child.digest(children.DIGEST_LINES)
             self._reap()
             self._enforce()
             self._finish()
+            if self.children and time.monotonic() >= self.next_beat:
+                self.next_beat = time.monotonic() + HEARTBEAT
+                self.send(protocol.encode("alive"))
 
     def _read_requests(self) -> bool:
         data = os.read(0, 1 << 16)
@@ -93,7 +104,10 @@ class Zygote:
         if pid == 0:
             os.close(events_r)
             os.close(output_r)
-            children.run(request, events_w, output_w, scratch, self.out, self.sandboxed)
+            # The other analyses' requests (their ids, paths, sources) are none of this one's business.
+            self.children = {}
+            self.inbox = b""
+            children.run(request, events_w, output_w, scratch, self.out, self.sandboxed, self.startup)
         os.close(events_w)
         os.close(output_w)
         child = Child(request, pid, events_r, output_r, scratch)
@@ -142,7 +156,8 @@ class Zygote:
     def _sweep(self) -> None:
         """Kill what escaped the groups (new sessions, orphans), and wait until it is gone."""
         for _ in range(SWEEP_ROUNDS):
-            if not self._kill_strays(processes.children_by_parent()):
+            self.strays_left = self._kill_strays(processes.children_by_parent())
+            if not self.strays_left:
                 return
             time.sleep(0.01)
             for child in self._wait():
@@ -167,7 +182,7 @@ class Zygote:
                 processes.send(child.pid, signal.SIGUSR1)  # the child reports where it is stuck
             elif child.kill_at is not None and now >= child.kill_at:
                 processes.kill_group(child.pid)
-        if now >= self.next_watch and self.children:
+        if now >= self.next_watch and (self.children or self.strays_left):
             self.next_watch = now + WATCH_INTERVAL
             children_of = processes.children_by_parent()
             for child in self.children.values():
@@ -176,7 +191,7 @@ class Zygote:
                     child.request.settings.max_processes
                 ):
                     child.stop(endings.PROCESSES)
-            self._kill_strays(children_of)
+            self.strays_left = self._kill_strays(children_of)
 
     def _finish(self) -> None:
         now = time.monotonic()
@@ -187,6 +202,8 @@ class Zygote:
                 continue  # let the pipes drain
             for fd in list(child.streams):
                 self._drain(child, fd)
+            if child.pending:
+                continue  # decoded a slice at a time, so that the other children are still served
             del self.children[pid]
             shutil.rmtree(child.scratch, ignore_errors=True)
             self.send(protocol.encode("result", id=child.request.id, result=child.result(self.torch_version)))
@@ -251,16 +268,22 @@ def warm_up() -> str:
     # A warning the warm-up made torch give once (Python 3.13.0: "Guards may run slower") is the
     # analysed program's to see, as under plain python: forget that it was given.
     for module in list(sys.modules.values()):
-        getattr(module, "__dict__", {}).pop("__warningregistry__", None)
+        namespace = getattr(module, "__dict__", None)
+        if type(namespace) is dict:  # not a class some library put in sys.modules (a mappingproxy)
+            namespace.pop("__warningregistry__", None)
     # Children share the warm heap copy-on-write: no collection should walk (and so copy) it.
     gc.collect()
     gc.freeze()
     return torch.__version__.split("+")[0]
 
 
-def main() -> None:
+def main(startup: FrozenSet[str]) -> None:
     processes.prctl(processes.PR_SET_PDEATHSIG, signal.SIGKILL)
     processes.prctl(processes.PR_SET_CHILD_SUBREAPER, 1)
+    # Not dumpable: /proc/<pid>/fd of this process (its end of the server's pipe) and of every
+    # analysis forked from it cannot be opened by the analysed code, which runs as the same user
+    # but without CAP_SYS_PTRACE under bwrap. Another analysis could otherwise write into this one's events.
+    processes.prctl(processes.PR_SET_DUMPABLE, 0)
     sandboxed = os.environ.get("GBLS_SANDBOX") == "bwrap"
     try:
         version = warm_up()
@@ -270,7 +293,7 @@ def main() -> None:
             flush=True,
         )
         return
-    zygote = Zygote(version, sandboxed)
+    zygote = Zygote(version, sandboxed, startup)
     zygote.send(
         protocol.encode(
             "ready",

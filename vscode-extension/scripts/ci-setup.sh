@@ -17,7 +17,8 @@ export DEBIAN_FRONTEND=noninteractive
 apt-get update
 apt-get install -y --no-install-recommends chromium fonts-dejavu-core libkrb5-dev build-essential python3
 
-npm ci --no-audit --no-fund
+# From npm's cache where it has the locked packages (a second run needs no registry), else the registry.
+npm ci --prefer-offline --no-audit --no-fund
 
 installed() { # package.json version
     [ -f "$1" ] && node -p "require('$1').version"

@@ -1,4 +1,5 @@
-// The language client: the server is tool/gbls_server.py run by the user's interpreter over stdio.
+// A language client: the server is tool/gbls_server.py run by a folder's interpreter over stdio,
+// told of that folder only, for the documents of its plan (folders.ts).
 
 import * as path from 'node:path';
 import * as vscode from 'vscode';
@@ -8,28 +9,44 @@ import {
     RevealOutputChannelOn,
     ServerOptions,
 } from 'vscode-languageclient/node';
+import { serverCommand } from './debug';
+import { ClientPlan } from './folders';
 import { routeLenses } from './lenses';
 import { serverSettings } from './settings';
 
-export function createClient(
-    interpreter: string,
-    extensionPath: string,
-    folder: vscode.WorkspaceFolder | undefined,
-    output: vscode.LogOutputChannel,
-): LanguageClient {
-    const serverOptions: ServerOptions = {
-        command: interpreter,
-        args: [path.join(extensionPath, 'tool', 'gbls_server.py')],
-        options: { cwd: folder?.uri.fsPath },
-    };
+// The client id: vscode-languageclient reads the trace setting as `${CLIENT_ID}.trace.server`.
+export const CLIENT_ID = 'gbls';
+
+export interface ClientOptions {
+    interpreter: string;
+    extensionPath: string;
+    plan: ClientPlan;
+    folder: vscode.WorkspaceFolder | undefined; // the plan's folder
+    output: vscode.LogOutputChannel;
+    trace: vscode.LogOutputChannel;
+    debugPort: number | undefined; // start the server under debugpy, connecting to this port
+}
+
+export function serverOptions(options: ClientOptions): ServerOptions {
+    const script = path.join(options.extensionPath, 'tool', 'gbls_server.py');
+    const { command, args } = serverCommand(options.interpreter, script, options.debugPort);
+    return { command, args, options: { cwd: options.folder?.uri.fsPath } };
+}
+
+export function clientName(plan: ClientPlan): string {
+    return plan.label === undefined ? 'gbls' : `gbls (${plan.label})`;
+}
+
+export function clientOptions(options: ClientOptions): LanguageClientOptions {
+    const { folder, plan } = options;
     const settings = (scope: vscode.Uri | undefined) =>
-        serverSettings(vscode.workspace.getConfiguration('gbls', scope), interpreter);
-    const clientOptions: LanguageClientOptions = {
-        documentSelector: [
-            { scheme: 'file', language: 'python' },
-            { scheme: 'untitled', language: 'python' },
-        ],
-        outputChannel: output,
+        serverSettings(vscode.workspace.getConfiguration('gbls', scope), options.interpreter);
+    return {
+        documentSelector: plan.documentSelector,
+        // The server's initialize params name this folder only, as its workspace.
+        workspaceFolder: folder,
+        outputChannel: options.output,
+        traceOutputChannel: options.trace,
         revealOutputChannelOn: RevealOutputChannelOn.Never,
         initializationOptions: { gbls: settings(folder?.uri) },
         middleware: {
@@ -40,15 +57,18 @@ export function createClient(
                     if (!Array.isArray(answers)) {
                         return answers;
                     }
-                    return params.items.map((item, index) =>
+                    return params.items.map((item, index): unknown =>
                         item.section === 'gbls'
                             ? settings(item.scopeUri ? vscode.Uri.parse(item.scopeUri) : folder?.uri)
-                            : answers[index],
+                            : (answers[index] as unknown),
                     );
                 },
             },
             provideCodeLenses: async (document, token, next) => routeLenses(await next(document, token)),
         },
     };
-    return new LanguageClient('gbls', 'gbls', serverOptions, clientOptions);
+}
+
+export function createClient(options: ClientOptions): LanguageClient {
+    return new LanguageClient(CLIENT_ID, clientName(options.plan), serverOptions(options), clientOptions(options));
 }

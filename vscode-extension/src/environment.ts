@@ -9,6 +9,7 @@ export interface Probe {
     python: [number, number, number];
     torch: string | null;
     executable: string;
+    debugpy: boolean; // whether `python -m debugpy` would run: needed only to debug the server
 }
 
 // What the user can do about a problem; the extension turns each into a button.
@@ -28,7 +29,8 @@ export function parseProbe(stdout: string): Probe {
         probe.python.length !== 3 ||
         !probe.python.every((part) => typeof part === 'number') ||
         !(probe.torch === null || typeof probe.torch === 'string') ||
-        typeof probe.executable !== 'string'
+        typeof probe.executable !== 'string' ||
+        typeof probe.debugpy !== 'boolean'
     ) {
         throw new Error(`unexpected probe output: ${stdout.trim()}`);
     }
@@ -84,6 +86,14 @@ export function probeFailed(interpreter: string, error: string): Problem {
     return {
         reason: 'the interpreter does not run',
         message: `gbls cannot run the interpreter ${interpreter}: ${error}`,
+        fixes: ['chooseInterpreter'],
+    };
+}
+
+export function unknownVariables(setting: string, variables: string[]): Problem {
+    return {
+        reason: 'gbls.interpreter has an unknown variable',
+        message: `gbls.interpreter is ${setting}, and ${variables.join(', ')} has no value here: gbls knows ~, \${userHome}, \${workspaceFolder} and \${workspaceFolder:name} (of a folder of this workspace).`,
         fixes: ['chooseInterpreter'],
     };
 }

@@ -1,5 +1,6 @@
-// gbls for VS Code: finds the user's Python, starts the gbls language server with it once the
-// workspace is trusted, and shows what the server finds in the status bar and as break reports.
+// gbls for VS Code: finds each workspace folder's Python, starts a gbls language server with it once
+// the workspace is trusted (one per folder, folders.ts), and shows what the servers find in the
+// status bar and as break reports.
 
 import * as path from 'node:path';
 import * as vscode from 'vscode';
@@ -9,11 +10,15 @@ import {
     LanguageClient,
     State,
 } from 'vscode-languageclient/node';
+import { LabelledLog, TRACE_CHANNEL, TRACE_SETTING, TraceChannel, traceSetting } from './channels';
 import { createClient } from './client';
-import { checkProbe, noInterpreter, Problem, probeFailed, TORCH_REQUIREMENT } from './environment';
+import { ServerCommands } from './commands';
+import { debugPort, noDebugpy } from './debug';
+import { checkProbe, noInterpreter, Problem, probeFailed, TORCH_REQUIREMENT, unknownVariables } from './environment';
+import { ClientPlan, clientFor, Folder, inFolder, planClients } from './folders';
 import { findInterpreter, onActiveEnvironmentChange, probe, PYTHON_EXTENSION } from './interpreter';
 import { CLIENT_SHOW_REPORT, SERVER_SHOW_REPORT } from './lenses';
-import { RESTART_KEYS } from './settings';
+import { RESTART_KEYS, unresolved } from './settings';
 import { FileStatus, Phase, statusView } from './status';
 
 const SERVER_ANALYSE_FILE = 'gbls.analyseFile';
@@ -26,24 +31,49 @@ function phaseOf(state: State): Phase {
             return { kind: 'starting' };
         case State.Running:
             return { kind: 'running' };
-        default:
+        case State.Stopped:
+        case State.StartFailed:
             return { kind: 'stopped' };
     }
 }
 
-class Gbls implements vscode.Disposable {
-    private client: LanguageClient | undefined;
-    private phase: Phase = { kind: 'starting' };
-    private readonly statuses = new Map<string, FileStatus>(); // by URI as the client sends it
-    private readonly reports = new Map<string, string>(); // markdown by gbls-report: URI
-    readonly reportChanged = new vscode.EventEmitter<vscode.Uri>();
+function messageOf(error: unknown): string {
+    return error instanceof Error ? error.message : String(error);
+}
+
+// What every folder's server shares.
+interface Shared {
+    extensionPath: string;
+    log: vscode.LogOutputChannel;
+    traceSink: () => vscode.OutputChannel;
+    commands: ServerCommands;
+    render: () => void;
+    first: () => FolderServer | undefined; // the server GBLS_DEBUG_PORT is for
+}
+
+// One workspace folder's language client, and what the status bar knows of it.
+class FolderServer {
+    client: LanguageClient | undefined;
+    phase: Phase = { kind: 'starting' };
+    readonly statuses = new Map<string, FileStatus>(); // by URI as the client sends it
+    private readonly output: LabelledLog;
+    private readonly trace: TraceChannel;
     private queue: Promise<void> = Promise.resolve();
 
     constructor(
-        private readonly extensionPath: string,
-        private readonly output: vscode.LogOutputChannel,
-        private readonly item: vscode.StatusBarItem,
-    ) {}
+        readonly plan: ClientPlan,
+        private readonly shared: Shared,
+    ) {
+        this.output = new LabelledLog(shared.log, plan.label);
+        this.trace = new TraceChannel(shared.traceSink, plan.label, () =>
+            traceSetting(vscode.workspace.getConfiguration('gbls')),
+        );
+    }
+
+    private get folder(): vscode.WorkspaceFolder | undefined {
+        const uri = this.plan.folder?.uri;
+        return vscode.workspace.workspaceFolders?.find((folder) => folder.uri.toString() === uri);
+    }
 
     // Serialised, so that a change of settings during a start restarts after it, with the new settings.
     restart(): Promise<void> {
@@ -51,10 +81,15 @@ class Gbls implements vscode.Disposable {
             .then(() => this.stop())
             .then(() => this.start())
             .catch((error: unknown) => {
-                const message = `gbls did not start: ${error instanceof Error ? error.message : String(error)}`;
+                const message = `gbls did not start: ${messageOf(error)}`;
                 this.output.error(message);
                 this.setPhase({ kind: 'problem', reason: 'gbls did not start', message });
             });
+        return this.queue;
+    }
+
+    dispose(): Promise<void> {
+        this.queue = this.queue.then(() => this.stop()).then(() => this.trace.dispose());
         return this.queue;
     }
 
@@ -63,7 +98,7 @@ class Gbls implements vscode.Disposable {
             this.setPhase({ kind: 'untrusted' }); // analysing runs the user's code
             return;
         }
-        const folder = vscode.workspace.workspaceFolders?.[0];
+        const folder = this.folder;
         if (!vscode.workspace.getConfiguration('gbls', folder).get<boolean>('enable')) {
             this.setPhase({ kind: 'disabled' });
             return;
@@ -75,19 +110,35 @@ class Gbls implements vscode.Disposable {
             return;
         }
         this.output.info(`Interpreter (from ${interpreter.source}): ${interpreter.path}`);
+        const unknown = unresolved(interpreter.path);
+        if (unknown.length > 0) {
+            this.explain(unknownVariables(interpreter.setting ?? interpreter.path, unknown), undefined);
+            return;
+        }
         let problem: Problem | undefined;
+        let debugpy = false;
         try {
-            const found = await probe(interpreter.path, this.extensionPath);
+            const found = await probe(interpreter.path, this.shared.extensionPath);
             this.output.info(`Python ${found.python.join('.')}, torch ${found.torch ?? 'missing'}`);
             problem = checkProbe(found);
+            debugpy = found.debugpy;
         } catch (error) {
-            problem = probeFailed(interpreter.path, error instanceof Error ? error.message : String(error));
+            problem = probeFailed(interpreter.path, messageOf(error));
         }
         if (problem !== undefined) {
             this.explain(problem, interpreter.path);
             return;
         }
-        const client = createClient(interpreter.path, this.extensionPath, folder, this.output);
+        const client = createClient({
+            interpreter: interpreter.path,
+            extensionPath: this.shared.extensionPath,
+            plan: this.plan,
+            folder,
+            output: this.output,
+            trace: this.trace,
+            debugPort: this.debugPort(interpreter.path, debugpy),
+        });
+        this.shared.commands.adopt(client);
         this.client = client;
         client.onDidChangeState((event) => {
             if (this.client === client) {
@@ -96,18 +147,38 @@ class Gbls implements vscode.Disposable {
         });
         client.onNotification(STATUS_NOTIFICATION, (status: FileStatus) => {
             this.statuses.set(status.uri, status);
-            this.render();
+            this.shared.render();
         });
         try {
             await client.start();
         } catch (error) {
-            const message = `The gbls server did not start: ${error instanceof Error ? error.message : String(error)}`;
+            const message = `The gbls server did not start: ${messageOf(error)}`;
             this.setPhase({ kind: 'problem', reason: 'the server did not start', message });
             void vscode.window.showErrorMessage(message, 'Show Output').then((choice) => choice && this.output.show());
         }
     }
 
-    async stop(): Promise<void> {
+    // The port of GBLS_DEBUG_PORT, for the debugged server whose interpreter has debugpy.
+    private debugPort(interpreter: string, debugpy: boolean): number | undefined {
+        const port = this.shared.first() === this ? debugPort(process.env) : undefined;
+        if (port instanceof Error) {
+            this.output.warn(port.message);
+            void vscode.window.showWarningMessage(port.message);
+            return undefined;
+        }
+        if (port !== undefined && !debugpy) {
+            const message = noDebugpy(interpreter, port);
+            this.output.warn(message);
+            void vscode.window.showWarningMessage(message);
+            return undefined;
+        }
+        if (port !== undefined) {
+            this.output.info(`The server connects to the debugger on 127.0.0.1:${port} and waits for it.`);
+        }
+        return port;
+    }
+
+    private async stop(): Promise<void> {
         const client = this.client;
         this.client = undefined;
         this.statuses.clear();
@@ -122,88 +193,43 @@ class Gbls implements vscode.Disposable {
 
     // Settings the running server can take are pulled by it; the others need a new server.
     configurationChanged(event: vscode.ConfigurationChangeEvent): void {
-        if (!event.affectsConfiguration('gbls')) {
+        if (event.affectsConfiguration(`gbls.${TRACE_SETTING}`)) {
+            this.trace.refresh();
+        }
+        const folder = this.folder;
+        if (!event.affectsConfiguration('gbls', folder)) {
             return;
         }
-        if (this.client === undefined || RESTART_KEYS.some((key) => event.affectsConfiguration(`gbls.${key}`))) {
+        if (
+            this.client === undefined ||
+            RESTART_KEYS.some((key) => event.affectsConfiguration(`gbls.${key}`, folder))
+        ) {
             void this.restart();
         } else {
             void this.client.sendNotification(DidChangeConfigurationNotification.type, { settings: null });
         }
     }
 
-    activeEnvironmentChanged(): void {
-        const folder = vscode.workspace.workspaceFolders?.[0];
-        if (!vscode.workspace.getConfiguration('gbls', folder).get<string>('interpreter')) {
+    // The Python extension's environment for `resource` changed (undefined: for the whole window).
+    activeEnvironmentChanged(resource: vscode.Uri | undefined): void {
+        const mine =
+            resource === undefined ||
+            this.plan.everyFile ||
+            (this.plan.folder !== undefined &&
+                (resource.toString() === this.plan.folder.uri || inFolder(this.plan.folder.uri, resource.toString())));
+        if (mine && !vscode.workspace.getConfiguration('gbls', this.folder).get<string>('interpreter')) {
             void this.restart(); // gbls.interpreter, when set, wins over the Python extension
         }
     }
 
-    documentClosed(document: vscode.TextDocument): void {
-        this.statuses.delete(this.protocolUri(document.uri));
-    }
-
-    private protocolUri(uri: vscode.Uri): string {
+    protocolUri(uri: vscode.Uri): string {
         return this.client ? this.client.code2ProtocolConverter.asUri(uri) : uri.toString();
-    }
-
-    private running(): LanguageClient | undefined {
-        if (this.client?.isRunning()) {
-            return this.client;
-        }
-        const why = statusView(this.phase, undefined).tooltip;
-        void vscode.window.showWarningMessage(`gbls is not running. ${why}`);
-        return undefined;
-    }
-
-    async analyseCurrentFile(): Promise<void> {
-        const document = vscode.window.activeTextEditor?.document;
-        if (document?.languageId !== 'python') {
-            void vscode.window.showInformationMessage('gbls analyses Python files: open one first.');
-            return;
-        }
-        const client = this.running();
-        if (client) {
-            await client.sendRequest(ExecuteCommandRequest.type, {
-                command: SERVER_ANALYSE_FILE,
-                arguments: [this.protocolUri(document.uri)],
-            });
-        }
-    }
-
-    // From the command palette (the active file) or a code lens ([uri, qualname]).
-    async showBreakReport(uri?: string, qualname?: string): Promise<void> {
-        const document = vscode.window.activeTextEditor?.document;
-        const target = uri ?? (document?.languageId === 'python' ? this.protocolUri(document.uri) : undefined);
-        if (target === undefined) {
-            void vscode.window.showInformationMessage('gbls reports on Python files: open one first.');
-            return;
-        }
-        const client = this.running();
-        if (client === undefined) {
-            return;
-        }
-        const markdown: string = await client.sendRequest(ExecuteCommandRequest.type, {
-            command: SERVER_SHOW_REPORT,
-            arguments: qualname ? [target, qualname] : [target],
-        });
-        const name = path.posix.basename(vscode.Uri.parse(target).path);
-        const report = vscode.Uri.from({
-            scheme: REPORT_SCHEME,
-            path: `/${qualname ? `${name} ${qualname}` : name}.md`,
-        });
-        this.reports.set(report.toString(), markdown);
-        this.reportChanged.fire(report);
-        await vscode.commands.executeCommand('markdown.showPreview', report);
-    }
-
-    reportText(uri: vscode.Uri): string {
-        return this.reports.get(uri.toString()) ?? '';
     }
 
     // A notification with a button per fix; clicking the status bar item starts over.
     private explain(problem: Problem, interpreter: string | undefined): void {
-        this.setPhase({ kind: 'problem', reason: problem.reason, message: problem.message });
+        const message = this.plan.label === undefined ? problem.message : `${this.plan.label}: ${problem.message}`;
+        this.setPhase({ kind: 'problem', reason: problem.reason, message });
         this.output.warn(problem.message);
         const actions = new Map<string, () => unknown>();
         for (const fix of problem.fixes) {
@@ -217,7 +243,7 @@ class Gbls implements vscode.Disposable {
                 );
             }
         }
-        void vscode.window.showErrorMessage(problem.message, ...actions.keys()).then((choice) => {
+        void vscode.window.showErrorMessage(message, ...actions.keys()).then((choice) => {
             if (choice !== undefined) {
                 actions.get(choice)?.();
             }
@@ -244,7 +270,164 @@ class Gbls implements vscode.Disposable {
 
     private setPhase(phase: Phase): void {
         this.phase = phase;
+        this.shared.render();
+    }
+}
+
+class Gbls implements vscode.Disposable {
+    private servers: FolderServer[] = []; // in the order of planClients: the first takes untitled files
+    private readonly reports = new Map<string, string>(); // markdown by gbls-report: URI
+    readonly reportChanged = new vscode.EventEmitter<vscode.Uri>();
+    private readonly shared: Shared;
+
+    constructor(
+        extensionPath: string,
+        output: vscode.LogOutputChannel,
+        private readonly item: vscode.StatusBarItem,
+        traceSink: () => vscode.OutputChannel,
+    ) {
+        const commands = new ServerCommands((uri) => this.serverFor(uri)?.client ?? this.activeServer()?.client);
+        this.shared = {
+            extensionPath,
+            log: output,
+            traceSink,
+            commands,
+            render: () => this.render(),
+            first: () => this.servers[0],
+        };
+    }
+
+    // A client for each folder of planClients: new plans start, gone ones stop, the others run on.
+    foldersChanged(): Promise<void> {
+        const folders: Folder[] = (vscode.workspace.workspaceFolders ?? []).map((folder) => ({
+            uri: folder.uri.toString(),
+            name: folder.name,
+        }));
+        const plans = planClients(folders);
+        const kept = new Map(this.servers.map((server) => [server.plan.key, server]));
+        const started: Promise<void>[] = [];
+        this.servers = plans.map((plan) => {
+            const running = kept.get(plan.key);
+            if (running !== undefined) {
+                kept.delete(plan.key);
+                return running;
+            }
+            const server = new FolderServer(plan, this.shared);
+            started.push(server.restart());
+            return server;
+        });
+        const stopped = [...kept.values()].map((server) => server.dispose());
         this.render();
+        return Promise.all([...started, ...stopped]).then(() => undefined);
+    }
+
+    // gbls: Restart server, and the status bar's "click to try again": the active file's server, or all.
+    restart(): Promise<void> {
+        const active = this.activeServer();
+        return active ? active.restart() : this.restartAll();
+    }
+
+    restartAll(): Promise<void> {
+        return Promise.all(this.servers.map((server) => server.restart())).then(() => undefined);
+    }
+
+    stop(): Promise<void> {
+        const servers = this.servers;
+        this.servers = [];
+        return Promise.all(servers.map((server) => server.dispose())).then(() => undefined);
+    }
+
+    configurationChanged(event: vscode.ConfigurationChangeEvent): void {
+        for (const server of this.servers) {
+            server.configurationChanged(event);
+        }
+    }
+
+    activeEnvironmentChanged(resource: vscode.Uri | undefined): void {
+        for (const server of this.servers) {
+            server.activeEnvironmentChanged(resource);
+        }
+    }
+
+    documentClosed(document: vscode.TextDocument): void {
+        for (const server of this.servers) {
+            server.statuses.delete(server.protocolUri(document.uri));
+        }
+    }
+
+    // The server of a document, by its URI as VS Code or the client writes it.
+    private serverFor(uri: vscode.Uri | string | undefined): FolderServer | undefined {
+        if (uri === undefined) {
+            return undefined;
+        }
+        const normal = (typeof uri === 'string' ? vscode.Uri.parse(uri) : uri).toString();
+        const plan = clientFor(
+            this.servers.map((server) => server.plan),
+            normal,
+        );
+        return this.servers.find((server) => server.plan === plan);
+    }
+
+    private activeServer(): FolderServer | undefined {
+        const document = vscode.window.activeTextEditor?.document;
+        return document?.languageId === 'python' ? this.serverFor(document.uri) : undefined;
+    }
+
+    // The running client of `document`'s server, or undefined and a warning that says why.
+    private running(uri: vscode.Uri): LanguageClient | undefined {
+        const server = this.serverFor(uri);
+        if (server?.client?.isRunning()) {
+            return server.client;
+        }
+        const why = statusView(server?.phase ?? { kind: 'outside' }, undefined).tooltip;
+        void vscode.window.showWarningMessage(`gbls is not running. ${why}`);
+        return undefined;
+    }
+
+    async analyseCurrentFile(): Promise<void> {
+        const document = vscode.window.activeTextEditor?.document;
+        if (document?.languageId !== 'python') {
+            void vscode.window.showInformationMessage('gbls analyses Python files: open one first.');
+            return;
+        }
+        const client = this.running(document.uri);
+        if (client) {
+            await client.sendRequest(ExecuteCommandRequest.type, {
+                command: SERVER_ANALYSE_FILE,
+                arguments: [client.code2ProtocolConverter.asUri(document.uri)],
+            });
+        }
+    }
+
+    // From the command palette (the active file) or a code lens ([uri, qualname]).
+    async showBreakReport(uri?: string, qualname?: string): Promise<void> {
+        const document = vscode.window.activeTextEditor?.document;
+        const target = uri ?? (document?.languageId === 'python' ? document.uri.toString() : undefined);
+        if (target === undefined) {
+            void vscode.window.showInformationMessage('gbls reports on Python files: open one first.');
+            return;
+        }
+        const client = this.running(vscode.Uri.parse(target));
+        if (client === undefined) {
+            return;
+        }
+        const answer: unknown = await client.sendRequest(ExecuteCommandRequest.type, {
+            command: SERVER_SHOW_REPORT,
+            arguments: qualname ? [target, qualname] : [target],
+        });
+        const markdown = typeof answer === 'string' ? answer : '';
+        const name = path.posix.basename(vscode.Uri.parse(target).path);
+        const report = vscode.Uri.from({
+            scheme: REPORT_SCHEME,
+            path: `/${qualname ? `${name} ${qualname}` : name}.md`,
+        });
+        this.reports.set(report.toString(), markdown);
+        this.reportChanged.fire(report);
+        await vscode.commands.executeCommand('markdown.showPreview', report);
+    }
+
+    reportText(uri: vscode.Uri): string {
+        return this.reports.get(uri.toString()) ?? '';
     }
 
     render(): void {
@@ -253,7 +436,11 @@ class Gbls implements vscode.Disposable {
             this.item.hide();
             return;
         }
-        const view = statusView(this.phase, this.statuses.get(this.protocolUri(document.uri)));
+        const server = this.serverFor(document.uri);
+        const view =
+            server === undefined
+                ? statusView({ kind: 'outside' }, undefined)
+                : statusView(server.phase, server.statuses.get(server.protocolUri(document.uri)));
         this.item.text = view.text;
         this.item.tooltip = view.tooltip;
         this.item.command = { command: view.command, title: view.text, arguments: view.arguments };
@@ -262,6 +449,7 @@ class Gbls implements vscode.Disposable {
 
     dispose(): void {
         this.reportChanged.dispose();
+        this.shared.commands.dispose();
     }
 }
 
@@ -271,12 +459,15 @@ export function activate(context: vscode.ExtensionContext): void {
     const output = vscode.window.createOutputChannel('gbls', { log: true });
     const item = vscode.window.createStatusBarItem('gbls.status', vscode.StatusBarAlignment.Left, 0);
     item.name = 'gbls';
-    const controller = new Gbls(context.extensionPath, output, item);
+    let traceChannel: vscode.OutputChannel | undefined;
+    const traceSink = () => (traceChannel ??= vscode.window.createOutputChannel(TRACE_CHANNEL));
+    const controller = new Gbls(context.extensionPath, output, item, traceSink);
     gbls = controller;
     context.subscriptions.push(
         output,
         item,
         controller,
+        { dispose: () => traceChannel?.dispose() },
         vscode.commands.registerCommand('gbls.analyseCurrentFile', () => controller.analyseCurrentFile()),
         vscode.commands.registerCommand(CLIENT_SHOW_REPORT, (uri?: string, qualname?: string) =>
             controller.showBreakReport(uri, qualname),
@@ -287,16 +478,17 @@ export function activate(context: vscode.ExtensionContext): void {
             onDidChange: controller.reportChanged.event,
             provideTextDocumentContent: (uri) => controller.reportText(uri),
         }),
-        vscode.workspace.onDidGrantWorkspaceTrust(() => controller.restart()),
+        vscode.workspace.onDidGrantWorkspaceTrust(() => controller.restartAll()),
+        vscode.workspace.onDidChangeWorkspaceFolders(() => controller.foldersChanged()),
         vscode.workspace.onDidChangeConfiguration((event) => controller.configurationChanged(event)),
         vscode.workspace.onDidCloseTextDocument((document) => controller.documentClosed(document)),
         vscode.window.onDidChangeActiveTextEditor(() => controller.render()),
     );
-    void onActiveEnvironmentChange(() => controller.activeEnvironmentChanged()).then(
+    void onActiveEnvironmentChange((resource) => controller.activeEnvironmentChanged(resource)).then(
         (listener) => listener && context.subscriptions.push(listener),
         (error: unknown) => output.warn(`The Python extension's API is not available: ${String(error)}`),
     );
-    void controller.restart();
+    void controller.foldersChanged();
 }
 
 export function deactivate(): Promise<void> | undefined {

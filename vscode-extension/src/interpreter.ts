@@ -15,6 +15,7 @@ const PROBE_TIMEOUT_MS = 60_000; // a cold conda interpreter on a network disk c
 export interface Interpreter {
     path: string;
     source: string;
+    setting?: string; // gbls.interpreter as written, when the path comes from it
 }
 
 // Not a dependency of this extension: gbls.interpreter is enough without it.
@@ -22,10 +23,20 @@ async function pythonExtension(): Promise<PythonExtension | undefined> {
     return vscode.extensions.getExtension(PYTHON_EXTENSION) ? PythonExtension.api() : undefined;
 }
 
+// gbls.interpreter of `folder` (its folder settings over the workspace's and the user's), else the
+// Python extension's environment for that folder.
 export async function findInterpreter(folder: vscode.WorkspaceFolder | undefined): Promise<Interpreter | undefined> {
     const setting = vscode.workspace.getConfiguration('gbls', folder).get<string>('interpreter') ?? '';
     if (setting.trim() !== '') {
-        return { path: expandPath(setting, folder?.uri.fsPath, os.homedir()), source: 'gbls.interpreter' };
+        const variables = {
+            home: os.homedir(),
+            folder: folder?.uri.fsPath,
+            folders: (vscode.workspace.workspaceFolders ?? []).map((each) => ({
+                name: each.name,
+                path: each.uri.fsPath,
+            })),
+        };
+        return { path: expandPath(setting, variables), source: 'gbls.interpreter', setting };
     }
     const api = await pythonExtension();
     if (api === undefined) {
@@ -38,8 +49,13 @@ export async function findInterpreter(folder: vscode.WorkspaceFolder | undefined
     return executable ? { path: executable, source: 'the Python extension' } : undefined;
 }
 
-export async function onActiveEnvironmentChange(listener: () => void): Promise<vscode.Disposable | undefined> {
-    return (await pythonExtension())?.environments.onDidChangeActiveEnvironmentPath(listener);
+// `listener` gets the folder (or file) whose environment changed; undefined: the global one.
+export async function onActiveEnvironmentChange(
+    listener: (resource: vscode.Uri | undefined) => void,
+): Promise<vscode.Disposable | undefined> {
+    return (await pythonExtension())?.environments.onDidChangeActiveEnvironmentPath((event) =>
+        listener(event.resource instanceof vscode.Uri ? event.resource : event.resource?.uri),
+    );
 }
 
 export function probe(interpreter: string, extensionPath: string): Promise<Probe> {
@@ -56,7 +72,7 @@ export function probe(interpreter: string, extensionPath: string): Promise<Probe
                 try {
                     resolve(parseProbe(stdout));
                 } catch (parseError) {
-                    reject(parseError);
+                    reject(parseError instanceof Error ? parseError : new Error(String(parseError)));
                 }
             },
         );

@@ -17,6 +17,9 @@ export interface ServerSettings {
     sandbox: Sandbox;
 }
 
+// Settings of the extension alone, never sent: gbls.trace.server is read by vscode-languageclient.
+export const CLIENT_SETTINGS: readonly string[] = ['trace.server'];
+
 // The settings the server cannot take while running: the interpreter is the one it runs with, and
 // a disabled gbls has no server at all. Every other change is pulled by the running server.
 export const RESTART_KEYS: readonly (keyof ServerSettings)[] = ['enable', 'interpreter'];
@@ -53,14 +56,33 @@ export function serverSettings(configuration: Configuration, interpreter: string
     return { ...readSettings(configuration), interpreter };
 }
 
-// `~` and `${workspaceFolder}` in gbls.interpreter, as users write them in other Python settings.
-export function expandPath(value: string, workspaceFolder: string | undefined, home: string): string {
+// What ${...} in a path setting stands for: the user's home, the folder the setting applies to and
+// every folder of the workspace by name.
+export interface PathVariables {
+    home: string;
+    folder: string | undefined; // ${workspaceFolder}
+    folders: readonly { name: string; path: string }[]; // ${workspaceFolder:name}
+}
+
+// `~`, `${userHome}`, `${workspaceFolder}` and `${workspaceFolder:name}` in gbls.interpreter, as users
+// write them in other Python settings. A variable without a value stays as it is (see unresolved).
+export function expandPath(value: string, variables: PathVariables): string {
     let path = value.trim();
-    if (path === '~' || path.startsWith('~/')) {
-        path = home + path.slice(1);
+    if (path === '~' || path.startsWith('~/') || path.startsWith('~\\')) {
+        path = variables.home + path.slice(1);
     }
-    if (workspaceFolder !== undefined) {
-        path = path.split('${workspaceFolder}').join(workspaceFolder);
-    }
-    return path;
+    return path.replace(/\$\{(userHome|workspaceFolder)(?::([^}]*))?\}/g, (whole, name: string, folder?: string) => {
+        if (name === 'userHome') {
+            return folder === undefined ? variables.home : whole;
+        }
+        if (folder === undefined) {
+            return variables.folder ?? whole;
+        }
+        return variables.folders.find((candidate) => candidate.name === folder)?.path ?? whole;
+    });
+}
+
+// The ${...} left in an expanded path: variables gbls does not know, or without a value here.
+export function unresolved(path: string): string[] {
+    return path.match(/\$\{[^}]*\}/g) ?? [];
 }

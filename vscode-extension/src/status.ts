@@ -13,6 +13,7 @@ export interface FileStatus {
 export type Phase =
     | { kind: 'untrusted' }
     | { kind: 'disabled' }
+    | { kind: 'outside' }
     | { kind: 'problem'; reason: string; message: string }
     | { kind: 'starting' }
     | { kind: 'running' }
@@ -52,6 +53,12 @@ export function statusView(phase: Phase, file: FileStatus | undefined): StatusVi
             );
         case 'disabled':
             return notAnalysed('disabled', 'gbls.enable is off.', 'workbench.action.openSettings', ['gbls.enable']);
+        case 'outside':
+            return notAnalysed(
+                'not in a workspace folder',
+                "In a workspace of several folders, gbls analyses each folder's files with that folder's interpreter, and this file is in none of them. Click to add its folder to the workspace.",
+                'workbench.action.addRootFolder',
+            );
         case 'problem':
             return notAnalysed(phase.reason, `${phase.message}\n\nClick to try again.`, RESTART);
         case 'stopped':

@@ -11,6 +11,7 @@ from __future__ import annotations
 import ast
 import re
 
+from ...worker.lines import split_lines
 from ..discovery import definition_of
 from ..model import BreakReport
 from ..ranges import Span, line_text
@@ -76,15 +77,37 @@ def register_reorderable_print(brk: BreakReport, here: str, sources: Sources) ->
     )
 
 
-def config_flag(flag: str) -> Maker:
+def _root_call(brk: BreakReport, sources: Sources) -> ast.Call | None:
+    """The call the root cause is, if the source really has one there."""
+    found = root_source(brk, sources)
+    if found is None:
+        return None
+    _, tree, lines = found
+    calls = nodes_at(tree, brk.root.span, lines, ast.Call)
+    return calls[0] if calls else None
+
+
+def enable_flag(here: str, sources: Sources, flag: str, safe: bool) -> Fix | None:
+    """``torch._dynamo.config.<flag> = True`` once, after the imports of ``here``."""
+    source = sources.text(here)
+    if source is None or re.search(rf"_dynamo\.config\.{flag}\s*=\s*True", source):
+        return None
+    edit = insert_after_imports(here, source, f"{{torch}}._dynamo.config.{flag} = True")
+    if edit is None:
+        return None
+    return Fix(f"Enable torch._dynamo.config.{flag}", (edit,), safe=safe)
+
+
+def config_flag(flag: str, method: str = "") -> Maker:
+    """``method``: the root cause must be a call of it (``.item()``); else any call confirms it."""
+
     def enable(brk: BreakReport, here: str, sources: Sources) -> Fix | None:
-        source = sources.text(here)
-        if source is None or re.search(rf"_dynamo\.config\.{flag}\s*=\s*True", source):
-            return None
-        edit = insert_after_imports(here, source, f"{{torch}}._dynamo.config.{flag} = True")
-        if edit is None:
-            return None
-        return Fix(f"Enable torch._dynamo.config.{flag}", (edit,), safe=True)
+        call = _root_call(brk, sources)
+        if call is None or (
+            method and not (isinstance(call.func, ast.Attribute) and call.func.attr == method)
+        ):
+            return None  # the source does not show the call the break is about
+        return enable_flag(here, sources, flag, safe=True)
 
     return enable
 
@@ -138,7 +161,7 @@ CATALOGUE: dict[str, tuple[Maker, ...]] = {
     "GB0059": (remove_logging_call, register_reorderable_print),  # Failed to trace builtin operator
     "GB0296": (remove_logging_call,),  # a debugging function that can't be reordered
     "GB0291": (remove_logging_call,),  # logging.Logger method
-    "GB0124": (config_flag("capture_scalar_outputs"),),  # Tensor.item()
+    "GB0124": (config_flag("capture_scalar_outputs", "item"),),  # Tensor.item()
     "GB0036": (config_flag("capture_dynamic_output_shape_ops"),),  # Dynamic shape operator
     "GB0025": (remove_graph_break,),  # torch._dynamo.graph_break()
     "GB0098": (drop_disable_decorator,),  # torch.compiler.disable'd callee
@@ -162,29 +185,40 @@ def fixes_for(brk: BreakReport, here: str, sources: Sources) -> list[Fix]:
     return [fix for fix in found if fix is not None]
 
 
-def fullgraph_fix(path: str, source: str, decorator: Span | None, call: Span | None) -> Fix | None:
-    """Lock in a break-free function: with ``fullgraph=True`` any future break is an error."""
+def compile_option(
+    path: str, source: str, decorator: Span | None, call: Span | None, name: str, value: str, overwrite: bool
+) -> Edit | None:
+    """Add ``name=value`` to the ``torch.compile`` decorator or call at ``decorator`` or ``call``; if the
+    option is there, set it (``overwrite``) when it is another constant, or leave it."""
     tree = parse(source)
     anchor = decorator or call
     if tree is None or anchor is None:
         return None
-    lines = source.splitlines()
+    lines = split_lines(source)
     for node in ast.walk(tree):
         if not isinstance(node, ast.expr) or node_span(node, lines) != anchor:
             continue
         if isinstance(node, ast.Call):
-            if any(k.arg == "fullgraph" for k in node.keywords) or not ast.unparse(node.func).endswith(
-                "compile"
-            ):
+            if not ast.unparse(node.func).endswith("compile"):
                 return None
+            given = next((k.value for k in node.keywords if k.arg == name), None)
+            if given is not None:
+                if not overwrite or not isinstance(given, ast.Constant) or ast.unparse(given) == value:
+                    return None
+                return Edit(path, node_span(given, lines), value)
             closing = node_span(node, lines)
             at = Span(closing.end_line, closing.end_column - 1, closing.end_line, closing.end_column - 1)
-            text = ", fullgraph=True" if node.args or node.keywords else "fullgraph=True"
-        elif ast.unparse(node).endswith("compile"):  # @torch.compile, not an alias of compile(...)'s result
+            return Edit(path, at, f", {name}={value}" if node.args or node.keywords else f"{name}={value}")
+        if ast.unparse(node).endswith("compile"):  # @torch.compile, not an alias of compile(...)'s result
             end = node_span(node, lines)
-            at = Span(end.end_line, end.end_column, end.end_line, end.end_column)
-            text = "(fullgraph=True)"
-        else:
-            return None
-        return Fix("Lock in one graph with fullgraph=True", (Edit(path, at, text),))
+            return Edit(
+                path, Span(end.end_line, end.end_column, end.end_line, end.end_column), f"({name}={value})"
+            )
+        return None
     return None
+
+
+def fullgraph_fix(path: str, source: str, decorator: Span | None, call: Span | None) -> Fix | None:
+    """Lock in a break-free function: with ``fullgraph=True`` any future break is an error."""
+    edit = compile_option(path, source, decorator, call, "fullgraph", "True", overwrite=False)
+    return Fix("Lock in one graph with fullgraph=True", (edit,)) if edit is not None else None

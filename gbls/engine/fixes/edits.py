@@ -1,12 +1,14 @@
-"""What a fix is: edits to source files, and how they apply."""
+"""What a fix is: edits to source files, where gbls may make them, and how they apply."""
 
 from __future__ import annotations
 
+import os
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from ...worker.lines import newline_of, split_lines
 from ..ranges import Span
 
 if TYPE_CHECKING:
@@ -34,6 +36,12 @@ class Edit:
         text = re.sub(r"\$\{\d+:([^}]*)\}", r"\1", self.text)
         return re.sub(r"\\([$}\\])", r"\1", text)
 
+    def text_for(self, source: str, snippet: bool = False) -> str:
+        """The new text with ``source``'s line endings: a CRLF file stays CRLF."""
+        text = self.text if snippet else self.plain_text
+        newline = newline_of(source)
+        return text if newline == "\n" else text.replace("\n", newline)
+
 
 @dataclass(frozen=True)
 class Fix:
@@ -42,9 +50,32 @@ class Fix:
     safe: bool = False
 
 
+INSTALLED = {"site-packages", "dist-packages"}
+
+
+def editable(fix: Fix, analysed: str, folders: list[str]) -> bool:
+    """Whether gbls may make ``fix`` for a break of the file ``analysed``: each edit in that file or a
+    file inside a workspace folder, never in an installed package.
+
+    A break's frames are the analysed code's word (it runs where gbls captures): a path outside
+    the workspace is never edited on it.
+    """
+
+    def inside(path: str) -> bool:
+        path = os.path.normpath(path)
+        if INSTALLED & set(path.split(os.sep)) or not os.path.isabs(path):
+            return False
+        if path == os.path.normpath(analysed):
+            return True
+        return any(path.startswith(os.path.join(os.path.normpath(folder), "")) for folder in folders)
+
+    return all(inside(edit.path) for edit in fix.edits)
+
+
 def apply(source: str, edits: list[Edit]) -> str:
-    """``source`` with non-overlapping ``edits`` applied, snippets with their placeholders' defaults."""
-    lines = source.splitlines(keepends=True)
+    """``source`` with non-overlapping ``edits`` applied, snippets with their placeholders' defaults,
+    every byte outside them kept (line endings too)."""
+    lines = split_lines(source, keepends=True)
     starts = [0]
     for text in lines:
         starts.append(starts[-1] + len(text))
@@ -58,7 +89,7 @@ def apply(source: str, edits: list[Edit]) -> str:
             offset(edit.span.line, edit.span.column),
             offset(edit.span.end_line, edit.span.end_column),
         )
-        result = result[:start] + edit.plain_text + result[end:]
+        result = result[:start] + edit.text_for(source) + result[end:]
     return result
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import ast
 from typing import Any
 
+from ...worker.lines import split_lines
 from ..model import BreakReport
 from ..ranges import Span, byte_to_char, line_text
 from ..sources import Sources, parse
@@ -50,7 +51,7 @@ def indent_of(lines: list[str], line: int) -> str:
 
 def remove_statement(path: str, source: str, tree: ast.Module, statement: ast.stmt) -> Edit | None:
     """Delete a statement's lines; a body left empty keeps a ``pass``."""
-    lines = source.splitlines()
+    lines = split_lines(source)
     if not alone_on_its_lines(statement, lines):
         return None
     span = node_span(statement, lines)

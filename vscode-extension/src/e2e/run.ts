@@ -3,7 +3,10 @@
 // the squiggle, the Problems entry, the hover, the quick fixes, the status bar, the commands, the
 // break report (from the code lens and the palette), a fix applied, an untitled Python file, a
 // setting applied live, a restart of the server; that an untrusted workspace is not analysed until
-// trusted; and what an interpreter without torch gets.
+// trusted; and what an interpreter without torch gets. In a workspace of two folders, each with
+// its own interpreter (the second a venv), each folder's file is analysed by its folder's server
+// with its folder's interpreter; gbls.trace.server traces both servers in "gbls Trace"; and, when
+// the interpreter has no debugpy, GBLS_DEBUG_PORT gets a warning and the server runs as usual.
 // It saves the README's screenshot of the squiggle and its hover.
 //
 // Environment (defaults in brackets): GBLS_PYTHON, the interpreter with torch [python3];
@@ -15,6 +18,7 @@ import * as fs from 'node:fs';
 import * as net from 'node:net';
 import * as os from 'node:os';
 import * as path from 'node:path';
+import { pathToFileURL } from 'node:url';
 import { Browser, chromium, Locator, Page } from 'playwright-core';
 
 const EXTENSION = path.resolve(__dirname, '..', '..');
@@ -27,6 +31,7 @@ const VSIX = path.join(EXTENSION, 'gbls.vsix');
 const SCREENSHOT = path.resolve(EXTENSION, process.env.GBLS_SCREENSHOT ?? path.join('..', 'docs', 'vscode-hover.png'));
 const FIXTURE = path.join(EXTENSION, 'fixtures', 'workspace');
 const FILE = 'preprocess.py';
+const SECOND_FILE = 'features.py'; // the fixture's file, in the second folder of the multi-root workspace
 
 const SECOND = 1000;
 const ANALYSED = 120 * SECOND; // server start, torch import in the worker, first analysis: ~10 s here
@@ -103,7 +108,14 @@ class CodeServer {
 
     // detached: the child calls setsid(), so that stop() can end code-server's whole process group
     // (its extension host, the gbls server and the torch worker) and not only the launcher.
-    static async start(root: string, workspace: string, trusted: boolean): Promise<CodeServer> {
+    // `workspace`: a folder, or a .code-workspace file; `environment`: more variables for code-server
+    // and so for the extension host.
+    static async start(
+        root: string,
+        workspace: string,
+        trusted: boolean,
+        environment: Record<string, string> = {},
+    ): Promise<CodeServer> {
         const port = await freePort();
         const logFile = path.join(root, `code-server-${port}.log`);
         const out = fs.openSync(logFile, 'w');
@@ -122,12 +134,13 @@ class CodeServer {
         const child = spawn(CODE_SERVER, args, {
             detached: true,
             stdio: ['ignore', out, out],
-            env: toolEnvironment(root),
+            env: { ...toolEnvironment(root), ...environment },
         });
         fs.closeSync(out);
+        const open = workspace.endsWith('.code-workspace') ? 'workspace' : 'folder';
         const server = new CodeServer(
             child,
-            `http://127.0.0.1:${port}/?folder=${encodeURIComponent(workspace)}`,
+            `http://127.0.0.1:${port}/?${open}=${encodeURIComponent(workspace)}`,
             logFile,
         );
         await until('code-server /healthz', 60 * SECOND, async () => {
@@ -151,6 +164,20 @@ class CodeServer {
         const timer = setTimeout(() => process.kill(-this.process.pid!, 'SIGKILL'), 10 * SECOND);
         await exited;
         clearTimeout(timer);
+    }
+}
+
+// sys.executable of `python`: what gbls logs it as.
+function executable(python: string): string {
+    return execFileSync(python, ['-c', 'import sys; print(sys.executable)'], { encoding: 'utf8' }).trim();
+}
+
+function hasDebugpy(python: string): boolean {
+    try {
+        execFileSync(python, ['-c', 'import debugpy'], { stdio: 'ignore' });
+        return true;
+    } catch {
+        return false;
     }
 }
 
@@ -228,6 +255,15 @@ async function openFile(page: Page): Promise<void> {
     await row.waitFor({ timeout: UI });
     await row.click();
     await page.locator('.monaco-editor .view-lines').first().waitFor({ timeout: UI });
+}
+
+// A file by name, through Quick Open: in a workspace of several folders the explorer shows each
+// folder's root, which may be collapsed.
+async function quickOpen(page: Page, name: string): Promise<void> {
+    await page.keyboard.press('F1');
+    await page.locator('.quick-input-widget input').fill(name);
+    await pick(page, name);
+    await page.locator('.tabs-container .tab.active', { hasText: name }).waitFor({ timeout: UI });
 }
 
 function statusItem(page: Page): Locator {
@@ -496,6 +532,101 @@ async function untrustedScenario(page: Page): Promise<void> {
     log(`trusted: ${counted}`);
 }
 
+// Two folders, two interpreters: `a` runs with GBLS_PYTHON (the user settings), `b` with a venv of
+// it (its folder settings). Each folder's file is analysed by its own server, told of its folder
+// and run with its interpreter, as the log says, line by line headed with the folder's name.
+async function multiRootScenario(
+    page: Page,
+    root: string,
+    workspace: string, // the folder of the folders a and b
+    interpreters: Record<'a' | 'b', { setting: string; executable: string }>,
+    debugPort: string | undefined,
+): Promise<void> {
+    await quickOpen(page, FILE);
+    await page.locator('.monaco-editor .squiggly-warning').first().waitFor({ timeout: ANALYSED });
+    const a = await until('the status bar to count the break in a', UI, async () => {
+        const text = await statusText(page);
+        return text.includes('1 graph break in this file') ? text : undefined;
+    });
+    log(`multi-root, a/${FILE}: ${a}`);
+    if (debugPort !== undefined) {
+        // A warning without buttons hides itself after a while: the notification center keeps it.
+        await runCommand(page, 'Notifications: Show Notifications');
+        const item = page.locator('.notifications-center .notification-list-item', { hasText: 'has no debugpy' });
+        await item.first().waitFor({ timeout: UI });
+        const text = (await item.first().innerText()).replace(/\s+/g, ' ');
+        await runCommand(page, 'Notifications: Hide Notifications');
+        log(`GBLS_DEBUG_PORT=${debugPort} without debugpy: ${text}`);
+        check(text.includes(`GBLS_DEBUG_PORT is ${debugPort}`), `the warning does not name the port: ${text}`);
+    }
+
+    await quickOpen(page, SECOND_FILE);
+    await page.locator('.monaco-editor .squiggly-warning').first().waitFor({ timeout: ANALYSED });
+    const b = await until('the status bar to count the break in b', UI, async () => {
+        const text = await statusText(page);
+        return text.includes('1 graph break in this file') ? text : undefined;
+    });
+    log(`multi-root, b/${SECOND_FILE}: ${b}`);
+
+    await page.keyboard.press('Control+Shift+M');
+    for (const name of [FILE, SECOND_FILE]) {
+        await page.locator('.markers-panel .monaco-list-row', { hasText: name }).first().waitFor({ timeout: UI });
+    }
+    log(`Problems: entries for ${FILE} and ${SECOND_FILE}`);
+    await page.keyboard.press('Control+Shift+M');
+
+    const escape = (text: string) => text.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
+    const expected = Object.entries(interpreters).flatMap(([folder, python]) => [
+        new RegExp(`\\[${folder}\\] Interpreter \\(from gbls.interpreter\\): ${escape(python.setting)}$`, 'm'),
+        new RegExp(
+            `\\[${folder}\\] gbls worker ready: torch \\S+, Python \\S+ \\(${escape(python.executable)}\\)`,
+            'm',
+        ),
+        new RegExp(`\\[${folder}\\] Sending request 'initialize - \\(0\\)'`, 'm'), // gbls.trace.server
+    ]);
+    await until('the log of both servers', ANALYSED, () => {
+        const logs = extensionLogs(root);
+        return Promise.resolve(expected.every((pattern) => pattern.test(logs)) ? true : undefined);
+    }).catch((error: unknown) => {
+        const logs = extensionLogs(root);
+        const missing = expected.filter((pattern) => !pattern.test(logs)).map(String);
+        throw new Error(`${String(error)}; not in the logs: ${missing.join(', ')}`);
+    });
+    log(`logs: a ran with ${interpreters.a.executable}, b with ${interpreters.b.executable}, both traced`);
+
+    // The verbose trace has each message's content: which server was given which file.
+    const given = () => [...extensionLogs(root).matchAll(DID_OPEN)].map(([, folder, uri]) => `${folder} ${uri}`);
+    const files = [
+        `a ${pathToFileURL(path.join(workspace, 'a', FILE)).href}`,
+        `b ${pathToFileURL(path.join(workspace, 'b', SECOND_FILE)).href}`,
+    ];
+    const opened = await until('the trace of both files opened', UI, () => {
+        const now = given();
+        return Promise.resolve(files.every((file) => now.includes(file)) ? now : undefined);
+    });
+    check(opened.length === files.length, `each server is to be given its folder's file alone: ${opened.join(', ')}`);
+    log(`each server was given its folder's file alone: ${opened.join(', ')}`);
+}
+
+// A textDocument/didOpen in the verbose trace: the client's folder and the document's URI.
+const DID_OPEN =
+    /^\S+ \[(\w+)\] Sending notification 'textDocument\/didOpen'\.\nParams: \{\s*"textDocument": \{\s*"uri": "([^"]+)"/gm;
+
+// A workspace of two copies of the fixture, the second's file renamed, the second folder with its
+// own interpreter.
+function multiRootWorkspace(root: string, python: string): string {
+    const folder = path.join(root, 'multi');
+    fs.cpSync(FIXTURE, path.join(folder, 'a'), { recursive: true });
+    fs.mkdirSync(path.join(folder, 'b', '.vscode'), { recursive: true });
+    fs.copyFileSync(path.join(FIXTURE, FILE), path.join(folder, 'b', SECOND_FILE));
+    const settings = { 'gbls.interpreter': python };
+    fs.writeFileSync(path.join(folder, 'b', '.vscode', 'settings.json'), JSON.stringify(settings));
+    const workspace = path.join(folder, 'multi.code-workspace');
+    const definition = { folders: [{ path: 'a' }, { path: 'b' }], settings: { 'gbls.trace.server': 'verbose' } };
+    fs.writeFileSync(workspace, JSON.stringify(definition, null, 2));
+    return workspace;
+}
+
 async function main(): Promise<void> {
     requireFile(CODE_SERVER, 'run scripts/ci-setup.sh');
     requireFile(path.join(NODE24_BIN, 'node'), 'run scripts/ci-setup.sh');
@@ -524,6 +655,37 @@ async function main(): Promise<void> {
         execFileSync(PYTHON, ['-m', 'venv', '--without-pip', bare]);
         const settings = { 'gbls.interpreter': path.join(bare, 'bin', 'python') };
         await inCodeServer(browser, root, 'no-torch', true, noTorchScenario, settings);
+
+        const venv = path.join(root, 'python-b');
+        execFileSync(PYTHON, ['-m', 'venv', '--without-pip', '--system-site-packages', venv]);
+        const python = path.join(venv, 'bin', 'python');
+        const interpreters = {
+            a: { setting: PYTHON, executable: executable(PYTHON) },
+            b: { setting: python, executable: executable(python) },
+        };
+        const workspace = multiRootWorkspace(root, python);
+        // The warning for GBLS_DEBUG_PORT without debugpy; with debugpy, the server would wait for a debugger.
+        const debugPort = hasDebugpy(PYTHON) ? undefined : String(await freePort());
+        if (debugPort === undefined) {
+            log(`${PYTHON} has debugpy: GBLS_DEBUG_PORT without it is not checked`);
+        }
+        const server = await CodeServer.start(
+            root,
+            workspace,
+            true,
+            debugPort === undefined ? {} : { GBLS_DEBUG_PORT: debugPort },
+        );
+        let page: Page | undefined;
+        try {
+            page = await openWorkbench(browser, server.url);
+            await multiRootScenario(page, root, path.dirname(workspace), interpreters, debugPort);
+        } catch (error) {
+            await explainFailure(page, server, root, 'multi-root');
+            throw error;
+        } finally {
+            await page?.close();
+            await server.stop();
+        }
     } finally {
         await browser.close();
     }

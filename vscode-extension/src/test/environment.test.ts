@@ -2,12 +2,21 @@ import * as assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
 import * as path from 'node:path';
 import { test } from 'node:test';
-import { atLeast, checkProbe, noInterpreter, parseProbe, Probe, probeFailed, releaseOf } from '../environment';
+import {
+    atLeast,
+    checkProbe,
+    noInterpreter,
+    parseProbe,
+    Probe,
+    probeFailed,
+    releaseOf,
+    unknownVariables,
+} from '../environment';
 
 const PYTHON = process.env.GBLS_PYTHON ?? 'python3';
 
 function probe(python: [number, number, number], torch: string | null): Probe {
-    return { python, torch, executable: '/venv/bin/python' };
+    return { python, torch, executable: '/venv/bin/python', debugpy: false };
 }
 
 test('tool/probe.py reports the real interpreter', () => {
@@ -16,24 +25,32 @@ test('tool/probe.py reports the real interpreter', () => {
     assert.ok(found.python[0] === 3, `Python ${found.python.join('.')}`);
     assert.ok(found.executable.length > 0);
     assert.ok(found.torch === null || releaseOf(found.torch) !== undefined, String(found.torch));
+    let debugpy = true;
+    try {
+        execFileSync(PYTHON, ['-c', 'import debugpy'], { stdio: 'ignore' });
+    } catch {
+        debugpy = false;
+    }
+    assert.equal(found.debugpy, debugpy);
 });
 
 test('probe output is checked, not trusted', () => {
-    assert.deepEqual(parseProbe('{"python": [3, 11, 7], "torch": "2.13.0+cpu", "executable": "/p"}\n'), {
-        python: [3, 11, 7],
-        torch: '2.13.0+cpu',
-        executable: '/p',
-    });
+    assert.deepEqual(
+        parseProbe('{"python": [3, 11, 7], "torch": "2.13.0+cpu", "executable": "/p", "debugpy": true}\n'),
+        { python: [3, 11, 7], torch: '2.13.0+cpu', executable: '/p', debugpy: true },
+    );
     // Only the last line counts: a sitecustomize may print before it.
-    assert.equal(parseProbe('hello\n{"python": [3, 12, 0], "torch": null, "executable": "/p"}').torch, null);
-    assert.throws(
-        () => parseProbe('{"python": [3, 11], "torch": null, "executable": "/p"}'),
-        /unexpected probe output/,
+    assert.equal(
+        parseProbe('hello\n{"python": [3, 12, 0], "torch": null, "executable": "/p", "debugpy": false}').torch,
+        null,
     );
-    assert.throws(
-        () => parseProbe('{"python": [3, 11, 0], "torch": 2, "executable": "/p"}'),
-        /unexpected probe output/,
-    );
+    for (const bad of [
+        '{"python": [3, 11], "torch": null, "executable": "/p", "debugpy": false}',
+        '{"python": [3, 11, 0], "torch": 2, "executable": "/p", "debugpy": false}',
+        '{"python": [3, 11, 0], "torch": null, "executable": "/p"}',
+    ]) {
+        assert.throws(() => parseProbe(bad), /unexpected probe output/, bad);
+    }
     assert.throws(() => parseProbe('Traceback (most recent call last):'), SyntaxError);
 });
 
@@ -79,4 +96,14 @@ test('no interpreter, or one that does not run', () => {
     assert.deepEqual(noInterpreter().fixes, ['chooseInterpreter']);
     const failed = probeFailed('/nowhere/python', 'spawn /nowhere/python ENOENT');
     assert.equal(failed.message, 'gbls cannot run the interpreter /nowhere/python: spawn /nowhere/python ENOENT');
+});
+
+test('a variable gbls cannot expand in gbls.interpreter is named', () => {
+    const problem = unknownVariables('${workspaceFolder:c}/.venv/bin/python', ['${workspaceFolder:c}']);
+    assert.equal(problem.reason, 'gbls.interpreter has an unknown variable');
+    assert.match(
+        problem.message,
+        /^gbls.interpreter is \$\{workspaceFolder:c\}\/.venv\/bin\/python, and \$\{workspaceFolder:c\} has no value here/,
+    );
+    assert.deepEqual(problem.fixes, ['chooseInterpreter']);
 });

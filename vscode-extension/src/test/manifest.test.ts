@@ -1,12 +1,15 @@
 // package.json is half of the extension: what VS Code reads before any code runs.
+import './fake-vscode';
 import * as assert from 'node:assert/strict';
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { test } from 'node:test';
 import { CLIENT_SHOW_REPORT, SERVER_SHOW_REPORT } from '../lenses';
+import { TRACE_SETTING } from '../channels';
+import { CLIENT_ID } from '../client';
+import { manifest, ROOT } from './package-json';
 
-const root = path.resolve(__dirname, '..', '..');
-const manifest = JSON.parse(fs.readFileSync(path.join(root, 'package.json'), 'utf8'));
+const root = ROOT;
 
 test('activates on Python files and runs the esbuild bundle', () => {
     assert.deepEqual(manifest.activationEvents, ['onLanguage:python']);
@@ -20,16 +23,14 @@ test('limited in untrusted workspaces, where a workspace may not choose the inte
 });
 
 test('the four commands, under the gbls category', () => {
-    const titles = manifest.contributes.commands.map(
-        (c: { category: string; title: string }) => `${c.category}: ${c.title}`,
-    );
+    const titles = manifest.contributes.commands.map((c) => `${c.category}: ${c.title}`);
     assert.deepEqual(titles, [
         'gbls: Analyse current file',
         'gbls: Show break report',
         'gbls: Restart server',
         'gbls: Show output',
     ]);
-    const ids = manifest.contributes.commands.map((c: { command: string }) => c.command);
+    const ids = manifest.contributes.commands.map((c) => c.command);
     assert.ok(ids.includes(CLIENT_SHOW_REPORT));
     // The language client registers the server's commands itself; a client command of the same id would clash.
     assert.ok(!ids.includes(SERVER_SHOW_REPORT));
@@ -40,4 +41,11 @@ test('the .vsix carries the bundle, the Python launcher and the bundled librarie
     for (const kept of ['!dist/extension.js', '!tool/*.py', '!bundled/libs/**']) {
         assert.ok(ignore.split('\n').includes(kept), kept);
     }
+});
+
+test('gbls.trace.server, as vscode-languageclient reads it for the client id gbls', () => {
+    const trace = manifest.contributes.configuration.properties[`${CLIENT_ID}.${TRACE_SETTING}`];
+    assert.deepEqual(trace.enum, ['off', 'messages', 'verbose']);
+    assert.equal(trace.default, 'off');
+    assert.equal(trace.scope, 'window', 'one trace for every client: the client reads it without a scope');
 });

@@ -1,15 +1,18 @@
 import * as assert from 'node:assert/strict';
-import * as fs from 'node:fs';
-import * as path from 'node:path';
 import { test } from 'node:test';
-import { Configuration, expandPath, readSettings, RESTART_KEYS, serverSettings } from '../settings';
+import {
+    CLIENT_SETTINGS,
+    Configuration,
+    expandPath,
+    PathVariables,
+    readSettings,
+    RESTART_KEYS,
+    serverSettings,
+    unresolved,
+} from '../settings';
+import { manifest } from './package-json';
 
-interface Property {
-    default: unknown;
-}
-
-const manifest = JSON.parse(fs.readFileSync(path.resolve(__dirname, '..', '..', 'package.json'), 'utf8'));
-const properties: Record<string, Property> = manifest.contributes.configuration.properties;
+const properties = manifest.contributes.configuration.properties;
 
 // What vscode.workspace.getConfiguration('gbls') answers: the user's values over the contributed defaults.
 function configuration(values: Record<string, unknown> = {}): Configuration {
@@ -21,9 +24,11 @@ function configuration(values: Record<string, unknown> = {}): Configuration {
     };
 }
 
-test('every contributed setting is sent to the server, and nothing else', () => {
+test("every contributed setting is sent to the server, and nothing else, but the client's own", () => {
     const sent = Object.keys(readSettings(configuration())).map((key) => `gbls.${key}`);
-    assert.deepEqual(sent.sort(), Object.keys(properties).sort());
+    const own = CLIENT_SETTINGS.map((key) => `gbls.${key}`);
+    assert.deepEqual([...sent, ...own].sort(), Object.keys(properties).sort());
+    assert.ok(!sent.some((key) => own.includes(key)));
 });
 
 test('the defaults are the server defaults', () => {
@@ -35,16 +40,16 @@ test('the defaults are the server defaults', () => {
         debounceMs: 750,
         severity: 'warning',
         analyseOnChange: true,
-        runMain: false,
+        runMain: true,
         sandbox: 'auto',
     });
 });
 
 test("the user's values are sent as they are", () => {
-    const settings = readSettings(configuration({ severity: 'error', timeout: 5, runMain: true, sandbox: 'off' }));
+    const settings = readSettings(configuration({ severity: 'error', timeout: 5, runMain: false, sandbox: 'off' }));
     assert.equal(settings.severity, 'error');
     assert.equal(settings.timeout, 5);
-    assert.equal(settings.runMain, true);
+    assert.equal(settings.runMain, false);
     assert.equal(settings.sandbox, 'off');
 });
 
@@ -64,10 +69,37 @@ test('the settings that restart the server are contributed ones', () => {
     }
 });
 
-test('gbls.interpreter expands ~ and ${workspaceFolder}', () => {
-    assert.equal(expandPath('~/venv/bin/python', '/work', '/home/me'), '/home/me/venv/bin/python');
-    assert.equal(expandPath('${workspaceFolder}/.venv/bin/python', '/work', '/home/me'), '/work/.venv/bin/python');
-    assert.equal(expandPath('  /usr/bin/python3 ', '/work', '/home/me'), '/usr/bin/python3');
-    assert.equal(expandPath('~other/python', '/work', '/home/me'), '~other/python');
-    assert.equal(expandPath('${workspaceFolder}/python', undefined, '/home/me'), '${workspaceFolder}/python');
+const variables: PathVariables = {
+    home: '/home/me',
+    folder: '/work/a',
+    folders: [
+        { name: 'a', path: '/work/a' },
+        { name: 'b tools', path: '/work/b' },
+    ],
+};
+
+test('gbls.interpreter expands ~, ${userHome}, ${workspaceFolder} and ${workspaceFolder:name}', () => {
+    assert.equal(expandPath('~/venv/bin/python', variables), '/home/me/venv/bin/python');
+    assert.equal(expandPath('~', variables), '/home/me');
+    assert.equal(expandPath('${userHome}/.venv/bin/python', variables), '/home/me/.venv/bin/python');
+    assert.equal(expandPath('${workspaceFolder}/.venv/bin/python', variables), '/work/a/.venv/bin/python');
+    assert.equal(expandPath('${workspaceFolder:b tools}/.venv/bin/python', variables), '/work/b/.venv/bin/python');
+    assert.equal(
+        expandPath('${workspaceFolder:a}/${workspaceFolder}/${userHome}', variables),
+        '/work/a//work/a//home/me',
+        'every occurrence',
+    );
+    assert.equal(expandPath('  /usr/bin/python3 ', variables), '/usr/bin/python3');
+    assert.equal(expandPath('~other/python', variables), '~other/python', "another user's home is not ours");
+    assert.equal(expandPath('/opt/~/python', variables), '/opt/~/python', 'only a leading ~');
+});
+
+test('a variable without a value stays, and is reported', () => {
+    const noFolder = { ...variables, folder: undefined };
+    assert.equal(expandPath('${workspaceFolder}/python', noFolder), '${workspaceFolder}/python');
+    assert.equal(expandPath('${workspaceFolder:c}/python', variables), '${workspaceFolder:c}/python');
+    assert.equal(expandPath('${env:HOME}/python', variables), '${env:HOME}/python');
+    assert.equal(expandPath('${userHome:x}/python', variables), '${userHome:x}/python');
+    assert.deepEqual(unresolved('${workspaceFolder:c}/${env:HOME}/python'), ['${workspaceFolder:c}', '${env:HOME}']);
+    assert.deepEqual(unresolved(expandPath('${workspaceFolder}/python', variables)), []);
 });

@@ -53,6 +53,10 @@ test('before and without a server, the reason', () => {
     assert.equal(problem.command, 'gbls.restart');
     assert.equal(statusView({ kind: 'starting' }, undefined).text, '$(sync~spin) gbls: starting…');
     assert.equal(statusView({ kind: 'stopped' }, undefined).command, 'gbls.restart');
+    const outside = statusView({ kind: 'outside' }, undefined);
+    assert.equal(outside.text, '$(circle-slash) gbls: not analysed (not in a workspace folder)');
+    assert.match(outside.tooltip, /each folder's files with that folder's interpreter/);
+    assert.equal(outside.command, 'workbench.action.addRootFolder');
 });
 
 test('a stale file status does not hide that the server is not running', () => {

@@ -1,0 +1,236 @@
+"""Recompilations placed on the source: grouped by frame and by what changed, on the guarded code.
+
+A group is one frame of a compiled function that Dynamo compiled again because the same thing
+changed between calls (the value of ``mode``, the shape of ``x``, the global ``ACT``). It sits
+where Dynamo installed the check that failed first, when this torch says where (the innermost
+frame in the analysed file; narrowed to what the check is on when only the line is known); else
+on the argument in the ``def`` line, when the check is on an argument; else on the function.
+"""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Callable
+
+from ..worker import comments
+from ..worker.protocol import Code, Frame, Guard, Recompile
+from .fixes.syntax import node_span
+from .model import RECOMPILE_CODE, FunctionReport, Location, RecompileReport, leading_guard
+from .ranges import Span, span_of
+from .sources import parse
+
+Text = Callable[[str], str]
+
+WHAT = {
+    "shape": "the shape of {}",
+    "dtype": "the dtype of {}",
+    "requires_grad": "whether {} requires grad",
+    "tensor": "a property of the tensor {}",
+    "type": "the type of {}",
+    "length": "the length of {}",
+}
+
+
+def describe(guard: Guard | None) -> str:
+    """What a failed check says changed between calls, in words, or "" when it says nothing."""
+    if guard is None:
+        return ""
+    subject = f"`{guard.subject}`"
+    if guard.kind == "value" and guard.subject:
+        if guard.is_global:
+            return f"the global {subject} changes between calls"
+        if "." in guard.subject:
+            return f"{subject} changes between calls"
+        return f"the value of {subject} changes between calls"
+    if guard.kind in WHAT and guard.subject:
+        return WHAT[guard.kind].format(subject) + " changes between calls"
+    if guard.kind == "identity" and guard.subject:
+        return f"{subject} is a different object from call to call"
+    if guard.kind == "global_state":
+        return "torch's global state (grad mode, default dtype, ...) changes between calls"
+    return ""
+
+
+def recompile_reports(
+    path: str,
+    source: str,
+    recompiles: tuple[Recompile, ...],
+    functions: tuple[FunctionReport, ...],
+    text: Text,
+) -> tuple[RecompileReport, ...]:
+    groups: dict[tuple[str, Code, bool, str, str], list[Recompile]] = {}
+    for recompile in recompiles:
+        guard = recompile.guard
+        changed = (guard.kind, guard.subject or guard.text) if guard else ("", "")
+        groups.setdefault((recompile.function, recompile.frame, recompile.direct, *changed), []).append(
+            recompile
+        )
+    tree = parse(source)
+    ignored = comments.suppressions(source)
+    by_name = {function.qualname: function for function in functions}
+    reports = []
+    for (function, frame, direct, _, _), members in groups.items():
+        guard = leading_guard(tuple(members))
+        span, guard_at = _place(path, source, tree, frame, direct, guard, by_name.get(function), text)
+        reports.append(
+            RecompileReport(
+                function=function,
+                frame=frame,
+                direct=direct,
+                recompiles=tuple(members),
+                span=span,
+                guard_at=guard_at,
+                why=describe(guard),
+                suppressed=comments.is_suppressed(ignored, span.line, RECOMPILE_CODE.upper()),
+            )
+        )
+    return tuple(sorted(reports, key=lambda r: (r.span.line, r.span.column, r.function)))
+
+
+def _place(
+    path: str,
+    source: str,
+    tree: ast.Module | None,
+    frame: Code,
+    direct: bool,
+    guard: Guard | None,
+    function: FunctionReport | None,
+    text: Text,
+) -> tuple[Span, Location | None]:
+    subject = guard.subject if guard else ""
+    chain = [
+        Location(f.path, f.function, _frame_span(f, text(f.path), subject))
+        for f in (guard.chain if guard else ())
+    ]
+    here = [location for location in chain if location.path == path]
+    guard_at = chain[-1] if chain else None
+    if here:
+        return here[-1].span, guard_at
+    definition = _definition(tree, frame) if frame.path == path else None
+    if definition is not None:
+        for argument in _arguments(definition):
+            if argument.arg == subject:
+                return _name_span(source, argument.lineno, argument.col_offset, subject), guard_at
+        column = _name_column(source, definition)
+        if (not direct or function is None) and column is not None:
+            return _name_span(source, definition.lineno, column, frame.name), guard_at
+    if function is not None:
+        return function.span, guard_at
+    return Span(frame.line or 1, 0, frame.line or 1, 0), guard_at
+
+
+def _frame_span(frame: Frame, source: str, subject: str) -> Span:
+    """A guard's frame on the source: its instruction, else what it checks on its line, else the line."""
+    if frame.column is not None:
+        return span_of(source, frame.line, frame.column, frame.end_column)
+    tree = parse(source)
+    lines = source.splitlines()
+    if tree is not None and subject:
+        for node in ast.walk(tree):
+            if (
+                isinstance(node, ast.Name | ast.Attribute)
+                and node.lineno == frame.line
+                and ast.unparse(node) == subject
+            ):
+                return node_span(node, lines)
+    return span_of(source, frame.line, None, None)
+
+
+def _definition(tree: ast.Module | None, frame: Code) -> ast.FunctionDef | ast.AsyncFunctionDef | None:
+    """The def of a frame, by its name and its code object's first line (the first decorator's)."""
+    for node in ast.walk(tree) if tree is not None else ():
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef) and node.name == frame.name:
+            first = node.decorator_list[0].lineno if node.decorator_list else node.lineno
+            if first == frame.line:
+                return node
+    return None
+
+
+def _arguments(definition: ast.FunctionDef | ast.AsyncFunctionDef) -> list[ast.arg]:
+    parameters = definition.args
+    extra = [a for a in (parameters.vararg, parameters.kwarg) if a is not None]
+    return [*parameters.posonlyargs, *parameters.args, *parameters.kwonlyargs, *extra]
+
+
+def _name_column(source: str, definition: ast.FunctionDef | ast.AsyncFunctionDef) -> int | None:
+    """The byte column of a def's name on its line, if it is written there."""
+    text = source.splitlines()[definition.lineno - 1].encode("utf-8")
+    found = text.find(b"def " + definition.name.encode("utf-8"))
+    return found + len(b"def ") if found >= 0 else None
+
+
+def _name_span(source: str, line: int, byte_column: int, name: str) -> Span:
+    return span_of(source, line, byte_column, byte_column + len(name.encode("utf-8")))
+
+
+def literal(guard: Guard) -> str:
+    """What a value check compares with: "number", "string", "bool", or "" for anything else."""
+    if guard.kind != "value":
+        return ""
+    _, _, value = guard.text.partition(" == ")
+    value = value.strip()
+    if value in ("True", "False"):
+        return "bool"
+    if value[:1] in ("'", '"'):
+        return "string"
+    try:
+        float(value)
+    except ValueError:
+        return ""
+    return "number"
+
+
+LAST_RESORT = (
+    "As a last resort, raise `torch._dynamo.config.{limit}`: every recompilation still costs a whole "
+    "compilation, and the limit is there to stop that."
+)
+
+
+def remedies(found: RecompileReport) -> list[str]:
+    """The documented remedies for what changed between calls, the most specific first."""
+    guard = found.guard
+    kind = guard.kind if guard else ""
+    subject = f"`{guard.subject}`" if guard and guard.subject else "it"
+    found_literal = literal(guard) if guard else ""
+    tips: list[str] = []
+    if kind == "shape":
+        tips += [
+            "Compile with `dynamic=True`, or mark the dimension that varies as dynamic before the call: "
+            f"`torch._dynamo.mark_dynamic({guard.subject if guard else 'x'}, 0)`.",
+            "With `dynamic=False` every new size compiles again; without `dynamic`, a size is dynamic after "
+            "its first change (automatic dynamic shapes), but a branch on a size still compiles once per "
+            "outcome.",
+        ]
+    elif kind == "value" and guard is not None and guard.is_global:
+        tips += [
+            f"Do not change the global {subject} between calls: make it a constant, or pass it as an "
+            "argument (a tensor, if it is a number).",
+        ]
+    elif kind == "value" and guard is not None and "." in guard.subject:
+        tips += [
+            f"Keep {subject} in a tensor (a buffer), whose value Dynamo does not guard.",
+            "For integer attributes of an `nn.Module`: set "
+            "`torch._dynamo.config.allow_unspec_int_on_nn_module = True`, so that they are dynamic.",
+        ]
+    elif found_literal == "number":
+        tips += [
+            f"Pass {subject} as a tensor (`torch.tensor(...)`): Dynamo guards a tensor's shape and dtype, "
+            "not its value.",
+            "A number that is only used as a size is dynamic after its first change (automatic dynamic "
+            "shapes) unless `dynamic=False`; one used in `range()` or in an `if` is specialized anyway.",
+        ]
+    elif found_literal in ("string", "bool") or kind == "identity":
+        tips += [
+            f"Move the switch on {subject} out of the compiled function: decide in Python, and pass the "
+            "compiled function the outcome (a bool has two values, so at most two compilations).",
+            f"Or make {subject} a constant that does not change between calls.",
+        ]
+    elif kind in ("dtype", "requires_grad", "tensor", "type"):
+        tips += [f"Call it with {subject} of one kind every time (convert it before the call)."]
+    elif kind == "global_state":
+        tips += [
+            "Call it in one grad mode (with or without `torch.no_grad()`), or compile one function per mode."
+        ]
+    if found.limit is not None:
+        tips.append(LAST_RESORT.format(limit=found.limit.limit))
+    return tips

@@ -1,0 +1,106 @@
+"""torch's own recompilation log, as the oracle gbls's recompilations are checked against.
+
+Runs fixture files in a fresh interpreter with ``TORCH_LOGS=recompiles`` and every
+``torch.compile`` on the eager backend (``torchlog``'s runner), and parses each "Recompiling
+function NAME in PATH:LINE" entry: its compile id and, for each compiled version of the frame, the
+check the call failed and the user stack torch printed below it; and each "torch._dynamo hit
+config.LIMIT (N)" warning, with its compile id and function. All the files of a folder run in one
+interpreter (``torch._dynamo.reset()`` between them).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from .torchlog import MARKER, run_eagerly
+
+LINE = re.compile(r"^[A-Z]\d{4} [\d:.]+ +\d+ \S+\] \[([\d/]+)(?:_\d+)?\] (?:\[__recompiles\] )?(.*)$")
+RECOMPILING = re.compile(r"^Recompiling function (\S+) in (.+):(\d+)$")
+REASON = re.compile(r"^    - (\S+): (.*?)(?:\s{2,}#(.*))?$")
+# The comment torch 2.10+ puts after a check: its source line, then where that line is.
+LOCATED = re.compile(r"#\s*(\S+):(\d+) in (\S+)")
+FRAME = re.compile(r'^    -   File "([^"]+)", line (\d+), in (\S+)$')
+LIMIT = re.compile(r"^torch\._dynamo hit config\.(\w+) \((\d+)\)$")
+LIMITED = re.compile(r"^   function: '(\S+)' \((.+):(\d+)\)$")
+
+
+@dataclass
+class LoggedReason:
+    failed: str  # the compiled version whose check failed: "0/0"
+    text: str  # the check as printed, without its padding and comment
+    stack: list[tuple[str, int, str]] = field(default_factory=list)  # (path, line, function)
+    # Where the check was installed, as its comment says (2.10+): (path as printed, line, function).
+    located: tuple[str, int, str] | None = None
+    hinted: bool = False  # torch added a hint to the check (an nn.Module's int attribute, 2.8+)
+
+
+@dataclass
+class LoggedRecompile:
+    compile_id: str  # the new compilation's: "0/1"
+    function: str  # the frame's code name, as torch printed it
+    path: str
+    line: int  # the frame's first line
+    reasons: list[LoggedReason] = field(default_factory=list)
+
+
+@dataclass
+class LoggedLimit:
+    compile_id: str
+    limit: str  # "recompile_limit"
+    value: int
+    function: str = ""
+    path: str = ""
+    line: int = 0
+
+
+@dataclass
+class Logged:
+    recompiles: list[LoggedRecompile] = field(default_factory=list)
+    limits: list[LoggedLimit] = field(default_factory=list)
+
+
+_cache: dict[Path, Logged] = {}
+
+
+def logged_recompiles(path: Path) -> Logged:
+    if path not in _cache:
+        _cache.update(_run(sorted(path.parent.glob("*.py"))))
+    return _cache[path]
+
+
+def _run(paths: list[Path]) -> dict[Path, Logged]:
+    environment = dict(os.environ, TORCH_LOGS="recompiles")
+    completed = run_eagerly(paths, environment)
+    found: dict[Path, Logged] = {}
+    current = Logged()
+    for raw in completed.stderr.splitlines():
+        if raw.startswith(MARKER):
+            current = found.setdefault(Path(raw[len(MARKER) :]), Logged())
+            continue
+        match = LINE.match(raw)
+        if match:
+            _feed(current, match.group(1), match.group(2))
+    return found
+
+
+def _feed(logged: Logged, compile_id: str, text: str) -> None:
+    recompiling, limit = RECOMPILING.match(text), LIMIT.match(text)
+    if recompiling:
+        name, path, line = recompiling.groups()
+        logged.recompiles.append(LoggedRecompile(compile_id, name, path, int(line)))
+    elif limit:
+        logged.limits.append(LoggedLimit(compile_id, limit.group(1), int(limit.group(2))))
+    elif (limited := LIMITED.match(text)) and logged.limits:
+        last = logged.limits[-1]
+        last.function, last.path, last.line = limited.group(1), limited.group(2), int(limited.group(3))
+    elif (frame := FRAME.match(text)) and logged.recompiles and logged.recompiles[-1].reasons:
+        logged.recompiles[-1].reasons[-1].stack.append((frame.group(1), int(frame.group(2)), frame.group(3)))
+    elif (reason := REASON.match(text)) and logged.recompiles and reason.group(1) != "User":
+        where = LOCATED.search(reason.group(3) or "")
+        located = (where.group(1), int(where.group(2)), where.group(3)) if where else None
+        logged.recompiles[-1].reasons.append(
+            LoggedReason(reason.group(1), reason.group(2).rstrip(), located=located, hinted="(HINT:" in text)
+        )
