@@ -2,8 +2,8 @@
 
 For each entry (a Python and a torch release) this makes a virtual environment with that torch
 from PyPI and gbls's dependencies (cached under ``--cache``), runs the engine tests in it (each
-fixture checked against that torch's own ``TORCH_LOGS=graph_breaks`` log and compilation
-records), and prints one row: torch, Python, fixtures whose analysis matches torch's log, tests
+fixture checked against that torch's own ``TORCH_LOGS=graph_breaks`` and ``TORCH_LOGS=recompiles``
+logs and compilation records), and prints one row: torch, Python, fixtures whose analysis matches torch's log, tests
 passed, seconds. A venv this run built is deleted after its entry unless ``--keep`` is given
 (each is 5-6 GB); one found in the cache is reused and kept.
 
@@ -43,6 +43,7 @@ MATRIX = [
 TESTS = [
     "tests/test_engine.py",
     "tests/test_capture.py",
+    "tests/test_recompiles.py",
     "tests/test_fidelity.py::test_every_break_is_what_dynamo_did",
     "tests/test_cli.py::test_readme_quick_start_output_is_what_gbls_prints",
     # What static discovery lists does not depend on torch: the suite checks it once.
