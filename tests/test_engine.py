@@ -62,7 +62,10 @@ def assert_agrees_with_torch(report: FileReport, fixture: Path) -> None:
         if not full:
             # torch prints a stack once per place; a second compiled function reaching the same
             # helper gets "user stack suppressed": its chain is asserted by the test itself.
-            assert any(entry.suppressed for entry in at_root)
+            assert any(entry.suppressed for entry in at_root), (
+                [(loc.function, loc.span.line) for loc in brk.chain],
+                [[(f.function, f.line) for f in entry.stack] for entry in at_root],
+            )
             continue
         # One break can be logged on several paths to its root (a callee translated in its caller's
         # frame, then in its own): one of them is exactly our chain, as torch prints chains (consecutive
@@ -159,11 +162,12 @@ def root_of(entry: LoggedBreak) -> tuple[str, int]:
 
 def from_compiled(brk: BreakReport, stack: list[LoggedFrame]) -> list[LoggedFrame]:
     """The logged stack from where the compiled function's graph splits down: its eager callers
-    (``main()``) are not part of the chain."""
-    first = brk.chain[0]
-    for index, frame in enumerate(stack):
-        if (frame.path, frame.function, frame.line) == (first.path, first.function, first.span.line):
-            return stack[index:]
+    (``main()``) are not part of the chain. Its first frame may be folded into the next of its name
+    as torch prints stacks (a library's two decorators' ``wrapper``s)."""
+    for first in (brk.chain[0], as_torch_prints(brk.chain)[0]):
+        for index, frame in enumerate(stack):
+            if (frame.path, frame.function, frame.line) == (first.path, first.function, first.span.line):
+                return stack[index:]
     return []
 
 

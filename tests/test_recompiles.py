@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import dataclasses
 import re
-import sys
 from pathlib import Path
 
 import torch
@@ -20,11 +19,9 @@ from gbls.worker.protocol import OK, Code, Frame, Function, Guard, Recompile, Re
 
 from .conftest import FIXTURES, Analyse
 from .lsp import close, open_and_wait, uri_of
-from .torchlog_recompiles import logged_recompiles
+from .torchlog_recompiles import COLUMNS, logged_recompiles
 
 RECOMPILES = FIXTURES / "recompiles"
-# Whether the user stacks of guards carry columns.
-COLUMNS = tuple(map(int, torch.__version__.split(".")[:2])) >= (2, 13) and sys.version_info >= (3, 11)
 # The config that limits recompilations: renamed in torch 2.7.
 LIMIT = "recompile_limit" if hasattr(torch._dynamo.config, "recompile_limit") else "cache_size_limit"
 

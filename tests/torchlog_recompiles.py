@@ -12,14 +12,20 @@ from __future__ import annotations
 
 import os
 import re
+import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import torch
+
 from .torchlog import MARKER, run_eagerly
 
+# Whether torch's user stacks of guards carry columns (2.13+, on a Python with column tables).
+COLUMNS = tuple(map(int, torch.__version__.split(".")[:2])) >= (2, 13) and sys.version_info >= (3, 11)
 LINE = re.compile(r"^[A-Z]\d{4} [\d:.]+ +\d+ \S+\] \[([\d/]+)(?:_\d+)?\] (?:\[__recompiles\] )?(.*)$")
 RECOMPILING = re.compile(r"^Recompiling function (\S+) in (.+):(\d+)$")
-REASON = re.compile(r"^    - (\S+): (.*?)(?:\s{2,}#(.*))?$")
+# A check, then its comment (2.10+) or, without a comment, its hint (2.8-2.9).
+REASON = re.compile(r"^    - (\S+): (.*?)(?:\s{2,}(?:#(.*)|\(HINT: .*))?$")
 # The comment torch 2.10+ puts after a check: its source line, then where that line is.
 LOCATED = re.compile(r"#\s*(\S+):(\d+) in (\S+)")
 FRAME = re.compile(r'^    -   File "([^"]+)", line (\d+), in (\S+)$')
