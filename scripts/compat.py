@@ -1,11 +1,12 @@
 """The compatibility matrix: gbls's engine tests on every supported torch and Python.
 
 For each entry (a Python and a torch release) this makes a virtual environment with that torch
-from PyPI and gbls's dependencies (cached under ``--cache``), runs the engine tests in it (each
-fixture checked against that torch's own ``TORCH_LOGS=graph_breaks`` and ``TORCH_LOGS=recompiles``
-logs and compilation records), and prints one row: torch, Python, fixtures whose analysis matches torch's log, tests
-passed, seconds. A venv this run built is deleted after its entry unless ``--keep`` is given
-(each is 5-6 GB); one found in the cache is reused and kept.
+from PyPI and gbls's dependencies (cached under ``~/.cache/gbls-compat``, or ``$GBLS_COMPAT_CACHE``),
+runs the engine tests in it (each fixture checked against that torch's own
+``TORCH_LOGS=graph_breaks`` and ``TORCH_LOGS=recompiles`` logs and compilation records), and prints
+one row: torch, Python, fixtures whose analysis matches torch's log, tests passed, seconds. A venv
+this run built is deleted after its entry unless ``--keep`` is given (each is 5-6 GB); one found in
+the cache is reused and kept.
 
     python scripts/compat.py                      # the whole matrix
     python scripts/compat.py --only 3.11:2.6 3.11:2.15 --keep

@@ -178,11 +178,11 @@ def assert_nothing_written(faults: Path = FAULTS) -> None:
 
 @pytest.fixture(scope="session")
 def bait() -> Iterator[Path]:
-    """The file a forged break points at, outside the workspace: gbls must never edit it."""
+    """The file a forged break points at, outside the workspace: gbls must never edit it. It stays
+    when the session ends: another run of the suite on this machine may be using it."""
     BAIT.write_text(BAIT_TEXT)
     yield BAIT
     assert BAIT.read_text() == BAIT_TEXT
-    BAIT.unlink()
 
 
 def require_bwrap() -> None:
