@@ -257,7 +257,7 @@ def _gbls_child(request: Any, events_w: int, output_w: int, report: str, profile
     if profiler is not None:
         profiler.enable()
     null = os.open(os.devnull, os.O_WRONLY)
-    child.run(request, events_w, output_w, scratch, null, sandboxed=True, startup=frozenset())
+    child.run(request, events_w, os.urandom(16), output_w, scratch, null, sandboxed=True, startup=frozenset())
 
 
 def _gbls_run(request: Any, report: str, profile: bool = False) -> Measured:

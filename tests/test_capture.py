@@ -145,6 +145,19 @@ def test_events_cross_the_pipe_and_come_back_checked() -> None:
             events.decode(line)
 
 
+def test_an_event_line_is_gbls_s_only_under_its_analysis_key() -> None:
+    """The analysed code inherits the event pipe: what it writes there lacks the key's signature."""
+    event = _break(0, "0/1", True, [Frame("/f.py", "g", 3, 0, 5)])
+    key, other = os.urandom(16), os.urandom(16)
+    line = events.encode(event)
+    signed = events.sign(key, line).rstrip(b"\n")
+    assert events.verified(key, signed) == line.rstrip(b"\n")
+    assert events.verified(other, signed) is None
+    assert events.verified(key, line.rstrip(b"\n")) is None
+    tampered = signed.replace(b'"line":3', b'"line":4')
+    assert tampered != signed and events.verified(key, tampered) is None
+
+
 # What a future torch might do: move a hook point where gbls does not look for it, Dynamo still working.
 MOVED = {
     "bytecode hook": (

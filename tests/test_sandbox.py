@@ -129,6 +129,13 @@ FAULT_TABLE = {
         (1,),
         (10,) + (14,) * 999,
     ),
+    # A well-formed event written into the event pipe the analysis inherits is not signed: not gbls's.
+    "writes_event_pipe.py": Fault(
+        "tampered",
+        "the analysed code tampered with gbls's results (it wrote 1 line into gbls's event stream)",
+        (1,),
+        (10,),
+    ),
     "huge_event_line.py": Fault(
         "flood", "wrote a line of more than 1 MB into gbls's event stream", (1,), (9,)
     ),

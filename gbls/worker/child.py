@@ -82,8 +82,11 @@ class Output:
 class Child:
     """The parent's record of one running analysis: its pipes, its events, its deadline."""
 
-    def __init__(self, request: Request, pid: int, events_fd: int, output_fd: int, scratch: str) -> None:
+    def __init__(
+        self, request: Request, pid: int, events_fd: int, key: bytes, output_fd: int, scratch: str
+    ) -> None:
         self.request = request
+        self.key = key
         self.pid = pid
         self.scratch = scratch
         self.streams = {events_fd: "events", output_fd: "output"}
@@ -96,7 +99,7 @@ class Child:
         self.last: Deque[bytes] = deque(maxlen=64)
         self.events: List[Event] = []
         self.chains: Set[Tuple[int, str, Tuple[Frame, ...]]] = set()
-        self.unreadable = 0  # event lines that are not gbls events: the analysed code wrote them
+        self.unreadable = 0  # event lines not signed by gbls, or no events: the analysed code wrote them
         self.dropped = 0  # events past MAX_EVENTS
         self.unmerged = 0  # break events past MAX_CHAINS distinct chains
         self.output = Output(request.settings.max_output)
@@ -132,8 +135,10 @@ class Child:
     def digest(self, budget: int) -> None:
         """Decode up to ``budget`` of the lines received; lines that are no gbls event are counted."""
         for _ in range(min(budget, len(self.pending))):
-            line = self.pending.popleft()
+            line = events.verified(self.key, self.pending.popleft())
             try:
+                if line is None:
+                    raise ProtocolError("not signed by gbls")
                 event = events.decode(line)
             except ProtocolError:
                 self.unreadable += 1
@@ -183,8 +188,9 @@ class Child:
         if failure is None and self.unreadable:
             failure = Failure(
                 "tampered",
-                f"the analysed code tampered with gbls's results ({self.unreadable} lines in its event "
-                "stream are not gbls's); what gbls captured is shown, but may be incomplete",
+                f"the analysed code tampered with gbls's results (it wrote {self.unreadable} "
+                f"line{'s' if self.unreadable != 1 else ''} into gbls's event stream); what gbls "
+                "captured is shown, but may be incomplete",
             )
         if truncated:
             note = "gbls output truncated: " + "; ".join(truncated)
@@ -256,6 +262,7 @@ def _fresh_random_state() -> None:
 def run(
     request: Request,
     events_fd: int,
+    key: bytes,
     output_fd: int,
     scratch: str,
     protocol_fd: int,
@@ -268,7 +275,7 @@ def run(
     def emit(event: Event) -> None:
         if _getpid() != me:  # a process the analysed code forked has no say in the result
             return
-        data = events.encode(event)
+        data = events.sign(key, events.encode(event))
         while data:
             data = data[_write(events_fd, data) :]
 

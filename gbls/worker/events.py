@@ -2,12 +2,16 @@
 
 The child writes one JSON line per event the moment it sees it, so that a crash later loses
 nothing already seen; the worker checks each line back into its dataclass (``decode``) and
-``merge`` folds them into the result. Every event but ``Discard`` belongs to an input attempt
+``merge`` folds them into the result. The analysed code inherits the stream's descriptor, so each
+line is signed with a key of this analysis (``sign``, ``verified``): a line it writes there is not
+gbls's. Every event but ``Discard`` belongs to an input attempt
 (``attempt``): a failed attempt's events are discarded, so a call that raised leaves no trace.
 """
 
 from __future__ import annotations
 
+import hashlib
+import hmac
 import json
 from dataclasses import dataclass, replace
 from typing import Any, ClassVar, Dict, Optional, Tuple, Type
@@ -225,6 +229,29 @@ KINDS: Dict[str, Type[Event]] = {
 
 def with_attempt(event: Event, attempt: int) -> Event:
     return replace(event, attempt=attempt)
+
+
+# Taken before any user code runs: the analysed code may replace them.
+_hmac = hmac.new
+_sha256 = hashlib.sha256
+_equal = hmac.compare_digest
+TAG_LENGTH = 32  # hex digits of HMAC-SHA256 that open each signed line
+
+
+def _tag(key: bytes, line: bytes) -> bytes:
+    return _hmac(key, line, _sha256).hexdigest()[:TAG_LENGTH].encode()
+
+
+def sign(key: bytes, encoded: bytes) -> bytes:
+    """An encoded event as the child writes it: its tag under the analysis's key, a space, the line."""
+    line = encoded.rstrip(b"\n")
+    return _tag(key, line) + b" " + line + b"\n"
+
+
+def verified(key: bytes, signed: bytes) -> Optional[bytes]:
+    """The event line of a signed line (no newline), or None if it is not signed with ``key``."""
+    tag, _, line = signed.partition(b" ")
+    return line if _equal(tag, _tag(key, line)) else None
 
 
 def encode(event: Event) -> bytes:

@@ -100,6 +100,7 @@ class Zygote:
         events_r, events_w = os.pipe()
         output_r, output_w = os.pipe()
         scratch = tempfile.mkdtemp(prefix="gbls-")
+        key = os.urandom(16)  # signs this analysis's events: see ``events.sign``
         pid = os.fork()
         if pid == 0:
             os.close(events_r)
@@ -107,10 +108,10 @@ class Zygote:
             # The other analyses' requests (their ids, paths, sources) are none of this one's business.
             self.children = {}
             self.inbox = b""
-            children.run(request, events_w, output_w, scratch, self.out, self.sandboxed, self.startup)
+            children.run(request, events_w, key, output_w, scratch, self.out, self.sandboxed, self.startup)
         os.close(events_w)
         os.close(output_w)
-        child = Child(request, pid, events_r, output_r, scratch)
+        child = Child(request, pid, events_r, key, output_r, scratch)
         self.children[pid] = child
         self.selector.register(events_r, selectors.EVENT_READ, child)
         self.selector.register(output_r, selectors.EVENT_READ, child)
