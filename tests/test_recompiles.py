@@ -19,7 +19,7 @@ from gbls.worker.protocol import OK, Code, Frame, Function, Guard, Recompile, Re
 
 from .conftest import FIXTURES, Analyse
 from .lsp import close, open_and_wait, uri_of
-from .torchlog_recompiles import COLUMNS, logged_recompiles
+from .torchlog_recompiles import COLUMNS, LoggedRecompile, logged_recompiles
 
 RECOMPILES = FIXTURES / "recompiles"
 # The config that limits recompilations: renamed in torch 2.7.
@@ -33,6 +33,15 @@ def unscoped(check: str) -> str:
 
 def own_frame(function: FunctionReport) -> str:
     return "forward" if function.kind == "module" else function.qualname.rsplit(".", 1)[-1]
+
+
+def logged_of(fixture: Path, frame: str) -> list[LoggedRecompile]:
+    """torch's log of the recompilations of ``frame`` (a code name) in the fixture's own file."""
+    return [
+        entry
+        for entry in logged_recompiles(fixture).recompiles
+        if entry.path == str(fixture) and base_name(entry.function) == frame
+    ]
 
 
 def assert_agrees_with_torch(report: FileReport, fixture: Path) -> None:
@@ -50,11 +59,7 @@ def assert_agrees_with_torch(report: FileReport, fixture: Path) -> None:
             ),
             key=lambda r: [int(part) for part in r.compile_id.split("/")],
         )
-        theirs = [
-            entry
-            for entry in logged.recompiles
-            if entry.path == str(fixture) and base_name(entry.function) == own_frame(function)
-        ]
+        theirs = logged_of(fixture, own_frame(function))
         assert [r.compile_id for r in ours] == [entry.compile_id for entry in theirs], function.qualname
         for recompile, entry in zip(ours, theirs, strict=True):
             guard, reason = recompile.guard, entry.reasons[0]
@@ -80,10 +85,7 @@ def placed(fixture: Path, function: str) -> bool:
     """Whether torch says where the failed checks of ``function`` were installed (2.10+); if not,
     gbls shows its recompilations on the argument a check is about, else on the function."""
     return any(
-        reason.stack or reason.located
-        for entry in logged_recompiles(fixture).recompiles
-        if base_name(entry.function) == function
-        for reason in entry.reasons
+        reason.stack or reason.located for entry in logged_of(fixture, function) for reason in entry.reasons
     )
 
 
@@ -94,11 +96,6 @@ def marked(fixture: Path, function: str, expression: str, name: str, elsewhere: 
     if not placed(fixture, function):
         return elsewhere
     return expression if COLUMNS else name
-
-
-def logged_count(fixture: Path, function: str) -> int:
-    """How many times torch's log says ``function``'s frame was compiled again."""
-    return sum(base_name(entry.function) == function for entry in logged_recompiles(fixture).recompiles)
 
 
 def only(report: FileReport, function: str) -> RecompileReport:
@@ -187,11 +184,11 @@ async def test_a_module_whose_attribute_changes(analyse_file: Analyse) -> None:
     report = await analyse_file(fixture)
     scale = only(report, "Scale")
     # torch 2.6 makes the attribute dynamic after one recompilation, later releases never do.
-    assert (scale.count, scale.frame.name) == (logged_count(fixture, "forward"), "forward")
+    assert (scale.count, scale.frame.name) == (len(logged_of(fixture, "forward")), "forward")
     assert span_text(fixture, scale) == marked(
         fixture, "forward", "x * self.factor", "self.factor", "torch.compile(Scale())"
     )
-    hinted = any(r.hinted for entry in logged_recompiles(fixture).recompiles for r in entry.reasons)
+    hinted = any(r.hinted for entry in logged_of(fixture, "forward") for r in entry.reasons)
     assert scale.guard is not None and ("allow_unspec_int_on_nn_module" in scale.guard.hint) == hinted
     assert_agrees_with_torch(report, fixture)
 

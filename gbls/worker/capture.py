@@ -212,13 +212,9 @@ class Capture:
             if hook in self.failed_hooks:
                 return
             self.failed_hooks.add(hook)
-            note = (
+            self.note(
                 f"gbls's {hook} hook failed ({type(error).__name__}: {error}); what it records may be missing"
             )
-            try:
-                self.emit(NoteEvent(text=note))
-            except Exception:
-                pass
 
     # -- installation -------------------------------------------------------------------
 

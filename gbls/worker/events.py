@@ -3,7 +3,7 @@
 The child writes one JSON line per event the moment it sees it, so that a crash later loses
 nothing already seen; the worker checks each line back into its dataclass (``decode``) and
 ``merge`` folds them into the result. The analysed code inherits the stream's descriptor, so each
-line is signed with a key of this analysis (``sign``, ``verified``): a line it writes there is not
+line is signed with a key of this analysis (``sign``, ``unsigned``): a line it writes there is not
 gbls's. Every event but ``Discard`` belongs to an input attempt
 (``attempt``): a failed attempt's events are discarded, so a call that raised leaves no trace.
 """
@@ -248,10 +248,12 @@ def sign(key: bytes, encoded: bytes) -> bytes:
     return _tag(key, line) + b" " + line + b"\n"
 
 
-def verified(key: bytes, signed: bytes) -> Optional[bytes]:
-    """The event line of a signed line (no newline), or None if it is not signed with ``key``."""
+def unsigned(key: bytes, signed: bytes) -> bytes:
+    """The event line of a signed line (no newline); ``ProtocolError`` if ``key`` did not sign it."""
     tag, _, line = signed.partition(b" ")
-    return line if _equal(tag, _tag(key, line)) else None
+    if not _equal(tag, _tag(key, line)):
+        raise ProtocolError("not signed by gbls")
+    return line
 
 
 def encode(event: Event) -> bytes:
