@@ -528,7 +528,7 @@ async def pieces(paths: list[Path], runs: int) -> dict[str, Any]:
     from gbls.runtime.session import static_targets
     from gbls.runtime.workerclient import Worker
     from gbls.settings import Settings
-    from gbls.worker.protocol import Request
+    from gbls.worker.shared.protocol import Request
 
     settings = Settings()
     key = (settings.for_worker(), settings.worker_key())

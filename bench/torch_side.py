@@ -229,7 +229,10 @@ def _gbls_child(request: Any, events_w: int, output_w: int, report: str, profile
     """gbls's real child code path (``child.run``), timed by phase, optionally under cProfile."""
     import torch._dynamo.convert_frame as convert_frame
 
-    from gbls.worker import analyse, capture, child, limits
+    from gbls.worker.analysis import capture
+    from gbls.worker.analysis import run as analyse
+    from gbls.worker.fork import limits
+    from gbls.worker.fork import setup as child
 
     timed = Timed()
     timed.wrap(analyse, "_execute", "module execution (incl. translation)")
@@ -350,8 +353,8 @@ def phases(path: str, runs: int) -> dict[str, Any]:
     Each fork reports wall and CPU seconds and minor page faults (copy-on-write copies among them).
     """
     from gbls.engine.discovery import find_compiled
-    from gbls.worker import zygote
-    from gbls.worker.protocol import Request
+    from gbls.worker.shared.protocol import Request
+    from gbls.worker.supervisor import zygote
 
     source = open(path).read()
     with quiet():
@@ -420,8 +423,9 @@ def capture_cost(path: str, runs: int) -> dict[str, Any]:
     each forked from a parent warmed as gbls's worker warms itself. Wall and CPU seconds of each
     child; CPU time is what the hooks cost, wall time what the user waits for (on a shared machine
     it is mostly the load)."""
-    from gbls.worker import capture, zygote
-    from gbls.worker.protocol import Request
+    from gbls.worker.analysis import capture
+    from gbls.worker.shared.protocol import Request
+    from gbls.worker.supervisor import zygote
 
     source = open(path).read()
     with quiet():

@@ -25,7 +25,7 @@ from .runtime.errors import WorkerError
 from .runtime.sandbox import not_dumpable
 from .runtime.session import Session
 from .settings import SANDBOX_MODES, Settings
-from .worker.lines import split_lines
+from .worker.shared.lines import split_lines
 
 SKIPPED_FOLDERS = {"__pycache__", "node_modules", "site-packages", "build", "dist"}
 PARALLEL = max(1, min(4, os.cpu_count() or 1))

@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Literal, get_args
 
-from .worker import protocol
+from .worker.shared import protocol
 
-SEVERITIES = ("error", "warning", "information", "hint")
-SANDBOX_MODES = ("auto", "bwrap", "off")
+Severity = Literal["error", "warning", "information", "hint"]
+SandboxMode = Literal["auto", "bwrap", "off"]
+SEVERITIES: tuple[Severity, ...] = get_args(Severity)
+SANDBOX_MODES: tuple[SandboxMode, ...] = get_args(SandboxMode)
 
 
 @dataclass(frozen=True)
@@ -19,10 +21,10 @@ class Settings:
     timeout: float = 20.0
     memory_mb: int = 4096
     debounce_ms: int = 750
-    severity: str = "warning"
+    severity: Severity = "warning"
     analyse_on_change: bool = True
     run_main: bool = True  # run the `__main__` block, as `python file.py` does
-    sandbox: str = "auto"
+    sandbox: SandboxMode = "auto"
 
     def for_worker(self) -> protocol.Settings:
         return protocol.Settings(timeout=self.timeout, memory_mb=self.memory_mb, run_main=self.run_main)

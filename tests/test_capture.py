@@ -19,11 +19,12 @@ from gbls.runtime.sandbox import launch
 from gbls.runtime.session import analyse
 from gbls.runtime.workerclient import Worker
 from gbls.settings import Settings
-from gbls.worker import events, hookpoints, reasons
-from gbls.worker.capture import NESTED_BREAK_SEPARATOR, base_name, parse_break_text
+from gbls.worker import events
+from gbls.worker.analysis import hookpoints, reasons
+from gbls.worker.analysis.capture import NESTED_BREAK_SEPARATOR, base_name, parse_break_text
 from gbls.worker.events import BreakEvent, DiscardEvent, Event, FrameEvent, TargetEvent
-from gbls.worker.merge import merge
-from gbls.worker.protocol import Code, Frame, Guard, Message, ProtocolError
+from gbls.worker.shared.protocol import Code, Frame, Guard, Message, ProtocolError
+from gbls.worker.supervisor.merge import merge
 
 from .conftest import FIXTURES
 from .test_engine import GENERATORS
@@ -233,7 +234,7 @@ class LoudInt(int):
 def test_inputs_are_described_without_running_the_programs_code() -> None:
     import torch
 
-    from gbls.worker.capture import describe_value
+    from gbls.worker.analysis.capture import describe_value
 
     batch = {"input_ids": torch.zeros(2, 8, dtype=torch.long), "mask": None, "sizes": [1, 2.5, "a"]}
     assert describe_value(batch) == "{'input_ids': i64[2, 8], 'mask': None, 'sizes': [1, 2.5, 'a']}"

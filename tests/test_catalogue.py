@@ -19,7 +19,7 @@ from gbls.engine.fixes.recompiles import recompile_fixes
 from gbls.engine.model import BreakReport, FileReport, FunctionReport, Location, RecompileReport
 from gbls.engine.ranges import Span
 from gbls.engine.sources import Sources, read_source
-from gbls.worker.protocol import Break, Code, Frame, Function, Guard, Recompile
+from gbls.worker.shared.protocol import Break, Code, Frame, Function, Guard, Recompile
 
 from .conftest import FIXTURES
 

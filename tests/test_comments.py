@@ -2,7 +2,13 @@
 
 from __future__ import annotations
 
-from gbls.worker.comments import example_sources, is_directive, is_suppressed, suppressions, with_suppression
+from gbls.worker.shared.directives import (
+    example_sources,
+    is_directive,
+    is_suppressed,
+    suppressions,
+    with_suppression,
+)
 
 
 def test_examples_are_read_from_the_comment_block_above_a_line() -> None:

@@ -17,9 +17,9 @@ from gbls.engine.report import build, checked
 from gbls.engine.sources import read_source
 from gbls.lsp.hover import break_markdown
 from gbls.settings import Settings
-from gbls.worker import hookpoints
-from gbls.worker.capture import base_name
-from gbls.worker.protocol import EAGER, OK, SPLIT, Break, Frame, Function, Result
+from gbls.worker.analysis import hookpoints
+from gbls.worker.analysis.capture import base_name
+from gbls.worker.shared.protocol import EAGER, OK, SPLIT, Break, Frame, Function, Result
 
 from .conftest import FIXTURES, Analyse
 from .torchlog import LoggedBreak, LoggedCompile, LoggedFrame, logged_breaks, logged_compiles

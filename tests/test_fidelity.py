@@ -20,7 +20,7 @@ import pytest
 
 from gbls.engine.model import BreakReport, FileReport
 from gbls.settings import Settings
-from gbls.worker.protocol import EAGER, SPLIT
+from gbls.worker.shared.protocol import EAGER, SPLIT
 
 from .conftest import FIXTURES, Analyse
 from .test_engine import GENERATORS, TORCH_DIR, assert_agrees_with_torch, root_of, same_break

@@ -369,7 +369,7 @@ def test_skeleton_placeholders_for_editors_that_take_snippets() -> None:
     from gbls.engine.model import BreakReport, Location
     from gbls.engine.ranges import Span
     from gbls.engine.sources import Sources, read_source
-    from gbls.worker.protocol import Break, Frame
+    from gbls.worker.shared.protocol import Break, Frame
 
     path = str(FIXES / "branch_skeleton.py")
     root = Location(path, "accumulate", Span(6, 7, 6, 18))

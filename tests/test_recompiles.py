@@ -14,8 +14,8 @@ from gbls.engine.model import FileReport, FunctionReport, RecompileReport
 from gbls.engine.ranges import Span
 from gbls.engine.report import build
 from gbls.engine.sources import read_source
-from gbls.worker.capture import base_name
-from gbls.worker.protocol import OK, Code, Frame, Function, Guard, Recompile, Result
+from gbls.worker.analysis.capture import base_name
+from gbls.worker.shared.protocol import OK, Code, Frame, Function, Guard, Recompile, Result
 
 from .conftest import FIXTURES, Analyse
 from .lsp import close, open_and_wait, uri_of

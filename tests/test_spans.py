@@ -5,7 +5,7 @@ from __future__ import annotations
 import ast
 
 from gbls.engine.ranges import Span, byte_to_char, char_to_utf16, span_of
-from gbls.worker.lines import split_lines
+from gbls.worker.shared.lines import split_lines
 
 
 def test_a_cursor_is_on_a_span_up_to_just_after_its_end() -> None:

@@ -16,8 +16,8 @@ import os
 import tokenize
 from typing import Any
 
-from ..worker.comments import is_directive
-from ..worker.protocol import Code, Frame, Graph, Recompile
+from ..worker.shared.directives import is_directive
+from ..worker.shared.protocol import Code, Frame, Graph, Recompile
 from .model import BreakReport, FileReport, FunctionReport, RecompileReport
 from .ranges import Span
 from .sources import TextOf

@@ -21,7 +21,8 @@ from dataclasses import dataclass
 
 import jedi
 
-from ..worker.lines import split_lines
+from ..worker.shared.lines import split_lines
+from ..worker.shared.protocol import TargetKind
 from .ranges import Span, line_text
 
 log = logging.getLogger(__name__)
@@ -39,7 +40,7 @@ class CompiledSite:
 
     name: str
     qualname: str
-    kind: str  # function | method | module, as far as the source shows (the run has the truth)
+    kind: TargetKind  # as far as the source shows (the run has the truth)
     line: int  # the compile call's first line (the ``def`` line for a decorated function)
     first_line: int  # what the code object's co_firstlineno will be (the first decorator's line)
     name_span: Span
@@ -306,7 +307,7 @@ class _Finder:
             scope=scope.function,
         )
 
-    def _describe(self, argument: ast.expr, depth: int = 0) -> tuple[str, str, str, int]:
+    def _describe(self, argument: ast.expr, depth: int = 0) -> tuple[str, str, TargetKind, int]:
         """name, qualname, kind and first line of what ``argument`` is, as far as the syntax shows."""
         names = self.names
         if isinstance(argument, ast.Lambda):

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
 
-from ..worker.lines import split_lines
+from ..worker.shared.lines import split_lines
 from .cache import Key, code_key, shifted_break, shifted_function, shifted_recompile
 from .model import FileReport
 from .sources import TextOf

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ..worker.protocol import EAGER, Break, Code, Function, Graph, Guard, Recompile
+from ..worker.shared.protocol import EAGER, Break, Code, Function, Graph, Guard, Recompile
 from .ranges import Span
 
 STOPPED = (

@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 
-from ..worker.lines import split_lines
+from ..worker.shared.lines import split_lines
 
 
 @dataclass(frozen=True)

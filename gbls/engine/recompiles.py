@@ -12,8 +12,8 @@ from __future__ import annotations
 import ast
 from collections.abc import Callable
 
-from ..worker import comments
-from ..worker.protocol import Code, Frame, Guard, Recompile
+from ..worker.shared import directives as comments
+from ..worker.shared.protocol import Code, Frame, Guard, Recompile
 from .fixes.syntax import node_span
 from .model import RECOMPILE_CODE, FunctionReport, Location, RecompileReport, leading_guard
 from .ranges import Span, span_of

@@ -18,9 +18,9 @@ import os
 import stat
 import tokenize
 
-from ..worker import comments
-from ..worker.lines import split_lines
-from ..worker.protocol import ERROR, OK, Break, Failure, Frame, Function, Graph, Result
+from ..worker.shared import directives as comments
+from ..worker.shared.lines import split_lines
+from ..worker.shared.protocol import ERROR, OK, Break, Failure, Frame, Function, Graph, Result
 from .discovery import CompiledSite
 from .model import BreakReport, FileReport, FunctionReport, Location
 from .ranges import Span, byte_to_char, line_text, span_of

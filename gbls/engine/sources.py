@@ -13,7 +13,7 @@ import stat
 import tokenize
 from collections.abc import Callable
 
-from ..worker.lines import split_lines
+from ..worker.shared.lines import split_lines
 
 MAX_SOURCE_BYTES = 16 << 20
 

@@ -20,8 +20,8 @@ from ..engine.fixes.recompiles import recompile_fixes
 from ..engine.model import RECOMPILE_CODE, BreakReport, FileReport, RecompileReport
 from ..engine.ranges import Span, char_to_utf16, line_text
 from ..engine.sources import Sources
-from ..worker.comments import with_suppression
-from ..worker.lines import split_lines
+from ..worker.shared.directives import with_suppression
+from ..worker.shared.lines import split_lines
 from .diagnostics import to_range
 
 SHOW_LOCATION = "gbls.showLocation"

@@ -15,7 +15,8 @@ from pygls import uris
 
 from ..engine.model import STOPPED, BreakReport, FileReport, RecompileReport
 from ..engine.ranges import Span, char_to_utf16, line_text
-from ..worker.lines import split_lines
+from ..settings import Severity
+from ..worker.shared.lines import split_lines
 
 SOURCE = "gbls"
 SEVERITY = {
@@ -110,7 +111,7 @@ def _guard_related(
 
 
 def file_diagnostics(
-    report: FileReport, source: str, severity: str, lines_of: LinesOf
+    report: FileReport, source: str, severity: Severity, lines_of: LinesOf
 ) -> list[lsp.Diagnostic]:
     """The analysed document's own diagnostics. ``lines_of(path)`` gives another file's lines."""
     lines = split_lines(source)

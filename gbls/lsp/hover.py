@@ -11,7 +11,7 @@ from pygls import uris
 
 from ..engine.model import BreakReport, FileReport, FunctionReport, Location, RecompileReport
 from ..engine.recompiles import remedies
-from ..worker.protocol import EAGER, Graph
+from ..worker.shared.protocol import EAGER, Graph
 
 
 def _link(location: Location) -> str:

@@ -30,7 +30,7 @@ from ..runtime.sandbox import not_dumpable
 from ..runtime.scheduler import Scheduler
 from ..runtime.session import Analysed, Session
 from ..settings import Settings, from_options
-from ..worker.lines import split_lines
+from ..worker.shared.lines import split_lines
 from .actions import SHOW_LOCATION, code_actions
 from .codelens import SHOW_REPORT, lenses
 from .diagnostics import file_diagnostics, root_cause_hints, to_span

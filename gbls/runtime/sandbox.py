@@ -19,7 +19,8 @@ from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 
-from ..worker import processes
+from ..settings import SandboxMode
+from ..worker.shared import processes
 from .errors import SandboxError
 
 WORKER_MAIN = Path(__file__).parent.parent / "worker" / "__main__.py"
@@ -131,7 +132,7 @@ def _bwrap_arguments(folders: list[str], support: Bwrap) -> list[str]:
     return [*arguments, "--chdir", "/"]
 
 
-def launch(interpreter: str | None, folders: list[str], mode: str = "auto") -> Launch:
+def launch(interpreter: str | None, folders: list[str], mode: SandboxMode = "auto") -> Launch:
     """The command and environment that start the worker; ``mode`` is auto, bwrap or off.
 
     ``folders`` are the workspace folders: visible (read-only) to the analysed code and importable.

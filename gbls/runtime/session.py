@@ -20,7 +20,7 @@ from ..engine.model import FileReport
 from ..engine.report import build
 from ..engine.sources import TextOf
 from ..settings import Settings
-from ..worker.protocol import Request, StaticTarget
+from ..worker.shared.protocol import Request, StaticTarget
 from .sandbox import launch
 from .workerclient import Worker, WorkerInfo
 

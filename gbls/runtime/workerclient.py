@@ -21,8 +21,8 @@ from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from ..worker import protocol
-from ..worker.protocol import Failure, ProtocolError, Request, Result
+from ..worker.shared import protocol
+from ..worker.shared.protocol import Failure, ProtocolError, Request, Result
 from .errors import WorkerError
 from .sandbox import Launch
 

@@ -24,6 +24,6 @@ package = importlib.util.module_from_spec(spec)
 sys.modules["_gbls_worker"] = package
 spec.loader.exec_module(package)
 
-from _gbls_worker.zygote import main  # noqa: E402
+from _gbls_worker.supervisor.zygote import main  # noqa: E402
 
 main(startup)

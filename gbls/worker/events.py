@@ -14,9 +14,19 @@ import hashlib
 import hmac
 import json
 from dataclasses import dataclass, replace
-from typing import Any, ClassVar, Dict, Optional, Tuple, Type
+from typing import Any, ClassVar
 
-from .protocol import Frame, Guard, Message, ProtocolError, from_dict, to_dict
+from .shared.protocol import (
+    FailureKind,
+    Frame,
+    Guard,
+    InputSource,
+    Message,
+    ProtocolError,
+    TargetKind,
+    from_dict,
+    to_dict,
+)
 
 # Taken while the worker starts: the analysed code, which runs in the process that encodes, may replace it.
 _dumps = json.dumps
@@ -38,7 +48,7 @@ class TargetEvent(Event):
     qualname: str = ""
     path: str = ""
     line: int = 0
-    kind: str = "function"
+    kind: TargetKind = "function"
     fullgraph: bool = False
     call_path: str = ""
     call_line: int = 0
@@ -63,7 +73,7 @@ class ReachEvent(Event):
 
     KIND: ClassVar[str] = "reach"
     target: int = 0
-    code: Tuple[str, int, str] = ("", 0, "")
+    code: tuple[str, int, str] = ("", 0, "")
 
 
 @dataclass(frozen=True)
@@ -73,7 +83,7 @@ class CallEvent(Event):
     KIND: ClassVar[str] = "call"
     target: int = 0
     inputs: str = ""
-    source: str = "module"  # module | example | synthesized
+    source: InputSource = "module"
 
 
 @dataclass(frozen=True)
@@ -82,7 +92,7 @@ class GraphEvent(Event):
     target: int = 0
     frame: str = ""
     ops: int = 0
-    first_line: Optional[int] = None
+    first_line: int | None = None
 
 
 @dataclass(frozen=True)
@@ -96,9 +106,9 @@ class BreakEvent(Event):
     skipped: bool = False  # Dynamo gave up on the frame it was translating
     logged: bool = True  # Dynamo logged it as a graph break (not only as a frame it could not translate)
     reason: str = ""  # what Dynamo said it did about it ("Skipping the function and falling back to eager")
-    messages: Tuple[Message, ...] = ()  # the root cause first, then any break raised while handling it
-    chain: Tuple[Frame, ...] = ()
-    called_at: Optional[Frame] = None  # the analysed file's innermost frame on the eager stack
+    messages: tuple[Message, ...] = ()  # the root cause first, then any break raised while handling it
+    chain: tuple[Frame, ...] = ()
+    called_at: Frame | None = None  # the analysed file's innermost frame on the eager stack
 
 
 @dataclass(frozen=True)
@@ -110,13 +120,13 @@ class FrameEvent(Event):
     compile_id: str = ""
     frame: str = ""  # the function, as the user wrote it
     own: bool = True  # the target's own code or a resume function of it, not a callee's
-    resumes_at: Optional[int] = None  # for a resume function: the line it resumes after
+    resumes_at: int | None = None  # for a resume function: the line it resumes after
     guarded: bool = True  # Dynamo produced code for the frame; False: the frame runs eagerly
     failure: str = ""  # the first line of Dynamo's reason, when it gave up
     path: str = ""  # the frame's code: its file and first line
     line: int = 0
     recompile: bool = False  # Dynamo compiled it before, and every compiled version refused the call
-    guard: Optional[Guard] = None  # for a recompile, the check the newest compiled version failed
+    guard: Guard | None = None  # for a recompile, the check the newest compiled version failed
     dynamic: bool = False  # its graphs take symbolic sizes
     limit: str = ""  # the recompile limit that stopped its compilation, if one did
     limit_value: int = 0
@@ -148,17 +158,17 @@ class StaticEvent(Event):
     qualname: str = ""
     path: str = ""
     line: int = 0
-    kind: str = "function"
+    kind: TargetKind = "function"
     reason: str = ""
 
 
 @dataclass(frozen=True)
 class FailureEvent(Event):
     KIND: ClassVar[str] = "failure"
-    kind: str = ""
+    kind: FailureKind = "raised"
     message: str = ""
-    line: Optional[int] = None
-    column: Optional[int] = None
+    line: int | None = None
+    column: int | None = None
 
 
 @dataclass(frozen=True)
@@ -178,7 +188,7 @@ class StuckEvent(Event):
     """Where the child was when the timeout hit: a line of the file, and the function Dynamo traced."""
 
     KIND: ClassVar[str] = "stuck"
-    line: Optional[int] = None
+    line: int | None = None
     tracing: str = ""
 
 
@@ -186,7 +196,7 @@ class StuckEvent(Event):
 class ExitEvent(Event):
     KIND: ClassVar[str] = "exit"
     code: int = 0
-    line: Optional[int] = None
+    line: int | None = None
 
 
 @dataclass(frozen=True)
@@ -194,16 +204,16 @@ class StoppedEvent(Event):
     """gbls stopped the program once it repeated itself, at this line of the analysed file."""
 
     KIND: ClassVar[str] = "stopped"
-    line: Optional[int] = None
+    line: int | None = None
 
 
 @dataclass(frozen=True)
 class ForkEvent(Event):
     KIND: ClassVar[str] = "fork"
-    line: Optional[int] = None
+    line: int | None = None
 
 
-KINDS: Dict[str, Type[Event]] = {
+KINDS: dict[str, type[Event]] = {
     cls.KIND: cls
     for cls in (
         TargetEvent,
@@ -257,7 +267,7 @@ def unsigned(key: bytes, signed: bytes) -> bytes:
 
 
 def encode(event: Event) -> bytes:
-    payload: Dict[str, Any] = {"event": event.KIND}
+    payload: dict[str, Any] = {"event": event.KIND}
     payload.update(to_dict(event))
     return (_dumps(payload, separators=(",", ":"), default=str) + "\n").encode()
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 import ast
 import re
 
-from ...worker.lines import split_lines
+from ...worker.shared.lines import split_lines
 from ..discovery import definition_of
 from ..model import BreakReport
 from ..ranges import Span, line_text

@@ -8,7 +8,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from ...worker.lines import newline_of, split_lines
+from ...worker.shared.lines import newline_of, split_lines
 from ..ranges import Span
 
 if TYPE_CHECKING:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import ast
 from typing import Any
 
-from ...worker.lines import split_lines
+from ...worker.shared.lines import split_lines
 from ..model import BreakReport
 from ..ranges import Span, byte_to_char, line_text
 from ..sources import Sources, parse

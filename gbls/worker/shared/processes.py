@@ -10,7 +10,6 @@ import ctypes
 import ctypes.util
 import os
 import signal
-from typing import Dict, List, Set, Tuple
 
 PR_SET_PDEATHSIG = 1
 PR_SET_DUMPABLE = 4
@@ -58,7 +57,7 @@ def mount_tmpfs(path: str, size: int) -> bool:
     return bool(_libc.mount(b"tmpfs", path.encode(), b"tmpfs", MS_NOSUID | MS_NODEV, options) == 0)
 
 
-def mounts_under(folder: str) -> List[str]:
+def mounts_under(folder: str) -> list[str]:
     """Mount points below ``folder`` (bwrap's views of workspace folders under /tmp), parents first."""
     points = []
     with open("/proc/self/mountinfo") as mountinfo:
@@ -104,7 +103,7 @@ def drop_capabilities() -> bool:
     return capabilities() == (0, 0)
 
 
-def capabilities() -> Tuple[int, int]:
+def capabilities() -> tuple[int, int]:
     """This process's (effective, permitted) capability masks."""
     found = {}
     with open("/proc/self/status") as status:
@@ -131,9 +130,9 @@ def vm_size() -> int:
     return 0
 
 
-def children_by_parent() -> Dict[int, List[int]]:
+def children_by_parent() -> dict[int, list[int]]:
     """The live (not zombie) processes we can see, by parent pid."""
-    children: Dict[int, List[int]] = {}
+    children: dict[int, list[int]] = {}
     for name in os.listdir("/proc"):
         if not name.isdigit():
             continue
@@ -147,10 +146,10 @@ def children_by_parent() -> Dict[int, List[int]]:
     return children
 
 
-def subtree(children_of: Dict[int, List[int]], root: int) -> List[int]:
+def subtree(children_of: dict[int, list[int]], root: int) -> list[int]:
     """``root`` and all its live descendants."""
-    found: List[int] = []
-    seen: Set[int] = set()
+    found: list[int] = []
+    seen: set[int] = set()
     todo = [root]
     while todo:
         pid = todo.pop()

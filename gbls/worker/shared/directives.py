@@ -16,14 +16,13 @@ from __future__ import annotations
 import io
 import re
 import tokenize
-from typing import Dict, FrozenSet, List, Optional, Tuple
 
 EXAMPLE = re.compile(r"^\s*#\s*gbls:\s*example\((.*)\)\s*$")
 IGNORE = re.compile(r"#\s*gbls:\s*ignore(\[([A-Za-z0-9_,\s]*)\])?")
 DIRECTIVE = re.compile(r"#\s*gbls:")
 
 # Codes by line; None: every break on that line.
-Suppressions = Dict[int, Optional[FrozenSet[str]]]
+Suppressions = dict[int, frozenset[str] | None]
 
 
 def is_directive(comment: str) -> bool:
@@ -31,7 +30,7 @@ def is_directive(comment: str) -> bool:
     return DIRECTIVE.match(comment) is not None
 
 
-def example_sources(lines: List[str], line: int) -> List[Tuple[int, str]]:
+def example_sources(lines: list[str], line: int) -> list[tuple[int, str]]:
     """The ``# gbls: example(...)`` argument texts in the comment block above 1-based ``line``."""
     found = []
     index = line - 2
@@ -61,7 +60,7 @@ def suppressions(source: str) -> Suppressions:
     return found
 
 
-def _codes(match: "re.Match[str]") -> Optional[FrozenSet[str]]:
+def _codes(match: re.Match[str]) -> frozenset[str] | None:
     if match.group(1) is None:
         return None
     return frozenset(code.strip().upper() for code in match.group(2).split(",") if code.strip())
@@ -74,7 +73,7 @@ def is_suppressed(suppressed: Suppressions, line: int, code: str) -> bool:
     return codes is None or code in codes
 
 
-def with_suppression(text: str, code: Optional[str]) -> str:
+def with_suppression(text: str, code: str | None) -> str:
     """Line ``text`` with ``code`` (or every break, for None) added to its ``# gbls: ignore`` comment."""
     match = IGNORE.search(text)
     if match is None:

@@ -23,10 +23,10 @@ doing, not the module's: it counts as the first compilation.
 from __future__ import annotations
 
 import sys
+from collections.abc import Iterable
 from dataclasses import dataclass, replace
-from typing import Dict, Iterable, List, Optional, Set, Tuple
 
-from .events import (
+from ..events import (
     BreakEvent,
     CallEvent,
     DiscardEvent,
@@ -39,10 +39,10 @@ from .events import (
     TargetEvent,
     VerdictEvent,
 )
-from .protocol import EAGER, SPLIT, Break, Code, Frame, Function, Graph, Recompile
+from ..shared.protocol import EAGER, SPLIT, Break, Code, Effect, Frame, Function, Graph, Recompile
 
-Chain = Tuple[Frame, ...]
-GroupKey = Tuple[int, str, Chain]
+Chain = tuple[Frame, ...]
+GroupKey = tuple[int, str, Chain]
 
 
 class _Group:
@@ -53,8 +53,8 @@ class _Group:
         self.called_at = event.called_at
         self.skipped = False  # Dynamo gave up on the target's own frame while handling it
         self.reason = ""  # what Dynamo's log said it then did
-        self.direct: Set[str] = set()
-        self.reentries: Set[str] = set()
+        self.direct: set[str] = set()
+        self.reentries: set[str] = set()
 
     @property
     def gb_type(self) -> str:
@@ -80,7 +80,7 @@ class _Group:
         first = min(frames, key=lambda frame: int(frame) if frame.isdigit() else 0, default="")
         return len({c for c in self.reentries if c.split("/")[0] == first}) or 1
 
-    def absorb(self, other: "_Group") -> None:
+    def absorb(self, other: _Group) -> None:
         self.called_at = self.called_at or other.called_at
         self.skipped = self.skipped or other.skipped
         self.reason = self.reason or other.reason
@@ -88,10 +88,10 @@ class _Group:
         self.reentries |= other.reentries
 
     @property
-    def compiles(self) -> Set[str]:
+    def compiles(self) -> set[str]:
         return self.direct | self.reentries
 
-    def wraps(self, other: "_Group") -> bool:
+    def wraps(self, other: _Group) -> bool:
         """Whether ``other`` is this break reached through fewer wrapper frames between the same ends."""
         if (self.target, self.gb_type) != (other.target, other.gb_type) or len(other.chain) >= len(
             self.chain
@@ -107,17 +107,17 @@ class _Group:
 class Merged:
     """What the analysis found, as the result carries it."""
 
-    functions: Tuple[Function, ...]
-    breaks: Tuple[Break, ...]
-    graphs: Tuple[Graph, ...]
-    recompiles: Tuple[Recompile, ...]
+    functions: tuple[Function, ...]
+    breaks: tuple[Break, ...]
+    graphs: tuple[Graph, ...]
+    recompiles: tuple[Recompile, ...]
 
 
-def discarded_attempts(events: List[Event]) -> Set[int]:
+def discarded_attempts(events: list[Event]) -> set[int]:
     return {event.attempt for event in events if isinstance(event, DiscardEvent)}
 
 
-def live_events(events: Iterable[Event]) -> List[Event]:
+def live_events(events: Iterable[Event]) -> list[Event]:
     """The events minus those of input attempts the analysis discarded."""
     events = list(events)
     discarded = discarded_attempts(events)
@@ -160,7 +160,7 @@ def merge(events: Iterable[Event], path: str) -> Merged:
     return Merged(functions, breaks, graphs, _recompiles(compilations, targets))
 
 
-def _recompiles(compilations: List[FrameEvent], targets: Dict[int, TargetEvent]) -> Tuple[Recompile, ...]:
+def _recompiles(compilations: list[FrameEvent], targets: dict[int, TargetEvent]) -> tuple[Recompile, ...]:
     """Each recompilation; a frame of the function's own (a resume function too) is the function's code."""
     found = []
     for e in compilations:
@@ -183,11 +183,11 @@ def _recompiles(compilations: List[FrameEvent], targets: Dict[int, TargetEvent])
 
 
 def _functions(
-    events: List[Event], targets: Dict[int, TargetEvent], path: str, compilations: List[FrameEvent]
-) -> Tuple[Function, ...]:
-    calls: Dict[int, CallEvent] = {}
-    verdicts: Dict[int, VerdictEvent] = {}
-    reached: Dict[int, List[Code]] = {}
+    events: list[Event], targets: dict[int, TargetEvent], path: str, compilations: list[FrameEvent]
+) -> tuple[Function, ...]:
+    calls: dict[int, CallEvent] = {}
+    verdicts: dict[int, VerdictEvent] = {}
+    reached: dict[int, list[Code]] = {}
     for event in events:
         if isinstance(event, CallEvent):
             calls.setdefault(event.target, event)
@@ -208,11 +208,11 @@ def _functions(
         for event in events
         if isinstance(event, StaticEvent)
     ]
-    aliases: Dict[int, List[str]] = {}
+    aliases: dict[int, list[str]] = {}
     for event in events:
         if isinstance(event, SiteEvent):
             aliases.setdefault(event.target, []).append(event.site)
-    compiled: Dict[int, int] = {}  # the first compilation, and each recompilation that compiled
+    compiled: dict[int, int] = {}  # the first compilation, and each recompilation that compiled
     for event in compilations:
         if event.own and not event.limit and (event.recompile or event.target not in compiled):
             compiled[event.target] = compiled.get(event.target, 0) + 1
@@ -245,8 +245,8 @@ def _functions(
     return tuple(functions)
 
 
-def _breaks(events: List[BreakEvent], frames: List[FrameEvent], names: Dict[int, str]) -> Tuple[Break, ...]:
-    groups: Dict[GroupKey, _Group] = {}
+def _breaks(events: list[BreakEvent], frames: list[FrameEvent], names: dict[int, str]) -> tuple[Break, ...]:
+    groups: dict[GroupKey, _Group] = {}
     for event in events:
         if not (event.logged or event.direct):
             continue  # a callee's frame Dynamo declined (a generator run eagerly): not a graph break
@@ -258,8 +258,8 @@ def _breaks(events: List[BreakEvent], frames: List[FrameEvent], names: Dict[int,
 
     # Longest chains first: each kept group files every suffix of its chain, so a shorter group
     # finds the longest chain extending it in one look-up (linear in the total chain length).
-    kept: List[_Group] = []
-    by_suffix: Dict[GroupKey, _Group] = {}
+    kept: list[_Group] = []
+    by_suffix: dict[GroupKey, _Group] = {}
     for group in sorted(groups.values(), key=lambda g: -len(g.chain)):
         longer = by_suffix.get((group.target, group.gb_type, group.chain))
         if longer is not None and longer is not group and len(longer.chain) > len(group.chain):
@@ -273,7 +273,7 @@ def _breaks(events: List[BreakEvent], frames: List[FrameEvent], names: Dict[int,
     outcomes = {(frame.target, frame.compile_id): frame for frame in frames if frame.own}
     effects = {id(group): _effect(group, outcomes) for group in kept}
     failures = {id(group): _failure(group, outcomes) for group in kept}
-    reasons: Dict[int, str] = {}
+    reasons: dict[int, str] = {}
     for group in list(kept):
         cause = _caused_by(group, kept, effects)
         if cause is not None:  # Dynamo gave up while handling ``cause``: this is why, not a break of its own
@@ -312,9 +312,9 @@ def _breaks(events: List[BreakEvent], frames: List[FrameEvent], names: Dict[int,
     return tuple(breaks)
 
 
-def _without_wrappers(groups: List[_Group]) -> List[_Group]:
+def _without_wrappers(groups: list[_Group]) -> list[_Group]:
     """Each break reached through extra wrapper frames merged into the one with the most frames."""
-    kept: List[_Group] = []
+    kept: list[_Group] = []
     for group in sorted(groups, key=lambda g: -len(g.chain)):
         wider = next((other for other in kept if other.wraps(group)), None)
         if wider is not None:
@@ -324,7 +324,7 @@ def _without_wrappers(groups: List[_Group]) -> List[_Group]:
     return kept
 
 
-def _effect(group: _Group, outcomes: Dict[Tuple[int, str], FrameEvent]) -> Tuple[str, Optional[int]]:
+def _effect(group: _Group, outcomes: dict[tuple[int, str], FrameEvent]) -> tuple[Effect, int | None]:
     """What Dynamo did to the target's own frame in the compilations that hit the break."""
     recorded = [
         outcomes[(group.target, compile_id)]
@@ -341,7 +341,7 @@ def _effect(group: _Group, outcomes: Dict[Tuple[int, str], FrameEvent]) -> Tuple
     return EAGER, min(frame.resumes_at for frame in eager if frame.resumes_at is not None)
 
 
-def _failure(group: _Group, outcomes: Dict[Tuple[int, str], FrameEvent]) -> str:
+def _failure(group: _Group, outcomes: dict[tuple[int, str], FrameEvent]) -> str:
     """Why Dynamo gave up on the target's own frame in a compilation that hit the break, if it said."""
     for compile_id in sorted(group.direct):
         frame = outcomes.get((group.target, compile_id))
@@ -351,8 +351,8 @@ def _failure(group: _Group, outcomes: Dict[Tuple[int, str], FrameEvent]) -> str:
 
 
 def _caused_by(
-    group: _Group, groups: List[_Group], effects: Dict[int, Tuple[str, Optional[int]]]
-) -> Optional[_Group]:
+    group: _Group, groups: list[_Group], effects: dict[int, tuple[Effect, int | None]]
+) -> _Group | None:
     """The break Dynamo was handling when it gave up with ``group``'s, at the same place and compile."""
     if not group.skipped or effects[id(group)][0] != EAGER:
         return None

@@ -23,12 +23,13 @@ import signal
 import sys
 import tempfile
 import time
-from typing import Any, Dict, FrozenSet, List
+from typing import Any
 
-from . import child as children
-from . import endings, processes, protocol
-from .child import Child
-from .protocol import Request
+from ..fork import setup
+from ..shared import processes, protocol
+from ..shared.protocol import Request
+from . import endings, record
+from .record import Child
 
 KILL_GRACE = 0.5  # seconds between asking a timed-out child where it is and SIGKILL
 WATCH_INTERVAL = 0.25  # seconds between process counts
@@ -38,12 +39,12 @@ HEARTBEAT = 1.0  # seconds between "alive" lines while analyses run: the server 
 
 
 class Zygote:
-    def __init__(self, torch_version: str, sandboxed: bool, startup: FrozenSet[str]) -> None:
+    def __init__(self, torch_version: str, sandboxed: bool, startup: frozenset[str]) -> None:
         self.torch_version = torch_version
         self.sandboxed = sandboxed
         self.startup = startup
         self.selector = selectors.DefaultSelector()
-        self.children: Dict[int, Child] = {}
+        self.children: dict[int, Child] = {}
         self.inbox = b""
         self.out = os.dup(1)
         os.dup2(2, 1)  # a stray print from an import must never corrupt the protocol
@@ -69,7 +70,7 @@ class Zygote:
                 else:
                     self._read_child(key.fd, key.data)
             for child in self.children.values():
-                child.digest(children.DIGEST_LINES)
+                child.digest(record.DIGEST_LINES)
             self._reap()
             self._enforce()
             self._finish()
@@ -88,7 +89,7 @@ class Zygote:
                 self._handle(protocol.decode(line.decode()))
         return True
 
-    def _handle(self, message: Dict[str, Any]) -> None:
+    def _handle(self, message: dict[str, Any]) -> None:
         if message["type"] == "analyse":
             self._start(protocol.from_dict(Request, message["request"]))
         elif message["type"] == "cancel":
@@ -108,7 +109,7 @@ class Zygote:
             # The other analyses' requests (their ids, paths, sources) are none of this one's business.
             self.children = {}
             self.inbox = b""
-            children.run(request, events_w, key, output_w, scratch, self.out, self.sandboxed, self.startup)
+            setup.run(request, events_w, key, output_w, scratch, self.out, self.sandboxed, self.startup)
         os.close(events_w)
         os.close(output_w)
         child = Child(request, pid, events_r, key, output_r, scratch)
@@ -131,9 +132,9 @@ class Zygote:
         os.close(fd)
         del child.streams[fd]
 
-    def _wait(self) -> List[Child]:
+    def _wait(self) -> list[Child]:
         """Reap every dead child of ours (escaped processes too); the analyses among them."""
-        ended: List[Child] = []
+        ended: list[Child] = []
         while True:
             try:
                 pid, status = os.waitpid(-1, os.WNOHANG)
@@ -164,7 +165,7 @@ class Zygote:
             for child in self._wait():
                 processes.kill_group(child.pid)
 
-    def _kill_strays(self, children_of: Dict[int, List[int]]) -> bool:
+    def _kill_strays(self, children_of: dict[int, list[int]]) -> bool:
         """As subreaper, orphans of every analysis become our children: none may live on."""
         strays = [pid for pid in children_of.get(os.getpid(), []) if pid not in self.children]
         victims = [victim for pid in strays for victim in processes.subtree(children_of, pid)]
@@ -236,7 +237,7 @@ def warm_up() -> str:
     import torch._dynamo
     import torch._dynamo.guards as guards
 
-    from . import analyse  # noqa: F401 - and with it the Dynamo modules the hooks patch
+    from ..analysis import run  # noqa: F401 - and with it the Dynamo modules the hooks patch
 
     # Dynamo times each new guard set once, after flushing the CPU cache, only to log a metric:
     # half of a translation's time here, and nothing gbls reports depends on it.
@@ -278,7 +279,7 @@ def warm_up() -> str:
     return torch.__version__.split("+")[0]
 
 
-def main(startup: FrozenSet[str]) -> None:
+def main(startup: frozenset[str]) -> None:
     processes.prctl(processes.PR_SET_PDEATHSIG, signal.SIGKILL)
     processes.prctl(processes.PR_SET_CHILD_SUBREAPER, 1)
     # Not dumpable: /proc/<pid>/fd of this process (its end of the server's pipe) and of every

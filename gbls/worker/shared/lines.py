@@ -8,12 +8,11 @@ worker and the server.
 from __future__ import annotations
 
 import re
-from typing import List
 
 _BREAK = re.compile(r"\r\n|\r|\n")
 
 
-def split_lines(text: str, keepends: bool = False) -> List[str]:
+def split_lines(text: str, keepends: bool = False) -> list[str]:
     """``text`` split into lines as Python reads them (no empty last line, as ``str.splitlines``)."""
     lines = []
     start = 0

@@ -5,11 +5,11 @@ from __future__ import annotations
 import os
 import re
 import signal
-from typing import List, Optional, Type, TypeVar
+from typing import TypeVar
 
-from . import limits
-from .events import DoneEvent, Event, ExitEvent, FailureEvent, ForkEvent, StuckEvent
-from .protocol import CANCELLED, TIMEOUT, Failure, Settings
+from ..events import DoneEvent, Event, ExitEvent, FailureEvent, ForkEvent, StuckEvent
+from ..fork import limits
+from ..shared.protocol import CANCELLED, TIMEOUT, Failure, Settings
 
 # Ended by the parent, besides protocol.TIMEOUT and protocol.CANCELLED.
 PROCESSES = "processes"
@@ -28,7 +28,7 @@ CRASHES = {
 E = TypeVar("E", bound=Event)
 
 
-def _last(events: List[Event], kind: Type[E]) -> Optional[E]:
+def _last(events: list[Event], kind: type[E]) -> E | None:
     found = [event for event in events if isinstance(event, kind)]
     return found[-1] if found else None
 
@@ -36,12 +36,12 @@ def _last(events: List[Event], kind: Type[E]) -> Optional[E]:
 def failure(
     ended_by: str,
     status: int,
-    events: List[Event],
+    events: list[Event],
     output: str,
     path: str,
     settings: Settings,
     events_limit: int,
-) -> Optional[Failure]:
+) -> Failure | None:
     """Why the child that analysed ``path`` stopped early, if it did.
 
     ``ended_by``: what the parent stopped it for ("" if it ended by itself); ``status``: its wait status.
@@ -88,7 +88,7 @@ def failure(
     return None
 
 
-def _timeout(events: List[Event], output: str, path: str, settings: Settings) -> Failure:
+def _timeout(events: list[Event], output: str, path: str, settings: Settings) -> Failure:
     seconds = f"timed out after {settings.timeout:g} s"
     stuck = _last(events, StuckEvent)
     if stuck is not None and stuck.line and stuck.tracing:
@@ -100,7 +100,7 @@ def _timeout(events: List[Event], output: str, path: str, settings: Settings) ->
     return Failure("timeout", f"{seconds} while running line {line}" if line else seconds, line)
 
 
-def line_running(output: str, path: str) -> Optional[int]:
+def line_running(output: str, path: str) -> int | None:
     """The analysed file's innermost line in the last stack faulthandler printed."""
     dump = output.rsplit("(most recent call first):", 1)
     if len(dump) < 2:

@@ -23,17 +23,14 @@ import sysconfig
 import tokenize
 import traceback
 import types
-from typing import Any, Callable, FrozenSet, List, NoReturn, Optional, Tuple
+from collections.abc import Callable
+from typing import Any, NoReturn
 
 import torch
 import torch._dynamo.eval_frame
 from torch._dynamo.symbolic_convert import InstructionTranslatorBase
 
-from . import inputs
-from .capture import Capture, Emit, ProgramStopped, Target, base_name
-from .child import replaced
-from .comments import example_sources
-from .events import (
+from ..events import (
     DiscardEvent,
     DoneEvent,
     Event,
@@ -45,8 +42,12 @@ from .events import (
     VerdictEvent,
     with_attempt,
 )
-from .lines import split_lines
-from .protocol import Request, StaticTarget
+from ..shared.directives import example_sources
+from ..shared.lines import split_lines
+from ..shared.protocol import FailureKind, Request, StaticTarget
+from . import inputs
+from .capture import Capture, Emit, ProgramStopped, Target, base_name
+from .tampering import replaced
 
 
 class Attempts:
@@ -66,7 +67,7 @@ class Attempts:
         self.emit_raw(DiscardEvent(attempt=self.current))
 
 
-def run(request: Request, emit: Emit, offline: bool, startup: FrozenSet[str] = frozenset()) -> None:
+def run(request: Request, emit: Emit, offline: bool, startup: frozenset[str] = frozenset()) -> None:
     """Analyse ``request``; ``offline``: the sandbox has cut the network (for clearer messages);
     ``startup``: the modules a plain interpreter has imported before it runs a file."""
     path = request.path
@@ -122,11 +123,11 @@ def run(request: Request, emit: Emit, offline: bool, startup: FrozenSet[str] = f
 STDLIB_DIR = os.path.realpath(sysconfig.get_paths()["stdlib"]) + os.sep
 
 
-def _shadowed(folders: List[str], startup: FrozenSet[str], source: str) -> Optional[FailureEvent]:
+def _shadowed(folders: list[str], startup: frozenset[str], source: str) -> FailureEvent | None:
     """A workspace file that a plain ``python`` would import in place of a module torch (or gbls) had
     already imported here, before the analysed code ran: the analysis uses the real module."""
     suffixes = importlib.machinery.all_suffixes()
-    found: List[Tuple[str, str, str]] = []  # (name, the real module's file, the workspace file)
+    found: list[tuple[str, str, str]] = []  # (name, the real module's file, the workspace file)
     listings = {}
     for folder in folders:
         try:
@@ -166,13 +167,13 @@ def _shadowed(folders: List[str], startup: FrozenSet[str], source: str) -> Optio
     )
 
 
-def _disabled_by_environment() -> Optional[FailureEvent]:
+def _disabled_by_environment() -> FailureEvent | None:
     if torch._dynamo.config.disable and os.environ.get("TORCH_COMPILE_DISABLE") == "1":
         return _disabled("TORCH_COMPILE_DISABLE=1 in the environment gbls runs in", None)
     return None
 
 
-def _disabled_by_module(source: str) -> Optional[FailureEvent]:
+def _disabled_by_module(source: str) -> FailureEvent | None:
     """Dynamo switched off by the analysed code: torch.compile then runs everything eagerly."""
     if torch._dynamo.config.disable:
         how, pattern = "torch._dynamo.config.disable = True", r"\bdisable\s*=\s*True"
@@ -184,7 +185,7 @@ def _disabled_by_module(source: str) -> Optional[FailureEvent]:
     return _disabled(f"{how} in the analysed code", source.count("\n", 0, at.start()) + 1 if at else None)
 
 
-def _disabled(how: str, line: Optional[int]) -> FailureEvent:
+def _disabled(how: str, line: int | None) -> FailureEvent:
     message = (
         f"Dynamo was disabled by {how}, so torch.compile compiled nothing: gbls cannot see the graph "
         "breaks of a file that runs eagerly"
@@ -197,7 +198,7 @@ def _name_the_line(path: str, emit: Emit) -> None:
     # A crash (segfault, abort) prints the stack it died in: the parent reads the line from it.
     faulthandler.enable(file=sys.stderr, all_threads=False)
 
-    def stuck(signum: int, frame: Optional[types.FrameType]) -> None:
+    def stuck(signum: int, frame: types.FrameType | None) -> None:
         line, tracing = _where(frame, path)
         emit(StuckEvent(line=line, tracing=tracing))
 
@@ -213,7 +214,7 @@ def _name_the_line(path: str, emit: Emit) -> None:
         real_exit(status)
 
     os._exit = exit_now
-    forked: List[bool] = []
+    forked: list[bool] = []
 
     def before_fork() -> None:
         if not forked:
@@ -223,7 +224,7 @@ def _name_the_line(path: str, emit: Emit) -> None:
     os.register_at_fork(before=before_fork)
 
 
-def _where(frame: Optional[types.FrameType], path: str) -> Tuple[Optional[int], str]:
+def _where(frame: types.FrameType | None, path: str) -> tuple[int | None, str]:
     """The innermost line of ``path`` on the stack, and the function Dynamo is tracing there, if any."""
     line = None
     while frame is not None:
@@ -243,7 +244,7 @@ def _where(frame: Optional[types.FrameType], path: str) -> Tuple[Optional[int], 
 SOURCE_LIMIT = 16 << 20
 
 
-def _encoding_failure(path: str) -> Optional[FailureEvent]:
+def _encoding_failure(path: str) -> FailureEvent | None:
     """Python refuses to import a file that is not in its declared encoding (UTF-8 by default)."""
     try:
         descriptor = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_NOCTTY)
@@ -273,7 +274,7 @@ def _encoding_failure(path: str) -> Optional[FailureEvent]:
     return FailureEvent(kind="syntax", message=message, line=line)
 
 
-def _execute(request: Request, module: types.ModuleType, offline: bool) -> Optional[FailureEvent]:
+def _execute(request: Request, module: types.ModuleType, offline: bool) -> FailureEvent | None:
     """Run the module body; the failure that stopped it, if any."""
     source, path = request.source, request.path
     try:
@@ -298,7 +299,7 @@ def _execute(request: Request, module: types.ModuleType, offline: bool) -> Optio
     return None
 
 
-def _explain(error: BaseException, memory_mb: int, offline: bool) -> Tuple[str, str]:
+def _explain(error: BaseException, memory_mb: int, offline: bool) -> tuple[FailureKind, str]:
     """What kind of failure ``error`` is, in words that say what the sandbox had to do with it."""
     described = _describe_error(error)
     causes = _causes(error)
@@ -324,10 +325,10 @@ def _explain(error: BaseException, memory_mb: int, offline: bool) -> Tuple[str, 
     return "raised", described
 
 
-def _causes(error: BaseException) -> List[BaseException]:
+def _causes(error: BaseException) -> list[BaseException]:
     """``error`` and what lies behind it: its cause or context, a URLError's reason."""
-    found: List[BaseException] = []
-    current: Optional[BaseException] = error
+    found: list[BaseException] = []
+    current: BaseException | None = error
     while current is not None and current not in found:
         found.append(current)
         reason = getattr(current, "reason", None)
@@ -343,7 +344,7 @@ def _is_network(error: OSError) -> bool:
     return error.errno in (errno.ENETUNREACH, errno.EHOSTUNREACH, errno.ECONNREFUSED, errno.EADDRNOTAVAIL)
 
 
-def _failure(kind: str, message: str, error: BaseException, path: str) -> FailureEvent:
+def _failure(kind: FailureKind, message: str, error: BaseException, path: str) -> FailureEvent:
     line = None
     for frame, lineno in traceback.walk_tb(error.__traceback__):
         if frame.f_code.co_filename == path:
@@ -373,7 +374,7 @@ class _Runner:
         attempts: Attempts,
         module: types.ModuleType,
         path: str,
-        lines: List[str],
+        lines: list[str],
         request: Request,
     ) -> None:
         self.capture = capture
@@ -384,7 +385,7 @@ class _Runner:
         self.run_main = request.settings.run_main
         self.sites = {static.id: static for static in request.targets}
 
-    def remedy(self, site: Optional[StaticTarget]) -> str:
+    def remedy(self, site: StaticTarget | None) -> str:
         """How the user gets the target run with its real inputs: the ``__main__`` block, or an example."""
         example = "declare inputs with a `# gbls: example(...)` comment above it"
         if site is not None and site.in_main_block and not self.run_main:
@@ -476,7 +477,7 @@ class _Runner:
             return getattr(instance, target.name), original, module
         return target.compiled, original, None
 
-    def _examples(self, target: Target) -> List[Tuple[int, str]]:
+    def _examples(self, target: Target) -> list[tuple[int, str]]:
         anchors = []
         if target.path == self.path:
             anchors.append(target.line)
@@ -484,7 +485,7 @@ class _Runner:
             anchors.append(target.call_line)
         if target.kind == "module":
             anchors.append(self._class_line(type(target.module).__name__))
-        found: List[Tuple[int, str]] = []
+        found: list[tuple[int, str]] = []
         for anchor in anchors:
             for example in example_sources(self.lines, anchor) if anchor else []:
                 if example not in found:
@@ -501,7 +502,7 @@ class _Runner:
         return 0
 
     def _run_examples(
-        self, target: Target, callee: Callable[..., Any], examples: List[Tuple[int, str]]
+        self, target: Target, callee: Callable[..., Any], examples: list[tuple[int, str]]
     ) -> None:
         self.capture.input_source = "example"
         errors = []
@@ -518,7 +519,7 @@ class _Runner:
             self._verdict(target, "; ".join(errors))
 
     def _run_synthesized(
-        self, target: Target, callee: Callable[..., Any], signature_of: Any, module: Optional[torch.nn.Module]
+        self, target: Target, callee: Callable[..., Any], signature_of: Any, module: torch.nn.Module | None
     ) -> None:
         self.capture.input_source = "synthesized"
         tried = []
@@ -552,7 +553,7 @@ class _FreshSourceLoader(importlib.machinery.SourceFileLoader):
         raise OSError("gbls reads workspace sources, not their bytecode caches")
 
 
-def _fresh_imports(roots: List[str]) -> None:
+def _fresh_imports(roots: list[str]) -> None:
     roots = [os.path.abspath(root) for root in roots if root]
     loaders = [
         (_FreshSourceLoader, importlib.machinery.SOURCE_SUFFIXES),
@@ -571,7 +572,7 @@ def _fresh_imports(roots: List[str]) -> None:
     sys.path_importer_cache.clear()
 
 
-def _new_module(path: str, run_main: bool, workspace: str) -> Tuple[types.ModuleType, List[str]]:
+def _new_module(path: str, run_main: bool, workspace: str) -> tuple[types.ModuleType, list[str]]:
     """A module object for the analysed file, importable by its name as ``python file.py`` would be,
     and the folders put first on ``sys.path`` for it.
 

@@ -32,15 +32,14 @@ import sys
 import sysconfig
 import types
 import weakref
+from collections.abc import Callable
 from dataclasses import replace
-from typing import Any, Callable, Dict, List, Optional, Set, Tuple
+from typing import Any
 
 import torch
 import torch._dynamo
 
-from . import hookpoints, reasons
-from .columns import of_instruction as columns_from_syntax
-from .events import (
+from ..events import (
     BreakEvent,
     CallEvent,
     Event,
@@ -52,14 +51,17 @@ from .events import (
     StoppedEvent,
     TargetEvent,
 )
-from .protocol import Frame, Guard, Message, StaticTarget
+from ..shared.protocol import Frame, Guard, InputSource, Message, StaticTarget, TargetKind
+from . import hookpoints, reasons
+from .columns import of_instruction as columns_from_syntax
 
 Emit = Callable[[Event], None]
 # (path, code name as Dynamo saw it, line, start byte column, end byte column)
-RawFrame = Tuple[str, str, int, Optional[int], Optional[int]]
+RawFrame = tuple[str, str, int, int | None, int | None]
 
 TORCH_DIR = os.path.dirname(torch.__file__) + os.sep
-WORKER_DIR = os.path.dirname(os.path.abspath(__file__)) + os.sep
+# Every module of the worker, whichever process runs it: never the user's code.
+WORKER_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep
 DYNAMO_DIR = os.path.dirname(torch._dynamo.__file__) + os.sep
 STDLIB_DIR = sysconfig.get_paths()["stdlib"] + os.sep
 
@@ -85,7 +87,7 @@ class ProgramStopped(BaseException):
     A ``BaseException``, like ``KeyboardInterrupt``, so that ``except Exception`` does not swallow it.
     """
 
-    def __init__(self, line: Optional[int]) -> None:
+    def __init__(self, line: int | None) -> None:
         super().__init__(line)
         self.line = line
 
@@ -103,7 +105,7 @@ def is_user_file(filename: str) -> bool:
 class Target:
     """A ``torch.compile`` call's subject: a function, a method or an ``nn.Module``."""
 
-    def __init__(self, number: int, obj: Any, described: "Described", fullgraph: bool) -> None:
+    def __init__(self, number: int, obj: Any, described: Described, fullgraph: bool) -> None:
         self.number = number
         self.kind = described.kind
         self.code = described.entry  # what Dynamo enters first: a decorator's wrapper, if any
@@ -111,7 +113,7 @@ class Target:
         self.instance = described.instance  # the module, or a bound method's object
         self.fullgraph = fullgraph
         self.compiled: Any = None
-        self.module: Optional[torch.nn.Module] = obj if self.kind == "module" else None
+        self.module: torch.nn.Module | None = obj if self.kind == "module" else None
         if self.kind == "module":
             self.name = type(obj).__name__
             self.qualname = type(obj).__qualname__
@@ -125,8 +127,8 @@ class Target:
         self.call_line = 0
         self.reused = False
         self.site = ""  # the StaticTarget.id of its compile site, if the source shows it
-        self.aliases: List[str] = []  # other compile sites that compiled it again
-        self.reached: Set[Tuple[str, int, str]] = set()
+        self.aliases: list[str] = []  # other compile sites that compiled it again
+        self.reached: set[tuple[str, int, str]] = set()
 
     def forget_attempt(self) -> None:
         """A discarded input attempt's call and reach events are gone: record them again next time."""
@@ -156,16 +158,16 @@ class Translation:
 
     def __init__(self, code: types.CodeType) -> None:
         self.code = code
-        self.target: Optional[Target] = None
+        self.target: Target | None = None
         # Frames above the translated one, outermost first: (path, raw code name, line, col, end_col)
-        self.prefix: List[RawFrame] = []
-        self.caller: Optional[RawFrame] = None  # the analysed file's innermost frame on the stack
-        self.compile_ids: List[str] = []  # of the breaks recorded while Dynamo translated it
+        self.prefix: list[RawFrame] = []
+        self.caller: RawFrame | None = None  # the analysed file's innermost frame on the stack
+        self.compile_ids: list[str] = []  # of the breaks recorded while Dynamo translated it
         self.loop_skip = ""  # before torch 2.11: Dynamo dropped the frame for a break in a loop
         # What Dynamo decided for this frame, once it checked the recompile limit.
         self.compile_id = ""
         self.recompile = False
-        self.guard: Optional[Guard] = None
+        self.guard: Guard | None = None
         self.limit = ""
         self.limit_value = 0
         self.dynamic = False
@@ -173,34 +175,34 @@ class Translation:
 
 class Capture:
     def __init__(
-        self, emit: Emit, path: str = "", reuse: Tuple[str, ...] = (), sites: Tuple[StaticTarget, ...] = ()
+        self, emit: Emit, path: str = "", reuse: tuple[str, ...] = (), sites: tuple[StaticTarget, ...] = ()
     ) -> None:
         self.emit = emit
         self.path = path
         self.reuse = set(reuse)
         self.sites = sites
-        self.targets: List[Target] = []
+        self.targets: list[Target] = []
         # Code objects are keyed by identity: Dynamo's generated code can hold unhashable constants.
-        self.by_code: Dict[int, Tuple[types.CodeType, List[Target]]] = {}
-        self.generated: Dict[int, Tuple[types.CodeType, Target]] = {}
-        self.translations: List[Translation] = []
-        self.failed_hooks: Set[str] = set()
+        self.by_code: dict[int, tuple[types.CodeType, list[Target]]] = {}
+        self.generated: dict[int, tuple[types.CodeType, Target]] = {}
+        self.translations: list[Translation] = []
+        self.failed_hooks: set[str] = set()
         self.last_metric: Any = None
-        self.structured: Dict[str, Message] = {}
-        self.input_source = "module"
+        self.structured: dict[str, Message] = {}
+        self.input_source: InputSource = "module"
         self.reaches = True
         # GB ids: the user's torch's own registry first (None: it has none), then gbls's table.
         self.torch_ids = hookpoints.registry_ids()
         self.shipped_ids = hookpoints.shipped_ids()
-        self.logged: "weakref.WeakSet[BaseException]" = weakref.WeakSet()
-        self.columns: "weakref.WeakKeyDictionary[BaseException, List[hookpoints.Columns]]" = (
+        self.logged: weakref.WeakSet[BaseException] = weakref.WeakSet()
+        self.columns: weakref.WeakKeyDictionary[BaseException, list[hookpoints.Columns]] = (
             weakref.WeakKeyDictionary()
         )
         self.original_compile = torch.compile
         self.places_guards = True  # this torch says where a failed guard was installed
         self.said_unplaced = False
         self.translated = 0  # frames Dynamo was asked to translate so far
-        self.entries: Dict[int, Tuple[int, int]] = {}  # compiled callable → (calls, translated then)
+        self.entries: dict[int, tuple[int, int]] = {}  # compiled callable → (calls, translated then)
         self.stop_when_steady = False
         self.stopping = False
 
@@ -218,11 +220,11 @@ class Capture:
 
     # -- installation -------------------------------------------------------------------
 
-    def install(self) -> "Capture":
+    def install(self) -> Capture:
         """Patch torch.compile and hook Dynamo where this torch has each hook point."""
         torch.compile = self.compile
         guard = self.guarded
-        hooks: List[Tuple[str, Callable[[], None]]] = [
+        hooks: list[tuple[str, Callable[[], None]]] = [
             ("the message structure", lambda: hookpoints.wrap_messages(guard, self.remember_message)),
             ("the graph-break log", lambda: hookpoints.wrap_break_log(guard, self.logged_break)),
             ("the column of each break", lambda: hookpoints.wrap_unsupported(guard, self.remember_columns)),
@@ -273,7 +275,7 @@ class Capture:
         self.stopping = True
         signal.setitimer(signal.ITIMER_REAL, STOP_RETRY)
 
-    def _stop_here(self, signum: int, frame: Optional[types.FrameType]) -> None:
+    def _stop_here(self, signum: int, frame: types.FrameType | None) -> None:
         """Raise ``ProgramStopped`` where the program is, as Ctrl-C would, but never inside Dynamo
         (a translation, or the compiled call's own bookkeeping) nor in gbls."""
         if not self.stopping:
@@ -318,13 +320,13 @@ class Capture:
         self.emit(ReachEvent(target=target.number, code=key))
 
     def remember_message(
-        self, text: str, gb_type: str, context: str, explanation: str, hints: List[str]
+        self, text: str, gb_type: str, context: str, explanation: str, hints: list[str]
     ) -> None:
         self.structured[hookpoints.message_key(text)] = Message(
             str(gb_type), str(context), str(explanation), tuple(map(str, hints))
         )
 
-    def remember_columns(self, exc: BaseException, columns: List["hookpoints.Columns"]) -> None:
+    def remember_columns(self, exc: BaseException, columns: list[hookpoints.Columns]) -> None:
         self.columns[exc] = columns
 
     def logged_break(self, translator: Any, reason: str, exc: Any, user_stack: Any, caller: Any) -> None:
@@ -366,7 +368,7 @@ class Capture:
         if self.translations:
             self.translations[-1].loop_skip = message.splitlines()[0]
 
-    def translate(self, callback: Callable[..., Any], frame: Any, args: Tuple[Any, ...], caller: Any) -> Any:
+    def translate(self, callback: Callable[..., Any], frame: Any, args: tuple[Any, ...], caller: Any) -> Any:
         """Dynamo's frame callback, told which compiled target's call the frame runs in."""
         if not is_user_file(frame.f_code.co_filename):
             return callback(frame, *args)
@@ -390,7 +392,7 @@ class Capture:
         fullgraph = bool(options.pop("fullgraph", False))
         for inductor_only in ("backend", "mode", "options"):
             options.pop(inductor_only, None)
-        found: List[Target] = []
+        found: list[Target] = []
 
         def register() -> None:
             target = self.register(model, fullgraph, disabled=bool(options.get("disable")))
@@ -406,23 +408,23 @@ class Capture:
             target.compiled = model if _is_compiled_call_impl(model) else compiled
         return compiled
 
-    def target_for(self, model: Any) -> Optional[Target]:
+    def target_for(self, model: Any) -> Target | None:
         described = _describe_target(model)
         if described.entry is None:
             return None
         return _choose(self.with_code(described.entry), described.instance)
 
-    def with_code(self, code: Optional[types.CodeType]) -> List[Target]:
+    def with_code(self, code: types.CodeType | None) -> list[Target]:
         """The targets Dynamo enters by ``code`` (the user's code, never Dynamo's)."""
         found = self.by_code.get(id(code))
         return found[1] if found is not None and found[0] is code else []
 
-    def of_generated(self, code: types.CodeType) -> Optional[Target]:
+    def of_generated(self, code: types.CodeType) -> Target | None:
         """The target Dynamo generated ``code`` for, if it did."""
         found = self.generated.get(id(code))
         return found[1] if found is not None and found[0] is code else None
 
-    def register(self, model: Any, fullgraph: bool, disabled: bool, site: str = "") -> Optional[Target]:
+    def register(self, model: Any, fullgraph: bool, disabled: bool, site: str = "") -> Target | None:
         """The target ``model`` is, recorded the first time; ``site``: the compile site it is, if known."""
         described = _describe_target(model)
         if described.entry is None:
@@ -518,7 +520,7 @@ class Capture:
         code = frame.f_code
         self.translated += 1
         stack = []
-        outer: Optional[types.FrameType] = callers
+        outer: types.FrameType | None = callers
         while outer is not None:
             stack.append(outer)
             outer = outer.f_back
@@ -560,7 +562,7 @@ class Capture:
             column, end_column = columns_from_syntax(code, frame.f_lasti)
         return (code.co_filename, code.co_name, frame.f_lineno, column, end_column)
 
-    def _placed_from(self, chain: List[types.FrameType]) -> int:
+    def _placed_from(self, chain: list[types.FrameType]) -> int:
         """Where the eager call chain starts to say where it is: generated code without positions for
         the calls it leaves in (torch 2.6, and any torch on Python 3.10) has no columns, or only its
         first line. Below the last such frame the chain is a suffix of the one Dynamo logged for the
@@ -571,7 +573,7 @@ class Capture:
                 return index + 1
         return 0
 
-    def target_of(self, code: types.CodeType, frame: Any) -> Optional[Target]:
+    def target_of(self, code: types.CodeType, frame: Any) -> Target | None:
         """The target ``frame`` is the own call of: the code it enters by, and for a code several
         targets share (modules of one class, one decorator's wrapper), the one its ``self`` is."""
         candidates = self.with_code(code)
@@ -628,7 +630,7 @@ class Capture:
             )
         )
 
-    def note_compilation(self, compile_id: Any, decision: Tuple[bool, str]) -> None:
+    def note_compilation(self, compile_id: Any, decision: tuple[bool, str]) -> None:
         """Dynamo is about to compile the current frame, unless a recompile limit stops it."""
         translation = self.translations[-1] if self.translations else None
         if translation is None or translation.target is None:
@@ -639,7 +641,7 @@ class Capture:
             translation.limit = limit
             translation.limit_value = int(getattr(torch._dynamo.config, limit, 0))
 
-    def note_recompilation(self, found: List[str], stacks: List[Any]) -> None:
+    def note_recompilation(self, found: list[str], stacks: list[Any]) -> None:
         """Dynamo compiles the current frame again: the newest version's failed check, and where it is."""
         translation = self.translations[-1] if self.translations else None
         if translation is None or translation.target is None:
@@ -661,7 +663,7 @@ class Capture:
             )
         translation.guard = guard
 
-    def _commented_location(self, reason: str, translation: Translation) -> Tuple[Frame, ...]:
+    def _commented_location(self, reason: str, translation: Translation) -> tuple[Frame, ...]:
         """The line a reason's comment names, in a file of the translation whose path ends as it says."""
         located = reasons.where(reason)
         target = translation.target
@@ -675,8 +677,8 @@ class Capture:
     def record_break(
         self,
         text: str,
-        stack: List[Any],
-        columns: Optional[List["hookpoints.Columns"]],
+        stack: list[Any],
+        columns: list[hookpoints.Columns] | None,
         skipped: bool,
         logged: bool,
         reason: str,
@@ -746,7 +748,7 @@ class Capture:
     def message(self, text: str) -> Message:
         """A break's message as structured as this torch makes it, with its GB id, and what is missing."""
         key = hookpoints.message_key(text)
-        gaps: List[str] = []
+        gaps: list[str] = []
         structured = self.structured.get(key)
         if structured is None:
             structured = parse_break_text(key)
@@ -781,9 +783,9 @@ class Capture:
 def parse_break_text(text: str) -> Message:
     """Structure a break from Dynamo's formatted text, for messages the structured hook did not see."""
     lines = text.strip("\n").splitlines()
-    sections: Dict[str, List[str]] = {"explanation": [], "context": []}
-    hints: List[List[str]] = []
-    current: Optional[List[str]] = None
+    sections: dict[str, list[str]] = {"explanation": [], "context": []}
+    hints: list[list[str]] = []
+    current: list[str] | None = None
     for line in lines[1:]:
         stripped = line.strip()
         if stripped.startswith("Explanation:"):
@@ -821,7 +823,7 @@ class Described:
     """What a compile call is about: its kind, the code Dynamo enters first, the code the user wrote."""
 
     def __init__(
-        self, kind: str, entry: Optional[types.CodeType], own: Optional[types.CodeType], instance: Any
+        self, kind: TargetKind, entry: types.CodeType | None, own: types.CodeType | None, instance: Any
     ) -> None:
         self.kind = kind
         self.entry = entry
@@ -829,7 +831,7 @@ class Described:
         self.instance = instance
 
 
-def _code_of(function: Any) -> Optional[types.CodeType]:
+def _code_of(function: Any) -> types.CodeType | None:
     code = getattr(function, "__code__", None)
     return code if isinstance(code, types.CodeType) else None
 
@@ -845,7 +847,7 @@ def _describe_target(model: Any) -> Described:
         entry = _code_of(type(model).__call__)
     function = _unwrap(model) if callable(model) else model
     qualname = getattr(function, "__qualname__", "")
-    kind = "method" if "." in qualname.replace("<locals>.", "") else "function"
+    kind: TargetKind = "method" if "." in qualname.replace("<locals>.", "") else "function"
     return Described(kind, entry, _code_of(function) or entry, getattr(model, "__self__", None))
 
 
@@ -856,7 +858,7 @@ def _unwrap(function: Any) -> Any:
         return function
 
 
-def _choose(targets: List[Target], instance: Any) -> Optional[Target]:
+def _choose(targets: list[Target], instance: Any) -> Target | None:
     """The target among ``targets`` (one code) that ``instance`` is, else the first."""
     for target in targets:
         if instance is not None and target.instance is instance:
@@ -864,8 +866,8 @@ def _choose(targets: List[Target], instance: Any) -> Optional[Target]:
     return targets[0] if targets else None
 
 
-def _call_site() -> Tuple[str, int]:
-    frame: Optional[types.FrameType] = sys._getframe(2)
+def _call_site() -> tuple[str, int]:
+    frame: types.FrameType | None = sys._getframe(2)
     while frame is not None and not is_user_file(frame.f_code.co_filename):
         frame = frame.f_back
     if frame is None:
@@ -897,11 +899,11 @@ def _takes_symbolic_sizes(gm: torch.fx.GraphModule) -> bool:
     return False
 
 
-def _collapse(frames: List[RawFrame]) -> Tuple[Frame, ...]:
+def _collapse(frames: list[RawFrame]) -> tuple[Frame, ...]:
     """The chain as the user wrote it: frames of torch and the standard library folded (a wrapper
     such as ``torch.no_grad``'s, a polyfill), the generated caller of each resume function dropped,
     frames named without resume prefixes."""
-    kept: List[RawFrame] = []
+    kept: list[RawFrame] = []
     for frame in frames:
         path, name = frame[0], frame[1]
         if kept and not is_user_file(path):
@@ -914,7 +916,7 @@ def _collapse(frames: List[RawFrame]) -> Tuple[Frame, ...]:
         ):
             kept.pop()
         kept.append(frame)
-    chain: List[Frame] = []
+    chain: list[Frame] = []
     for path, name, line, column, end in kept:
         step = Frame(path, base_name(name), line, column, end)
         if not chain or chain[-1] != step:  # a wrapper folded away leaves its caller twice
@@ -934,7 +936,7 @@ def _runs_own_code(code: types.CodeType, target: Target) -> bool:
     )
 
 
-def _resume_line(code_name: str) -> Optional[int]:
+def _resume_line(code_name: str) -> int | None:
     match = re.match(RESUME_PREFIX + r"\w+_at_(\d+)$", code_name)
     return int(match.group(1)) if match else None
 
@@ -944,12 +946,12 @@ def _newest_metric() -> Any:
     return metrics[-1] if metrics else None
 
 
-def _all_metrics() -> List[Any]:
+def _all_metrics() -> list[Any]:
     get = getattr(torch._dynamo.utils, "get_compilation_metrics", None)
     return list(get()) if get is not None else []
 
 
-def _metrics_since(last: Any) -> List[Any]:
+def _metrics_since(last: Any) -> list[Any]:
     """The compilation metrics Dynamo recorded after ``last`` (they are kept in a bounded deque)."""
     metrics = _all_metrics()
     for index in range(len(metrics) - 1, -1, -1):
@@ -973,7 +975,7 @@ def _compile_id() -> str:
     return f"{compile_id.frame_id}/{compile_id.frame_compile_id}"
 
 
-def _graph_lines(gm: torch.fx.GraphModule, code: types.CodeType) -> List[int]:
+def _graph_lines(gm: torch.fx.GraphModule, code: types.CodeType) -> list[int]:
     marker = re.compile(r'File "([^"]+)", line (\d+), in (\S+)')
     lines = []
     for node in gm.graph.nodes:
@@ -1024,7 +1026,7 @@ def describe_value(value: Any, depth: int = 0) -> str:
     return kind.__name__
 
 
-def describe_arguments(frame: Any, own: Optional[types.CodeType]) -> str:
+def describe_arguments(frame: Any, own: types.CodeType | None) -> str:
     """Each argument of the call entering ``frame``, by name: ``input_ids: i64[2, 8], labels: None``.
 
     ``own``: the code the user wrote, when a decorator's ``wrapper(*args, **kwargs)`` is entered
@@ -1036,7 +1038,7 @@ def describe_arguments(frame: Any, own: Optional[types.CodeType]) -> str:
         return ""
 
 
-def _arguments(frame: Any, own: Optional[types.CodeType]) -> List[Tuple[str, Any]]:
+def _arguments(frame: Any, own: types.CodeType | None) -> list[tuple[str, Any]]:
     code = frame.f_code
     f_locals = frame.f_locals
     count = code.co_argcount + code.co_kwonlyargcount

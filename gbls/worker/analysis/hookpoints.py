@@ -39,7 +39,8 @@ import re
 import sys
 import traceback
 import types
-from typing import Any, Callable, Dict, List, Mapping, Optional, Tuple
+from collections.abc import Callable, Mapping
+from typing import Any
 
 import torch
 import torch._dynamo.convert_frame as convert_frame
@@ -52,13 +53,13 @@ from . import columns
 
 # What the wrappers run gbls's bookkeeping through: (what it is about, the work).
 Guard = Callable[[str, Callable[[], None]], None]
-Columns = Tuple[Optional[int], Optional[int]]
+Columns = tuple[int | None, int | None]
 
 TORCH_RELEASE = ".".join(torch.__version__.split("+")[0].split(".")[:2])
-WORKER_DIR = os.path.dirname(os.path.abspath(__file__))
+HERE = os.path.dirname(os.path.abspath(__file__))
 REGISTRY = os.path.join(os.path.dirname(dynamo_exc.__file__), "graph_break_registry.json")
 # gb_type → GB id, from torch 2.15's registry: the ids are stable across releases.
-SHIPPED_IDS = os.path.join(WORKER_DIR, "gb_ids.json")
+SHIPPED_IDS = os.path.join(HERE, "gb_ids.json")
 GRAPH_BREAK_SITE = "https://meta-pytorch.github.io/compile-graph-break-site/gb/"
 
 LINK_SUFFIX = re.compile(r"\n+ ?For more details about this graph break, please visit: \S+\s*$")
@@ -99,7 +100,7 @@ def _find(owner: Any, name: str, where: str) -> Any:
     return found
 
 
-def legacy_gb_type(text: str) -> Optional[str]:
+def legacy_gb_type(text: str) -> str | None:
     """The gb_type later releases give a break torch formatted as one line of text, if gbls knows it."""
     return next((gb_type for pattern, gb_type in LEGACY_GB_TYPES if pattern.search(text)), None)
 
@@ -117,7 +118,7 @@ def formats_messages() -> bool:
     return callable(getattr(dynamo_exc, "format_graph_break_message", None))
 
 
-def wrap_messages(guard: Guard, record: Callable[[str, str, str, str, List[str]], None]) -> None:
+def wrap_messages(guard: Guard, record: Callable[[str, str, str, str, list[str]], None]) -> None:
     """``record(text, gb_type, context, explanation, hints)`` for every structured message."""
     original = getattr(dynamo_exc, "format_graph_break_message", None)
     if original is None:
@@ -201,7 +202,7 @@ def handled_exception(caller: Any) -> Any:
     return None
 
 
-def current_stack() -> List[Any]:
+def current_stack() -> list[Any]:
     """The user stack of the translators running now, as Dynamo's own log would take it."""
     return list(torch._guards.TracingContext.extract_stack())
 
@@ -253,7 +254,7 @@ def has_columns() -> bool:
     return "colno" in getattr(traceback.FrameSummary, "__slots__", ())
 
 
-def wrap_unsupported(guard: Guard, record: Callable[[Any, List[Columns]], None]) -> None:
+def wrap_unsupported(guard: Guard, record: Callable[[Any, list[Columns]], None]) -> None:
     """``record(exc, columns)`` for each Unsupported made with a user stack that lacks columns
     (before 2.13, or on Python 3.10): the columns, frame by frame, from the translators still on
     the stack."""
@@ -274,10 +275,10 @@ def wrap_unsupported(guard: Guard, record: Callable[[Any, List[Columns]], None])
     unsupported.__init__ = __init__  # type: ignore[method-assign]
 
 
-def translators_on_stack() -> List[Any]:
+def translators_on_stack() -> list[Any]:
     """The instruction translators active on the Python stack, outermost first."""
-    found: List[Any] = []
-    frame: Optional[types.FrameType] = sys._getframe(1)
+    found: list[Any] = []
+    frame: types.FrameType | None = sys._getframe(1)
     base = symbolic_convert.InstructionTranslatorBase
     while frame is not None:
         candidate = frame.f_locals.get("self")
@@ -288,16 +289,16 @@ def translators_on_stack() -> List[Any]:
     return found
 
 
-def columns_of(stack: List[Any], translators: List[Any]) -> List[Columns]:
+def columns_of(stack: list[Any], translators: list[Any]) -> list[Columns]:
     """Each frame summary's columns: its own, else those of the current instruction of the translator
     at the same file, line and function (the call it is in, or the failing instruction innermost)."""
-    current: Dict[Tuple[str, Any, str], Columns] = {}
+    current: dict[tuple[str, Any, str], Columns] = {}
     for translator in translators:
         code = getattr(translator, "f_code", None)
         if code is not None:
             key = (code.co_filename, getattr(translator, "lineno", None), code.co_name)
             current[key] = _instruction_columns(code, getattr(translator, "current_instruction", None))
-    found: List[Columns] = []
+    found: list[Columns] = []
     for summary in stack:
         own = getattr(summary, "colno", None)
         if own is not None:
@@ -320,7 +321,7 @@ def _instruction_columns(code: types.CodeType, instruction: Any) -> Columns:
 # -- the frame callback ----------------------------------------------------------------------
 
 # translate(Dynamo's callback bound to its wrapper, the frame, the other arguments, the caller's frame)
-Translate = Callable[[Callable[..., Any], Any, Tuple[Any, ...], Any], Any]
+Translate = Callable[[Callable[..., Any], Any, tuple[Any, ...], Any], Any]
 
 
 def wrap_frame_callback(translate: Translate) -> None:
@@ -382,14 +383,14 @@ def wrap_compiled_calls(guard: Guard, record: Callable[[Any], None]) -> None:
     eval_frame._callback_from_stance = callback_from_stance
 
 
-def _convert_frame_function(names: Tuple[str, ...]) -> str:
+def _convert_frame_function(names: tuple[str, ...]) -> str:
     for name in names:
         if callable(getattr(convert_frame, name, None)):
             return name
     raise Missing(f"torch._dynamo.convert_frame has none of {', '.join(names)}")
 
 
-def wrap_recompile_limit(guard: Guard, record: Callable[[Any, Tuple[bool, str]], None]) -> None:
+def wrap_recompile_limit(guard: Guard, record: Callable[[Any, tuple[bool, str]], None]) -> None:
     """``record(compile_id, (exceeded, which limit))`` before each compilation of a frame."""
     name = _convert_frame_function(LIMIT_CHECKS)
     check = getattr(convert_frame, name)
@@ -403,12 +404,12 @@ def wrap_recompile_limit(guard: Guard, record: Callable[[Any, Tuple[bool, str]],
     setattr(convert_frame, name, exceeds)
 
 
-def wrap_recompile_reasons(guard: Guard, record: Callable[[List[str], List[Any]], None]) -> bool:
+def wrap_recompile_reasons(guard: Guard, record: Callable[[list[str], list[Any]], None]) -> bool:
     """``record(reasons, user stacks of the failed checks)`` for each recompilation. Whether this
     torch says where a check was installed (2.12+): before, the stacks are always empty."""
     name = _convert_frame_function(RECOMPILE_REASONS)
     explain = getattr(convert_frame, name)
-    collecting: List[List[Any]] = []  # the stacks of the explanation being made, innermost last
+    collecting: list[list[Any]] = []  # the stacks of the explanation being made, innermost last
 
     @functools.wraps(explain)
     def explained(*args: Any, **kwargs: Any) -> Any:
@@ -464,31 +465,31 @@ def register_bytecode_hook(hook: Callable[[types.CodeType, types.CodeType], None
 # -- GB ids ----------------------------------------------------------------------------------
 
 
-def registry_ids() -> Optional[Dict[str, str]]:
+def registry_ids() -> dict[str, str] | None:
     """gb_type → GB id from the registry of the user's torch; None before it had one (2.6, 2.7)."""
     try:
         with open(REGISTRY, encoding="utf-8") as handle:
             registry = json.load(handle)
     except (OSError, ValueError):
         return None
-    ids: Dict[str, str] = {}
+    ids: dict[str, str] = {}
     for gb_id, entries in registry.items():
         for entry in entries:
             ids.setdefault(entry["Gb_type"], gb_id)
     return ids
 
 
-def shipped_ids() -> Dict[str, str]:
+def shipped_ids() -> dict[str, str]:
     """gb_type → GB id as gbls ships them (from torch 2.15's registry), for the gaps of older ones."""
     try:
         with open(SHIPPED_IDS, encoding="utf-8") as handle:
-            shipped: Dict[str, str] = json.load(handle)
+            shipped: dict[str, str] = json.load(handle)
     except (OSError, ValueError):
         return {}
     return shipped
 
 
-def documentation_link(gb_type: str, gb_id: Optional[str]) -> Optional[str]:
+def documentation_link(gb_type: str, gb_id: str | None) -> str | None:
     link = getattr(dynamo_exc, "get_gbid_documentation_link", None)  # 2.9+
     found = link(gb_type) if link is not None else None
     if found:

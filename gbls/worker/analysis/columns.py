@@ -13,21 +13,21 @@ import ast
 import dis
 import linecache
 import types
-from typing import Dict, Iterator, List, Optional, Tuple
+from collections.abc import Iterator
 
-Columns = Tuple[Optional[int], Optional[int]]
+Columns = tuple[int | None, int | None]
 NONE: Columns = (None, None)
 CALLS = {"CALL_FUNCTION", "CALL_FUNCTION_KW", "CALL_FUNCTION_EX", "CALL_METHOD", "CALL"}
 JUMPS = {"POP_JUMP_IF_FALSE", "POP_JUMP_IF_TRUE", "JUMP_IF_FALSE_OR_POP", "JUMP_IF_TRUE_OR_POP"}
 
-_trees: Dict[str, Optional[ast.Module]] = {}
+_trees: dict[str, ast.Module | None] = {}
 
 
-def of_instruction(code: types.CodeType, offset: Optional[int]) -> Columns:
+def of_instruction(code: types.CodeType, offset: int | None) -> Columns:
     """The UTF-8 byte columns of the instruction at ``offset`` of ``code``, if its line tells them."""
     if offset is None:
         return NONE
-    lines: List[Tuple[int, dis.Instruction]] = []
+    lines: list[tuple[int, dis.Instruction]] = []
     line = None
     target = None
     for instruction in dis.get_instructions(code):
@@ -66,7 +66,7 @@ def _span(node: ast.expr) -> Columns:
     return node.col_offset, node.end_col_offset  # the end on the node's last line, as 3.11's tables
 
 
-def _tree(path: str) -> Optional[ast.Module]:
+def _tree(path: str) -> ast.Module | None:
     if path not in _trees:
         source = "".join(linecache.getlines(path))
         try:

@@ -4,10 +4,9 @@ from __future__ import annotations
 
 import os
 import resource
-from typing import Optional
 
-from . import processes
-from .protocol import Settings
+from ..shared import processes
+from ..shared.protocol import Settings
 
 FILE_SIZE_LIMIT = 1 << 30
 OPEN_FILES = 1024
@@ -31,7 +30,7 @@ def apply(settings: Settings) -> None:
         lower(resource.RLIMIT_NPROC, mine + settings.max_processes)
 
 
-def lower(kind: int, soft: int, hard: Optional[int] = None) -> None:
+def lower(kind: int, soft: int, hard: int | None = None) -> None:
     """Set a limit, never above the one already in force (raising it would be refused)."""
     current_soft, current_hard = resource.getrlimit(kind)
 

@@ -1,8 +1,8 @@
 """The versioned JSON wire format between the gbls server and its worker.
 
-Both sides import this module: the server as ``gbls.worker.protocol``, the worker as part of
-its private package. It uses only the standard library and must stay importable on every
-Python that torch supports, so no syntax newer than 3.9 is evaluated at run time.
+Both sides import this module: the server as ``gbls.worker.shared.protocol``, the worker as part
+of its private package. It uses only the standard library (the worker runs in the user's
+interpreter, Python 3.10 or newer).
 
 Everything that crosses a process boundary is a frozen dataclass, checked field by field when it
 is read back (``from_dict``): what arrives may have been written by the analysed code, so a
@@ -13,21 +13,59 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import types
 import typing
 from dataclasses import dataclass, field
-from typing import Any, Dict, Optional, Tuple, Type, TypeVar, Union
+from typing import Any, Final, Literal, TypeVar, Union
 
-PROTOCOL_VERSION = 5
+PROTOCOL_VERSION = 6
 
-# Result.status values
-OK = "ok"
-ERROR = "error"
-TIMEOUT = "timeout"
-CANCELLED = "cancelled"
+# The fixed values of the wire, each checked by ``from_dict`` like any other field.
+Status = Literal["ok", "error", "timeout", "cancelled"]
+OK: Final = "ok"
+ERROR: Final = "error"
+TIMEOUT: Final = "timeout"
+CANCELLED: Final = "cancelled"
 
-# Break.effect values: the graph splits at the break, or Dynamo gives up on the whole frame.
-SPLIT = "split"
-EAGER = "eager"
+# The graph splits at the break, or Dynamo gives up on the whole frame.
+Effect = Literal["split", "eager"]
+SPLIT: Final = "split"
+EAGER: Final = "eager"
+
+TargetKind = Literal["function", "method", "module"]
+InputSource = Literal["", "module", "example", "synthesized"]
+GuardKind = Literal[
+    "value",
+    "shape",
+    "dtype",
+    "requires_grad",
+    "tensor",
+    "type",
+    "identity",
+    "length",
+    "global_state",
+    "other",
+]
+FailureKind = Literal[
+    "syntax",  # the file does not parse, or is not in its encoding
+    "import",  # an ImportError
+    "raised",  # any other exception of the program's
+    "exit",  # sys.exit, os._exit, or the process exited before the analysis ended
+    "stdin",  # read from the closed stdin
+    "memory",  # past the memory limit, or killed by the kernel for memory
+    "network",  # the sandbox cut the network it wanted
+    "write",  # it wrote where the sandbox refuses
+    "timeout",  # past the wall-clock or CPU-time limit
+    "crashed",  # a fatal signal
+    "processes",  # more processes than allowed
+    "flood",  # more events, or a longer event line, than any analysis makes
+    "cancelled",  # a newer request replaced it
+    "worker",  # gbls's own worker failed
+    "tampered",  # the analysed code replaced what gbls relies on, or forged events
+    "truncated",  # gbls dropped events past its bounds
+    "shadow",  # a workspace file shadows a module torch imports
+    "disabled",  # Dynamo was switched off
+]
 
 
 class ProtocolError(ValueError):
@@ -41,8 +79,8 @@ class Frame:
     path: str
     function: str
     line: int
-    column: Optional[int] = None
-    end_column: Optional[int] = None
+    column: int | None = None
+    end_column: int | None = None
 
 
 @dataclass(frozen=True)
@@ -52,11 +90,11 @@ class Message:
     gb_type: str
     context: str
     explanation: str
-    hints: Tuple[str, ...]
-    gb_id: Optional[str] = None
-    url: Optional[str] = None
+    hints: tuple[str, ...]
+    gb_id: str | None = None
+    url: str | None = None
     # What the user's torch or Python does not say about it, and what gbls filled in instead.
-    gaps: Tuple[str, ...] = ()
+    gaps: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -65,23 +103,23 @@ class Break:
 
     function: str
     gb_type: str
-    gb_id: Optional[str]
-    url: Optional[str]
+    gb_id: str | None
+    url: str | None
     explanation: str
-    hints: Tuple[str, ...]
+    hints: tuple[str, ...]
     context: str
-    chain: Tuple[Frame, ...]
+    chain: tuple[Frame, ...]
     count: int = 1
-    effect: str = SPLIT
+    effect: Effect = SPLIT
     # For EAGER breaks: the break Dynamo raised when it gave up on the frame (e.g. "graph break in loop").
     eager_reason: str = ""
     # For EAGER breaks in a resume function: the line after which the function runs eagerly (else the
     # whole function does).
-    eager_from: Optional[int] = None
+    eager_from: int | None = None
     # What the user's torch or Python does not say about it (no GB id in its registry, no columns).
-    gaps: Tuple[str, ...] = ()
+    gaps: tuple[str, ...] = ()
     # Where the analysed file called the compiled code, when the chain never enters the file.
-    called_at: Optional[Frame] = None
+    called_at: Frame | None = None
 
 
 @dataclass(frozen=True)
@@ -91,7 +129,7 @@ class Graph:
     function: str
     frame: str
     ops: int
-    first_line: Optional[int] = None
+    first_line: int | None = None
 
 
 @dataclass(frozen=True)
@@ -109,13 +147,12 @@ class Guard:
 
     text: str  # the check, locals and globals by their source names: "mode == 'a'"
     failed: str  # the compilation whose check it is: "0/0"
-    # value | shape | dtype | requires_grad | tensor | type | identity | length | global_state | other
-    kind: str = "other"
+    kind: GuardKind = "other"
     subject: str = ""  # what it checks, as the source names it: "mode", "x", "self.scale", "ACT"
     is_global: bool = False  # the subject is a global of the function's module
     hint: str = ""  # Dynamo's own advice, when it gives one
     # Where Dynamo installed it, outermost frame first; empty when this torch does not say.
-    chain: Tuple[Frame, ...] = ()
+    chain: tuple[Frame, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -126,7 +163,7 @@ class Recompile:
     frame: Code  # the frame compiled again: the function's own code, or a callee it re-entered
     direct: bool  # the function's own frame (or one of its resume functions), not a re-entered callee
     compile_id: str  # the new compilation's: "0/1"
-    guard: Optional[Guard] = None  # the check the newest compiled version failed; None if this torch hides it
+    guard: Guard | None = None  # the check the newest compiled version failed; None if this torch hides it
     dynamic: bool = False  # the new compilation traced symbolic shapes or sizes (automatic dynamic)
     # The recompile limit it ran into instead of compiling ("recompile_limit"; before torch 2.7
     # "cache_size_limit"), and its value; from then on the frame runs its compiled versions or eagerly.
@@ -142,14 +179,14 @@ class Function:
     qualname: str
     path: str
     line: int
-    kind: str = "function"  # function | method | module
+    kind: TargetKind = "function"
     analysed: bool = False
     reason: str = ""
     inputs: str = ""
-    input_source: str = ""  # module | example | synthesized
+    input_source: InputSource = ""
     fullgraph: bool = False
     # Everything its results depend on in the source; empty when this torch cannot say.
-    reached: Tuple[Code, ...] = ()
+    reached: tuple[Code, ...] = ()
     # The ``StaticTarget.id`` of the compile site it is, or "" when the source shows none.
     site: str = ""
     # How many times Dynamo compiled it: 1, plus one per recompilation of its own frames that compiled.
@@ -162,12 +199,10 @@ class Function:
 class Failure:
     """Why an analysis stopped early, and where in the analysed file if known."""
 
-    # syntax | import | raised | exit | stdin | memory | network | write | timeout | crashed | processes
-    # | flood | cancelled | worker
-    kind: str
+    kind: FailureKind
     message: str
-    line: Optional[int] = None
-    column: Optional[int] = None
+    line: int | None = None
+    column: int | None = None
 
 
 @dataclass(frozen=True)
@@ -177,7 +212,7 @@ class StaticTarget:
     id: str
     name: str
     qualname: str
-    kind: str  # function | method | module
+    kind: TargetKind
     line: int
     first_line: int
     in_main_block: bool = False  # runs only when the file runs as a script
@@ -200,37 +235,37 @@ class Request:
     path: str
     source: str
     settings: Settings = field(default_factory=Settings)
-    targets: Tuple[StaticTarget, ...] = ()
+    targets: tuple[StaticTarget, ...] = ()
     workspace: str = ""
     # Targets (qualnames, in the analysed file) whose last results still hold: left eager, not translated.
-    reuse: Tuple[str, ...] = ()
+    reuse: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
 class Result:
     path: str
-    status: str
-    failure: Optional[Failure] = None
-    functions: Tuple[Function, ...] = ()
-    breaks: Tuple[Break, ...] = ()
-    graphs: Tuple[Graph, ...] = ()
-    recompiles: Tuple[Recompile, ...] = ()
+    status: Status
+    failure: Failure | None = None
+    functions: tuple[Function, ...] = ()
+    breaks: tuple[Break, ...] = ()
+    graphs: tuple[Graph, ...] = ()
+    recompiles: tuple[Recompile, ...] = ()
     output: str = ""
     torch: str = ""
     seconds: float = 0.0
-    notes: Tuple[str, ...] = ()  # about the analysis itself: what gbls could not capture, and why
+    notes: tuple[str, ...] = ()  # about the analysis itself: what gbls could not capture, and why
     # The analysed file's line where gbls stopped the program once it repeated itself (0: it ran to its end).
     stopped_line: int = 0
 
 
 T = TypeVar("T")
-_hints: Dict[type, Dict[str, Any]] = {}
+_hints: dict[type, dict[str, Any]] = {}
 # By id of annotation (they live in _hints for good): its origin, its arguments, whether it is a
 # dataclass. typing is slow to ask, and slow to hash its annotations.
-_shapes: Dict[int, Tuple[Any, Tuple[Any, ...], bool]] = {}
+_shapes: dict[int, tuple[Any, tuple[Any, ...], bool]] = {}
 
 
-def from_dict(cls: Type[T], data: Any) -> T:
+def from_dict(cls: type[T], data: Any) -> T:
     """Rebuild dataclass ``cls`` (and the ones nested in it) from its JSON form, checking every field.
 
     Unknown keys are ignored (a newer peer may add some); a missing required field or a value of
@@ -267,7 +302,11 @@ def _checked(annotation: Any, value: Any, where: str) -> Any:
         return value
     if is_dataclass:
         return from_dict(annotation, value)
-    if origin is Union:
+    if origin is Literal:
+        if value not in arguments or not isinstance(value, str):
+            raise ProtocolError(f"{where}: {value!r} is none of {', '.join(map(repr, arguments))}")
+        return value
+    if origin is Union or origin is types.UnionType:
         if value is None and type(None) in arguments:
             return None
         (inner,) = [argument for argument in arguments if argument is not type(None)]
@@ -279,7 +318,7 @@ def _checked(annotation: Any, value: Any, where: str) -> Any:
             return tuple(_checked(arguments[0], item, where) for item in value)
         if len(value) != len(arguments):
             raise ProtocolError(f"{where}: expected {len(arguments)} items, got {len(value)}")
-        return tuple(_checked(kind, item, where) for kind, item in zip(arguments, value))
+        return tuple(_checked(kind, item, where) for kind, item in zip(arguments, value, strict=False))
     if annotation is float and isinstance(value, int) and not isinstance(value, bool):
         return float(value)
     if annotation is int and isinstance(value, bool):
@@ -289,7 +328,7 @@ def _checked(annotation: Any, value: Any, where: str) -> Any:
     return value
 
 
-def to_dict(value: Any) -> Dict[str, Any]:
+def to_dict(value: Any) -> dict[str, Any]:
     return dataclasses.asdict(value)
 
 
@@ -302,7 +341,7 @@ def encode(kind: str, **fields: Any) -> str:
     return json.dumps(payload, separators=(",", ":"))
 
 
-def decode(line: str) -> Dict[str, Any]:
+def decode(line: str) -> dict[str, Any]:
     """Parse one protocol line, refusing a peer that speaks another version."""
     try:
         message = json.loads(line)

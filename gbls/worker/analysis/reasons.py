@@ -18,9 +18,8 @@ kind of check it is. Standard library only.
 from __future__ import annotations
 
 import re
-from typing import Optional, Tuple
 
-from .protocol import Guard
+from ..shared.protocol import Guard, GuardKind
 
 REASON = re.compile(r"^(\S+?): (.*)$")  # "0/0: <check>", "!1/0/3: <check>"
 COMMENT = re.compile(r"^(.*?)\s{2,}#\s?(.*)$")  # the check, padded, then "# <source line>  # <where>"
@@ -28,10 +27,10 @@ SCOPED = re.compile(r"\b([LG])\['([^'\]]+)'\]")  # L['mode'] (a local), G['ACT']
 NAME = r"[A-Za-z_][\w.]*"
 TENSOR = re.compile(rf"^tensor '({NAME})' (.+?) mismatch")
 SIZES = re.compile(rf"({NAME})\.(?:size|stride)\(\)")
-CALLS = {"___check_type_id": "type", "___check_obj_id": "identity", "len": "length"}
+CALLS: dict[str, GuardKind] = {"___check_type_id": "type", "___check_obj_id": "identity", "len": "length"}
 CALL = re.compile(rf"^({'|'.join(CALLS)})\(({NAME})[,)]")
 VALUE = re.compile(rf"^({NAME}) (?:==|!=|is not|is) (.+)$")
-TENSOR_KINDS = {"size": "shape", "stride": "shape", "rank": "shape", "dtype": "dtype"}
+TENSOR_KINDS: dict[str, GuardKind] = {"size": "shape", "stride": "shape", "rank": "shape", "dtype": "dtype"}
 HINT_MARKERS = ("(HINT: ", "(user code shown is first use of this value")
 WHERE = re.compile(r"#\s(\S+?):(\d+) in ([\w<>]+)")  # "# ick.py:6 in pick": the path cut at the left
 
@@ -58,19 +57,21 @@ def parse(reason: str) -> Guard:
     )
 
 
-def where(reason: str) -> Optional[Tuple[str, int, str]]:
+def where(reason: str) -> tuple[str, int, str] | None:
     """The end of the path, the line and the function a reason's comment names, if it has one."""
     commented = COMMENT.match(reason.split("\n", 1)[0])
     found = WHERE.search(commented.group(2)) if commented else None
     return (found.group(1), int(found.group(2)), found.group(3)) if found else None
 
 
-def classify(text: str) -> Tuple[str, str]:
+def classify(text: str) -> tuple[GuardKind, str]:
     """The kind of a check and what it checks, from its text with locals and globals unscoped."""
     tensor = TENSOR.match(text)
     if tensor:
         prop = tensor.group(2)
-        return TENSOR_KINDS.get(prop, prop if prop == "requires_grad" else "tensor"), tensor.group(1)
+        if prop == "requires_grad":
+            return "requires_grad", tensor.group(1)
+        return TENSOR_KINDS.get(prop, "tensor"), tensor.group(1)
     if text.startswith("GLOBAL_STATE changed"):
         return "global_state", ""
     call = CALL.match(text)
@@ -96,7 +97,7 @@ def _hint(text: str) -> str:
     return ""
 
 
-def _parenthesized(text: str, start: int) -> Optional[str]:
+def _parenthesized(text: str, start: int) -> str | None:
     """The text inside the parenthesis opening at ``start``, nested ones included."""
     depth = 0
     for index in range(start, len(text)):

@@ -14,16 +14,17 @@ from __future__ import annotations
 
 import inspect
 import typing
-from typing import Any, Dict, Iterator, List, Optional, Tuple
+from collections.abc import Iterator
+from typing import Any
 
 import torch
 
-Call = Tuple[Tuple[Any, ...], Dict[str, Any]]
+Call = tuple[tuple[Any, ...], dict[str, Any]]
 
 TENSOR_RANKS = ((8,), (8, 8), (2, 8, 8), (2, 3, 8, 8))
 
 
-def evaluate_example(arguments: str, namespace: Dict[str, Any]) -> Call:
+def evaluate_example(arguments: str, namespace: dict[str, Any]) -> Call:
     """Evaluate ``arguments`` as the inside of a call, in the module's namespace."""
     scope = dict(namespace)
     scope["__gbls_call__"] = lambda *args, **kwargs: (args, kwargs)
@@ -31,7 +32,7 @@ def evaluate_example(arguments: str, namespace: Dict[str, Any]) -> Call:
     return call
 
 
-def synthesized_calls(function: Any, module: Optional[torch.nn.Module] = None) -> Iterator[Tuple[Call, str]]:
+def synthesized_calls(function: Any, module: torch.nn.Module | None = None) -> Iterator[tuple[Call, str]]:
     """Candidate calls for ``function``, each with a short description of the inputs tried."""
     try:
         signature = inspect.signature(function)
@@ -49,8 +50,8 @@ def synthesized_calls(function: Any, module: Optional[torch.nn.Module] = None) -
     required = [p for p in parameters if p.default is inspect.Parameter.empty]
     main = _main_input(module, parameters, required)
     for candidate in _tensor_candidates(module, main.name if main is not None else ""):
-        args: List[Any] = []
-        kwargs: Dict[str, Any] = {}
+        args: list[Any] = []
+        kwargs: dict[str, Any] = {}
         shown = []
         for parameter in required:
             value = _value_for(hints.get(parameter.name, inspect.Parameter.empty), candidate)
@@ -68,7 +69,7 @@ def synthesized_calls(function: Any, module: Optional[torch.nn.Module] = None) -
 class Candidate:
     """A tensor to try: its shape, dtype, and for integer ids the bound of their range."""
 
-    def __init__(self, shape: Tuple[int, ...], dtype: torch.dtype = torch.float32, high: int = 2) -> None:
+    def __init__(self, shape: tuple[int, ...], dtype: torch.dtype = torch.float32, high: int = 2) -> None:
         self.shape = shape
         self.dtype = dtype
         self.high = high
@@ -84,8 +85,8 @@ class Candidate:
 
 
 def _main_input(
-    module: Optional[torch.nn.Module], parameters: List[inspect.Parameter], required: List[inspect.Parameter]
-) -> Optional[inspect.Parameter]:
+    module: torch.nn.Module | None, parameters: list[inspect.Parameter], required: list[inspect.Parameter]
+) -> inspect.Parameter | None:
     """The parameter a model's input goes to: the one it names itself (Hugging Face's
     ``main_input_name``), else the first, when every parameter has a default."""
     by_name = {parameter.name: parameter for parameter in parameters}
@@ -97,13 +98,13 @@ def _main_input(
     return required[0] if required else None
 
 
-def _config(module: Optional[torch.nn.Module], name: str) -> Any:
+def _config(module: torch.nn.Module | None, name: str) -> Any:
     config = getattr(module, "config", None) if module is not None else None
     value = getattr(config, name, None)
     return value if type(value) in (int, tuple, list) else None
 
 
-def _tensor_candidates(module: Optional[torch.nn.Module], main: str) -> List[Candidate]:
+def _tensor_candidates(module: torch.nn.Module | None, main: str) -> list[Candidate]:
     """What the model says it takes: its first layer, its config, the name of its main input."""
     first = _first_layer(module) if module is not None else None
     vocabulary = _config(module, "vocab_size")
@@ -127,7 +128,7 @@ def _tensor_candidates(module: Optional[torch.nn.Module], main: str) -> List[Can
     return [Candidate(shape) for shape in TENSOR_RANKS]
 
 
-def _first_layer(module: torch.nn.Module) -> Optional[torch.nn.Module]:
+def _first_layer(module: torch.nn.Module) -> torch.nn.Module | None:
     for child in module.modules():
         if child is not module and not list(child.children()) and any(True for _ in child.parameters()):
             return child

@@ -1,0 +1,187 @@
+"""The forked child's setup before any user code runs: isolate, limit, then hand over to the analysis.
+
+Runs in the fork of the warm worker (``supervisor.zygote``): a session and process group of its
+own, stdin closed, stdout and stderr into the parent's pipe, no network (or bwrap's), a /tmp of
+its own under bwrap, every capability dropped, the rlimits (``limits``). Then ``analysis.run``.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import stat
+import sys
+import tempfile
+import traceback
+
+from .. import events
+from ..analysis.tampering import replaced
+from ..events import DoneEvent, Event, FailureEvent
+from ..shared import processes
+from ..shared.protocol import Request
+from . import limits
+
+TMP_BYTES = 1 << 30
+SHM_BYTES = 256 << 20
+
+# The real ones, taken before any user code runs: the analysed code may replace them.
+_exit = os._exit
+_write = os.write
+_getpid = os.getpid
+
+
+def _writable_caches(scratch: str) -> None:
+    """torch's build caches where the analysed code can write: a just-in-time C++ extension, inductor
+    and triton keep their builds there, and the defaults (under the home folder) are read-only in
+    the sandbox. Where they can be written (no sandbox), the code keeps the ones it would use."""
+    import torch.utils.cpp_extension as cpp_extension
+
+    default_extensions = getattr(cpp_extension, "get_default_build_root", lambda: "")()
+    for variable, where in (
+        ("TORCH_EXTENSIONS_DIR", os.environ.get("TORCH_EXTENSIONS_DIR") or default_extensions),
+        ("TORCHINDUCTOR_CACHE_DIR", os.environ.get("TORCHINDUCTOR_CACHE_DIR", "")),
+        ("TRITON_CACHE_DIR", os.environ.get("TRITON_CACHE_DIR", "")),
+    ):
+        if where and not _can_write(where):
+            os.environ[variable] = os.path.join(scratch, "cache", variable.lower())
+
+
+def _can_write(path: str) -> bool:
+    """Whether ``path`` can be created or written: its nearest existing folder is writable."""
+    path = os.path.abspath(path)
+    while not os.path.exists(path) and os.path.dirname(path) != path:
+        path = os.path.dirname(path)
+    return os.access(path, os.W_OK)
+
+
+def _fresh_random_state() -> None:
+    """The random generators seeded afresh, as a new interpreter seeds them: a fork inherits the warm
+    parent's, and every analysis would draw the same "random" numbers."""
+    import random
+
+    import torch
+
+    random.seed()
+    torch.seed()
+    numpy = sys.modules.get("numpy")
+    if numpy is not None:
+        numpy.random.seed()
+
+
+def run(
+    request: Request,
+    events_fd: int,
+    key: bytes,
+    output_fd: int,
+    scratch: str,
+    protocol_fd: int,
+    sandboxed: bool,
+    startup: frozenset[str],
+) -> None:
+    """The forked child: isolate, limit, analyse, and never return."""
+    me = _getpid()
+
+    def emit(event: Event) -> None:
+        if _getpid() != me:  # a process the analysed code forked has no say in the result
+            return
+        data = events.sign(key, events.encode(event))
+        while data:
+            data = data[_write(events_fd, data) :]
+
+    code = 70
+    try:
+        os.setsid()
+        processes.prctl(processes.PR_SET_PDEATHSIG, signal.SIGKILL)
+        os.close(protocol_fd)
+        null = os.open(os.devnull, os.O_RDONLY)
+        os.dup2(null, 0)
+        os.dup2(output_fd, 1)
+        os.dup2(output_fd, 2)
+        os.close(null)
+        os.close(output_fd)
+        offline = _isolate(sandboxed, scratch)
+        os.chdir(scratch)
+        os.environ["TMPDIR"] = scratch
+        tempfile.tempdir = scratch
+        _writable_caches(scratch)
+        workspace = request.workspace or os.path.dirname(request.path)
+        # Processes the analysed code starts import from the workspace, as the analysis does.
+        os.environ["PYTHONPATH"] = os.pathsep.join(
+            dict.fromkeys([workspace, *filter(None, os.environ.get("PYTHONPATH", "").split(os.pathsep))])
+        )
+        limits.apply(request.settings)
+        _fresh_random_state()
+        from ..analysis.run import run as analyse
+
+        analyse(request, emit, offline, startup)
+        code = 0
+    except BaseException as error:
+        sabotaged = replaced()
+        try:
+            traceback.print_exc()
+        except BaseException:
+            pass
+        if sabotaged:
+            message = (
+                f"the analysed code replaced {', '.join(sabotaged)}, which gbls needs to report what it "
+                f"found, and the analysis stopped ({type(error).__name__}: {error})"
+            )
+            failure = FailureEvent(kind="tampered", message=message)
+        else:  # a bug in gbls, not in the analysed code
+            failure = FailureEvent(
+                kind="worker", message=f"gbls's worker failed: {type(error).__name__}: {error}"
+            )
+        try:
+            emit(failure)
+            emit(DoneEvent())
+        except BaseException:
+            pass
+    finally:
+        try:
+            sys.stdout.flush()
+            sys.stderr.flush()
+        finally:
+            _exit(code)
+
+
+def _isolate(sandboxed: bool, scratch: str) -> bool:
+    """No network, and under bwrap a fresh /tmp and /dev/shm; whether the network is cut.
+
+    Under bwrap the network is gone already, and the worker holds CAP_SYS_ADMIN only for these
+    mounts: every capability is dropped before any user code runs. Without bwrap, /tmp is the
+    machine's, as for plain ``python``, and the network is cut where the kernel lets us.
+    """
+    if sandboxed:
+        if processes.unshare(processes.CLONE_NEWNS):
+            _fresh_temporary_space(scratch)
+        if not processes.drop_capabilities():
+            raise RuntimeError("the analysis could not give up the capabilities bwrap lends the worker")
+        return True
+    return processes.unshare(processes.CLONE_NEWNET) or processes.unshare(
+        processes.CLONE_NEWUSER | processes.CLONE_NEWNET
+    )
+
+
+def _fresh_temporary_space(scratch: str) -> None:
+    """Empty /tmp and /dev/shm of this analysis's own, gone with it; the scratch directory in the new
+    /tmp, and the workspace folders bwrap shows under /tmp shown again, read-only."""
+    if not processes.private_mounts():
+        return
+    # Opened before /tmp is covered: each is bound again from its handle, through /proc.
+    shown = [(point, os.open(point, os.O_PATH)) for point in processes.mounts_under("/tmp")]
+    try:
+        if not processes.mount_tmpfs("/tmp", TMP_BYTES):
+            return
+        for point, handle in shown:
+            if stat.S_ISDIR(os.fstat(handle).st_mode):
+                os.makedirs(point, exist_ok=True)
+            else:
+                os.makedirs(os.path.dirname(point), exist_ok=True)
+                os.close(os.open(point, os.O_CREAT | os.O_WRONLY, 0o600))
+            processes.bind_read_only(f"/proc/self/fd/{handle}", point)
+        os.makedirs(scratch, exist_ok=True)
+    finally:
+        for _, handle in shown:
+            os.close(handle)
+    if os.path.isdir("/dev/shm"):
+        processes.mount_tmpfs("/dev/shm", SHM_BYTES)

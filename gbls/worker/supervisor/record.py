@@ -1,0 +1,199 @@
+"""The warm parent's record of one analysis's child: its pipes, its events, its deadline, its result."""
+
+from __future__ import annotations
+
+import time
+from collections import deque
+
+from .. import events
+from ..events import BreakEvent, Event, NoteEvent, StoppedEvent
+from ..shared import processes
+from ..shared.protocol import (
+    CANCELLED,
+    ERROR,
+    OK,
+    TIMEOUT,
+    Failure,
+    Frame,
+    ProtocolError,
+    Request,
+    Result,
+    Status,
+)
+from . import endings
+from .merge import merge
+
+TAIL_BYTES = 16 * 1024
+EVENTS_LIMIT = 64 * 1024 * 1024
+EVENT_LINE_LIMIT = 1 << 20  # no real event comes near: a longer line is not gbls's
+MAX_EVENTS = 100_000
+MAX_CHAINS = 5_000  # distinct break chains merged: bounds the merge, however many events repeat them
+MAX_BREAKS = 1_000  # root causes reported per file; a real file has a handful
+DIGEST_LINES = 200  # event lines decoded per turn of the parent's loop: it serves every child meanwhile
+
+
+class Output:
+    """A child's stdout and stderr: the head up to a limit, then only a short tail."""
+
+    def __init__(self, limit: int) -> None:
+        self.limit = limit
+        self.head = bytearray()
+        self.tail = bytearray()
+        self.dropped = 0
+
+    def feed(self, data: bytes) -> None:
+        room = self.limit - len(self.head)
+        if room > 0:
+            self.head += data[:room]
+            data = data[room:]
+        if data:
+            self.tail += data
+            if len(self.tail) > TAIL_BYTES:
+                self.dropped += len(self.tail) - TAIL_BYTES
+                del self.tail[:-TAIL_BYTES]
+
+    def text(self) -> str:
+        middle = f"\n[gbls: {self.dropped} bytes of output dropped]\n" if self.dropped else ""
+        return (
+            bytes(self.head).decode("utf-8", "replace") + middle + bytes(self.tail).decode("utf-8", "replace")
+        )
+
+
+class Child:
+    """The parent's record of one running analysis: its pipes, its events, its deadline."""
+
+    def __init__(
+        self, request: Request, pid: int, events_fd: int, key: bytes, output_fd: int, scratch: str
+    ) -> None:
+        self.request = request
+        self.key = key
+        self.pid = pid
+        self.scratch = scratch
+        self.streams = {events_fd: "events", output_fd: "output"}
+        self.partial = b""
+        self.event_bytes = 0
+        # Lines not decoded yet: checking an event costs, and the parent serves every child meanwhile.
+        self.pending: deque[bytes] = deque()
+        self.received = 0
+        # The last lines past MAX_EVENTS: how the analysis ended (done, failure, stuck) is among them.
+        self.last: deque[bytes] = deque(maxlen=64)
+        self.events: list[Event] = []
+        self.chains: set[tuple[int, str, tuple[Frame, ...]]] = set()
+        self.unreadable = 0  # event lines not signed by gbls, or no events: the analysed code wrote them
+        self.dropped = 0  # events past MAX_EVENTS
+        self.unmerged = 0  # break events past MAX_CHAINS distinct chains
+        self.output = Output(request.settings.max_output)
+        self.started = time.monotonic()
+        self.deadline = self.started + request.settings.timeout
+        self.ended_by = ""  # timeout | cancelled | processes | flood | overlong
+        self.kill_at: float | None = None
+        self.status: int | None = None
+        self.exited_at: float | None = None
+
+    def feed(self, fd: int, data: bytes) -> None:
+        if self.streams[fd] == "output":
+            self.output.feed(data)
+            return
+        if self.ended_by in (endings.FLOOD, endings.OVERLONG):
+            return
+        self.event_bytes += len(data)
+        if self.event_bytes > EVENTS_LIMIT:
+            self.stop(endings.FLOOD)
+            return
+        lines = (self.partial + data).split(b"\n")
+        self.partial = lines.pop()
+        if len(self.partial) > EVENT_LINE_LIMIT or any(len(line) > EVENT_LINE_LIMIT for line in lines):
+            self.partial = b""
+            self.stop(endings.OVERLONG)
+            return
+        room = max(MAX_EVENTS - self.received, 0)
+        self.pending.extend(lines[:room])
+        self.received += min(room, len(lines))
+        self.last.extend(lines[room:])
+        self.dropped += max(len(lines) - room, 0)
+
+    def digest(self, budget: int) -> None:
+        """Decode up to ``budget`` of the lines received; lines that are no gbls event are counted."""
+        for _ in range(min(budget, len(self.pending))):
+            try:
+                event = events.decode(events.unsigned(self.key, self.pending.popleft()))
+            except ProtocolError:
+                self.unreadable += 1
+                continue
+            if isinstance(event, BreakEvent) and event.messages:
+                chain = (event.target, event.messages[0].gb_type, event.chain)
+                if chain not in self.chains and len(self.chains) >= MAX_CHAINS:
+                    self.unmerged += 1
+                    continue
+                self.chains.add(chain)
+            self.events.append(event)
+
+    def stop(self, reason: str) -> None:
+        if not self.ended_by and self.status is None:
+            self.ended_by = reason
+            processes.kill_group(self.pid)
+
+    def result(self, torch_version: str) -> Result:
+        self.pending.extend(self.last)
+        self.digest(len(self.pending))
+        decoded = self.events
+        found = merge(decoded, self.request.path)
+        functions, breaks, graphs = found.functions, found.breaks, found.graphs
+        truncated = []
+        if self.dropped > len(self.last):
+            truncated.append(
+                f"{self.dropped - len(self.last)} events past the first {MAX_EVENTS} were dropped"
+            )
+        if self.unmerged:
+            truncated.append(
+                f"{self.unmerged} graph-break events past {MAX_CHAINS} distinct chains were dropped"
+            )
+        if len(breaks) > MAX_BREAKS:
+            truncated.append(f"only the first {MAX_BREAKS} of {len(breaks)} graph breaks are shown")
+            breaks = breaks[:MAX_BREAKS]
+        failure = endings.failure(
+            self.ended_by,
+            self.status or 0,
+            decoded,
+            self.output.text(),
+            self.request.path,
+            self.request.settings,
+            EVENTS_LIMIT,
+        )
+        if failure is None and self.unreadable:
+            failure = Failure(
+                "tampered",
+                f"the analysed code tampered with gbls's results (it wrote {self.unreadable} "
+                f"line{'s' if self.unreadable != 1 else ''} into gbls's event stream); what gbls "
+                "captured is shown, but may be incomplete",
+            )
+        if truncated:
+            note = "gbls output truncated: " + "; ".join(truncated)
+            failure = (
+                Failure("truncated", note)
+                if failure is None
+                else Failure(failure.kind, f"{failure.message} ({note})", failure.line, failure.column)
+            )
+        status: Status
+        if self.ended_by == TIMEOUT:
+            status = TIMEOUT
+        elif self.ended_by == CANCELLED:
+            status = CANCELLED
+        elif failure is not None:
+            status = ERROR
+        else:
+            status = OK
+        return Result(
+            path=self.request.path,
+            status=status,
+            failure=failure,
+            functions=functions,
+            breaks=breaks,
+            graphs=graphs,
+            recompiles=found.recompiles,
+            output=self.output.text(),
+            torch=torch_version,
+            seconds=round(time.monotonic() - self.started, 3),
+            notes=tuple(dict.fromkeys(event.text for event in self.events if isinstance(event, NoteEvent))),
+            stopped_line=next((e.line or 0 for e in self.events if isinstance(e, StoppedEvent)), 0),
+        )
