@@ -21,7 +21,8 @@ from gbls.runtime.workerclient import Worker
 from gbls.settings import Settings
 from gbls.worker import events
 from gbls.worker.analysis import hookpoints, reasons
-from gbls.worker.analysis.capture import NESTED_BREAK_SEPARATOR, base_name, parse_break_text
+from gbls.worker.analysis.frames import base_name
+from gbls.worker.analysis.messages import NESTED_BREAK_SEPARATOR, parse_break_text
 from gbls.worker.events import BreakEvent, DiscardEvent, Event, FrameEvent, TargetEvent
 from gbls.worker.shared.protocol import Code, Frame, Guard, Message, ProtocolError
 from gbls.worker.supervisor.merge import merge
@@ -234,7 +235,7 @@ class LoudInt(int):
 def test_inputs_are_described_without_running_the_programs_code() -> None:
     import torch
 
-    from gbls.worker.analysis.capture import describe_value
+    from gbls.worker.analysis.values import describe_value
 
     batch = {"input_ids": torch.zeros(2, 8, dtype=torch.long), "mask": None, "sizes": [1, 2.5, "a"]}
     assert describe_value(batch) == "{'input_ids': i64[2, 8], 'mask': None, 'sizes': [1, 2.5, 'a']}"

@@ -136,9 +136,6 @@ class Child:
     def result(self, torch_version: str) -> Result:
         self.pending.extend(self.last)
         self.digest(len(self.pending))
-        decoded = self.events
-        found = merge(decoded, self.request.path)
-        functions, breaks, graphs = found.functions, found.breaks, found.graphs
         truncated = []
         if self.dropped > len(self.last):
             truncated.append(
@@ -148,52 +145,76 @@ class Child:
             truncated.append(
                 f"{self.unmerged} graph-break events past {MAX_CHAINS} distinct chains were dropped"
             )
-        if len(breaks) > MAX_BREAKS:
-            truncated.append(f"only the first {MAX_BREAKS} of {len(breaks)} graph breaks are shown")
-            breaks = breaks[:MAX_BREAKS]
-        failure = endings.failure(
-            self.ended_by,
-            self.status or 0,
-            decoded,
-            self.output.text(),
-            self.request.path,
-            self.request.settings,
-            EVENTS_LIMIT,
-        )
-        if failure is None and self.unreadable:
-            failure = Failure(
-                "tampered",
-                f"the analysed code tampered with gbls's results (it wrote {self.unreadable} "
-                f"line{'s' if self.unreadable != 1 else ''} into gbls's event stream); what gbls "
-                "captured is shown, but may be incomplete",
-            )
-        if truncated:
-            note = "gbls output truncated: " + "; ".join(truncated)
-            failure = (
-                Failure("truncated", note)
-                if failure is None
-                else Failure(failure.kind, f"{failure.message} ({note})", failure.line, failure.column)
-            )
-        status: Status
-        if self.ended_by == TIMEOUT:
-            status = TIMEOUT
-        elif self.ended_by == CANCELLED:
-            status = CANCELLED
-        elif failure is not None:
-            status = ERROR
-        else:
-            status = OK
-        return Result(
-            path=self.request.path,
-            status=status,
-            failure=failure,
-            functions=functions,
-            breaks=breaks,
-            graphs=graphs,
-            recompiles=found.recompiles,
+        return result_of(
+            self.request,
+            self.events,
+            ended_by=self.ended_by,
+            status=self.status or 0,
             output=self.output.text(),
-            torch=torch_version,
+            torch_version=torch_version,
             seconds=round(time.monotonic() - self.started, 3),
-            notes=tuple(dict.fromkeys(event.text for event in self.events if isinstance(event, NoteEvent))),
-            stopped_line=next((e.line or 0 for e in self.events if isinstance(e, StoppedEvent)), 0),
+            unreadable=self.unreadable,
+            truncated=truncated,
         )
+
+
+def result_of(
+    request: Request,
+    events: list[Event],
+    ended_by: str,
+    status: int,
+    output: str,
+    torch_version: str,
+    seconds: float,
+    unreadable: int = 0,
+    truncated: list[str] | None = None,
+) -> Result:
+    """The result of an analysis from its events and how its process ended.
+
+    ``ended_by``: what the parent stopped it for ("" if it ended by itself); ``status``: its wait
+    status; ``unreadable``: event lines that were not gbls's; ``truncated``: what was dropped.
+    """
+    found = merge(events, request.path)
+    breaks = found.breaks
+    truncated = list(truncated or ())
+    if len(breaks) > MAX_BREAKS:
+        truncated.append(f"only the first {MAX_BREAKS} of {len(breaks)} graph breaks are shown")
+        breaks = breaks[:MAX_BREAKS]
+    failure = endings.failure(ended_by, status, events, output, request.path, request.settings, EVENTS_LIMIT)
+    if failure is None and unreadable:
+        failure = Failure(
+            "tampered",
+            f"the analysed code tampered with gbls's results (it wrote {unreadable} "
+            f"line{'s' if unreadable != 1 else ''} into gbls's event stream); what gbls "
+            "captured is shown, but may be incomplete",
+        )
+    if truncated:
+        note = "gbls output truncated: " + "; ".join(truncated)
+        failure = (
+            Failure("truncated", note)
+            if failure is None
+            else Failure(failure.kind, f"{failure.message} ({note})", failure.line, failure.column)
+        )
+    result_status: Status
+    if ended_by == TIMEOUT:
+        result_status = TIMEOUT
+    elif ended_by == CANCELLED:
+        result_status = CANCELLED
+    elif failure is not None:
+        result_status = ERROR
+    else:
+        result_status = OK
+    return Result(
+        path=request.path,
+        status=result_status,
+        failure=failure,
+        functions=found.functions,
+        breaks=breaks,
+        graphs=found.graphs,
+        recompiles=found.recompiles,
+        output=output,
+        torch=torch_version,
+        seconds=seconds,
+        notes=tuple(dict.fromkeys(event.text for event in events if isinstance(event, NoteEvent))),
+        stopped_line=next((e.line or 0 for e in events if isinstance(e, StoppedEvent)), 0),
+    )

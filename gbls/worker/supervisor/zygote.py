@@ -26,6 +26,7 @@ import time
 from typing import Any
 
 from ..fork import setup
+from ..log import log
 from ..shared import processes, protocol
 from ..shared.protocol import Request
 from . import endings, record
@@ -112,6 +113,7 @@ class Zygote:
             setup.run(request, events_w, key, output_w, scratch, self.out, self.sandboxed, self.startup)
         os.close(events_w)
         os.close(output_w)
+        log(f"analyse {request.path} (request {request.id}): child {pid}")
         child = Child(request, pid, events_r, key, output_r, scratch)
         self.children[pid] = child
         self.selector.register(events_r, selectors.EVENT_READ, child)
@@ -208,7 +210,13 @@ class Zygote:
                 continue  # decoded a slice at a time, so that the other children are still served
             del self.children[pid]
             shutil.rmtree(child.scratch, ignore_errors=True)
-            self.send(protocol.encode("result", id=child.request.id, result=child.result(self.torch_version)))
+            result = child.result(self.torch_version)
+            log(
+                f"child {pid} ended (wait status {child.status}, stopped for {child.ended_by or 'nothing'}): "
+                f"{result.status}, {len(result.breaks)} breaks, {len(result.functions)} functions, "
+                f"{len(child.events)} events ({child.unreadable} unreadable)"
+            )
+            self.send(protocol.encode("result", id=child.request.id, result=result))
 
     def _drain(self, child: Child, fd: int) -> None:
         os.set_blocking(fd, False)
