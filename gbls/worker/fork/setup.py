@@ -17,6 +17,7 @@ import traceback
 from .. import events
 from ..analysis.tampering import replaced
 from ..events import DoneEvent, Event, FailureEvent
+from ..log import log
 from ..shared import processes
 from ..shared.protocol import Request
 from . import limits
@@ -100,6 +101,7 @@ def run(
         os.close(null)
         os.close(output_fd)
         offline = _isolate(sandboxed, scratch)
+        log(f"isolated: under bwrap {sandboxed}, network cut {offline}, scratch {scratch}")
         os.chdir(scratch)
         os.environ["TMPDIR"] = scratch
         tempfile.tempdir = scratch

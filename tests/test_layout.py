@@ -1,0 +1,90 @@
+"""The shape of the code: no import cycle in gbls, no module past 500 lines, the worker's boundary.
+
+Read from the sources' syntax (imports inside functions too), so that nothing is imported here.
+"""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+PACKAGE = Path(__file__).resolve().parents[1] / "gbls"
+LIMIT = 500
+
+
+def module_name(path: Path) -> str:
+    parts = list(path.relative_to(PACKAGE.parent).with_suffix("").parts)
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def modules() -> dict[str, Path]:
+    return {module_name(path): path for path in sorted(PACKAGE.rglob("*.py"))}
+
+
+def imports_of(name: str, path: Path, known: set[str]) -> set[str]:
+    """The gbls modules ``name`` imports, resolved as Python resolves them."""
+    package = name if path.name == "__init__.py" else name.rpartition(".")[0]
+    found: set[str] = set()
+    for node in ast.walk(ast.parse(path.read_text(), str(path))):
+        if isinstance(node, ast.Import):
+            targets = [alias.name for alias in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                anchor = package.split(".")[: len(package.split(".")) - node.level + 1]
+                base = ".".join([*anchor, base] if base else anchor)
+            targets = [f"{base}.{alias.name}" for alias in node.names] + [base]
+        else:
+            continue
+        for target in targets:
+            while target and target not in known:
+                target = target.rpartition(".")[0]
+            if target and target != name:
+                found.add(target)
+    return found
+
+
+def test_no_import_cycle_in_gbls() -> None:
+    known = modules()
+    graph = {name: imports_of(name, path, set(known)) for name, path in known.items()}
+    # A package's __init__ importing nothing is no edge: only real imports count.
+    state: dict[str, str] = {}
+    cycles: list[list[str]] = []
+
+    def visit(node: str, trail: list[str]) -> None:
+        state[node] = "open"
+        for other in sorted(graph[node]):
+            if state.get(other) == "open":
+                cycles.append([*trail[trail.index(other) :], other])
+            elif other not in state:
+                visit(other, [*trail, other])
+        state[node] = "done"
+
+    for name in sorted(graph):
+        if name not in state:
+            visit(name, [name])
+    assert cycles == []
+
+
+def test_no_module_is_longer_than_500_lines() -> None:
+    long = {
+        name: lines
+        for name, path in modules().items()
+        if (lines := len(path.read_text().splitlines())) > LIMIT
+    }
+    assert long == {}
+
+
+def test_the_server_side_imports_only_the_shared_part_of_the_worker() -> None:
+    known = modules()
+    server_side = {name: path for name, path in known.items() if not name.startswith("gbls.worker")}
+    crossing = {
+        name: sorted(
+            other
+            for other in imports_of(name, path, set(known))
+            if other.startswith("gbls.worker.") and not other.startswith("gbls.worker.shared")
+        )
+        for name, path in server_side.items()
+    }
+    # Only the CLI's explicit debugging mode runs the analysis in its own process.
+    assert {name: found for name, found in crossing.items() if found} == {}
