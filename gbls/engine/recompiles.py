@@ -12,7 +12,7 @@ from __future__ import annotations
 import ast
 from collections.abc import Callable
 
-from ..worker.shared import directives as comments
+from ..worker.shared import directives
 from ..worker.shared.protocol import Code, Frame, Guard, Recompile
 from .fixes.syntax import node_span
 from .model import RECOMPILE_CODE, FunctionReport, Location, RecompileReport, leading_guard
@@ -66,7 +66,7 @@ def recompile_reports(
             recompile
         )
     tree = parse(source)
-    ignored = comments.suppressions(source)
+    ignored = directives.suppressions(source)
     by_name = {function.qualname: function for function in functions}
     reports = []
     for (function, frame, direct, _, _), members in groups.items():
@@ -81,7 +81,7 @@ def recompile_reports(
                 span=span,
                 guard_at=guard_at,
                 why=describe(guard),
-                suppressed=comments.is_suppressed(ignored, span.line, RECOMPILE_CODE.upper()),
+                suppressed=directives.is_suppressed(ignored, span.line, RECOMPILE_CODE.upper()),
             )
         )
     return tuple(sorted(reports, key=lambda r: (r.span.line, r.span.column, r.function)))

@@ -18,7 +18,7 @@ import os
 import stat
 import tokenize
 
-from ..worker.shared import directives as comments
+from ..worker.shared import directives
 from ..worker.shared.lines import split_lines
 from ..worker.shared.protocol import ERROR, OK, Break, Failure, Frame, Function, Graph, Result
 from .discovery import CompiledSite
@@ -153,9 +153,9 @@ def build(
         (_break_report(path, brk, text, by_id, result.functions) for brk in result.breaks),
         key=lambda b: (b.span.line, b.span.column, b.gb_type),
     )
-    ignored = comments.suppressions(source)
-    breaks = tuple(b for b in every if not comments.is_suppressed(ignored, b.span.line, b.code))
-    suppressed = tuple(b for b in every if comments.is_suppressed(ignored, b.span.line, b.code))
+    ignored = directives.suppressions(source)
+    breaks = tuple(b for b in every if not directives.is_suppressed(ignored, b.span.line, b.code))
+    suppressed = tuple(b for b in every if directives.is_suppressed(ignored, b.span.line, b.code))
     functions = _functions(path, source, result, sites, breaks, suppressed)
     failure = result.failure
     failure_span = None
