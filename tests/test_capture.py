@@ -23,12 +23,15 @@ from gbls.worker import events
 from gbls.worker.analysis import hookpoints, reasons
 from gbls.worker.analysis.frames import base_name
 from gbls.worker.analysis.messages import NESTED_BREAK_SEPARATOR, parse_break_text
-from gbls.worker.events import BreakEvent, DiscardEvent, Event, FrameEvent, TargetEvent
-from gbls.worker.shared.protocol import Code, Frame, Guard, Message, ProtocolError
+from gbls.worker.events import BreakEvent, CallEvent, DiscardEvent, Event, FrameEvent, TargetEvent
+from gbls.worker.shared.protocol import Code, Frame, Guard, Message, ProtocolError, Request
 from gbls.worker.supervisor.merge import merge
 
 from .conftest import FIXTURES
 from .test_engine import GENERATORS
+
+# The merge tests analyse /f.py of the workspace /workspace: other files are neither.
+ANALYSED = Request(id="test", path="/f.py", source="", workspace="/workspace")
 
 REGISTRY = os.path.join(os.path.dirname(dynamo_exc.__file__), "graph_break_registry.json")
 formats = pytest.mark.skipif(
@@ -118,7 +121,7 @@ def test_merge_keeps_one_root_cause_and_counts_compilations() -> None:
         _break(0, "2/0", False, full[2:]),  # helper re-entered, its caller out of sight
         _break(0, "0/1", True, full),  # a recompile of g
     ]
-    (only,) = merge(events, "/f.py").breaks
+    (only,) = merge(events, ANALYSED).breaks
     assert [frame.function for frame in only.chain] == ["g", "mid", "helper"]
     assert only.count == 2
 
@@ -131,8 +134,22 @@ def test_merge_drops_discarded_attempts_and_other_files() -> None:
         _target(1, "elsewhere", path="/other.py"),
         _break(1, "1/0", True, [Frame("/other.py", "elsewhere", 3, 0, 5)]),
     ]
-    found = merge(events, "/f.py")
+    found = merge(events, ANALYSED)
     assert found.breaks == () and [f.name for f in found.functions] == ["g"]
+
+
+def test_merge_keeps_the_workspace_s_functions_and_the_library_functions_the_program_called() -> None:
+    events: list[Event] = [
+        _target(0, "g"),
+        _target(1, "helper", path="/workspace/model.py"),  # never called: still the user's
+        _target(2, "generate", path="/venv/lib/python3.11/site-packages/lib/up.py"),
+        CallEvent(target=2, inputs="", source="module"),
+        _break(2, "2/0", True, [Frame("/venv/lib/python3.11/site-packages/lib/up.py", "generate", 9, 4, 9)]),
+        _target(3, "unused", path="/venv/lib/python3.11/site-packages/lib/other.py"),  # never called
+    ]
+    found = merge(events, ANALYSED)
+    assert [f.name for f in found.functions] == ["g", "helper", "generate"]
+    assert [b.function for b in found.breaks] == ["generate"]
 
 
 def test_events_cross_the_pipe_and_come_back_checked() -> None:
@@ -352,7 +369,7 @@ def test_merge_counts_compilations_and_keeps_each_recompilation() -> None:
         _compile(0, "0/2", "0/1", limit="recompile_limit", limit_value=2),
         _compile(0, "2/0", own=False, frame="helper", line=9),  # a callee it re-entered
     ]
-    found = merge(events, "/f.py")
+    found = merge(events, ANALYSED)
     (function,) = found.functions
     assert function.compilations == 2  # the first, and 0/1; the limit refused 0/2
     assert [(r.compile_id, r.frame, r.dynamic, r.limit) for r in found.recompiles] == [
@@ -369,6 +386,6 @@ def test_a_recompilation_against_a_discarded_attempt_is_gbls_s_not_the_module_s(
         _compile(0, "0/1", "0/0", attempt=2),
         _compile(0, "0/2", "0/1", attempt=2),
     ]
-    found = merge(events, "/f.py")
+    found = merge(events, ANALYSED)
     assert [r.compile_id for r in found.recompiles] == ["0/2"]
     assert found.functions[0].compilations == 2

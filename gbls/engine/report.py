@@ -75,7 +75,7 @@ def _function_problem(function: Function, path: str, lines: list[str]) -> str:
         return f"a function is said to start at line {function.line}"
     if function.path == path and function.line > len(lines):
         return f"a function is said to start at line {function.line}, outside {os.path.basename(path)}"
-    if not 0 <= function.call_line <= len(lines):  # where the analysed file compiled it
+    if function.call_path == path and not 0 <= function.call_line <= len(lines):
         return f"a function is said to be compiled at line {function.call_line} of {os.path.basename(path)}"
     return ""
 
@@ -240,7 +240,8 @@ def _break_report(
 def _call_line_span(path: str, text: TextOf, functions: tuple[Function, ...], brk: Break) -> Span:
     """The line of this file where the broken function was compiled, if the source showed no site."""
     function = next((f for f in functions if f.qualname == brk.function), None)
-    line = function.call_line if function is not None and function.path != path else 0
+    here = function is not None and function.path != path and function.call_path == path
+    line = function.call_line if function is not None and here else 0
     if not line:
         return Span(1, 0, 1, 0)
     return _failure_span(text(path) or "", line, None, False)
@@ -344,7 +345,8 @@ def _function_report(
         call = char_span(source, site.call_span) if site.call_span else None
         line = site.line
     else:  # no compile site in the source: the function's own line, or where it was compiled here
-        line = function.line if os.path.abspath(function.path or path) == path else function.call_line or 1
+        compiled_here = function.call_line if function.call_path == path else 0
+        line = function.line if os.path.abspath(function.path or path) == path else compiled_here or 1
         text = line_text(split_lines(source), line)
         start = len(text) - len(text.lstrip())
         span = Span(line, start, line, len(text))

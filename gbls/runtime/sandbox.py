@@ -31,6 +31,7 @@ PASSED_VARIABLES = {
     "PATH", "HOME", "USER", "LOGNAME", "LANG", "LANGUAGE", "TZ", "TERM",
     "PYTHONPATH", "PYTHONHOME", "VIRTUAL_ENV", "CONDA_PREFIX", "CONDA_DEFAULT_ENV",
     "LD_LIBRARY_PATH", "OMP_NUM_THREADS", "MKL_NUM_THREADS",
+    "GBLS_WORKER_LOG",  # the worker's log of its decisions, for debugging gbls
 }  # fmt: skip
 PASSED_PREFIXES = ("LC_", "TORCH", "PYTORCH", "CONDA_")
 # Never passed on, whatever the prefix: the user's code does not need the user's credentials.
@@ -108,7 +109,9 @@ def _bwrap_arguments(folders: list[str], support: Bwrap) -> list[str]:
 
     # Root in the sandbox could otherwise remount the read-only root read-write. CAP_SYS_ADMIN
     # gives each analysis its own /tmp and /dev/shm; each drops it before running any user code.
-    capabilities = ["--cap-drop", "ALL", *(["--cap-add", "CAP_SYS_ADMIN"] if support.admin else [])]
+    # CAP_DAC_OVERRIDE too: a run's throwaway write layer (an overlay) needs it, as root, to mount.
+    lent = ["--cap-add", "CAP_SYS_ADMIN", "--cap-add", "CAP_DAC_OVERRIDE"]
+    capabilities = ["--cap-drop", "ALL", *(lent if support.admin else [])]
     arguments = [
         "--unshare-all",  # network, PID, IPC, UTS, cgroup and (where possible) user namespaces
         "--die-with-parent",

@@ -16,6 +16,7 @@ import dataclasses
 import logging
 import os
 import signal
+import sys
 import uuid
 from collections import deque
 from collections.abc import Callable
@@ -37,6 +38,7 @@ DEADLINE_MARGIN = 8.0
 # deadline. A stopped worker has been silent far longer by the deadline: it is killed right then.
 QUIET = 10.0
 ALIVE_LIMIT = 120.0
+WORKER_LOG = os.environ.get("GBLS_WORKER_LOG", "") not in ("", "0")
 LINE_LIMIT = 96 * 1024 * 1024  # a result is bounded well below (events, breaks and output are)
 MARKER = "GBLS_WORKER"  # in the environment of the worker and of everything the analyses start
 SWEEP_ROUNDS = 250  # kill-and-look rounds, 20 ms apart: an orphaned fork bomb takes a while
@@ -254,6 +256,8 @@ class Worker:
             text = line.decode("utf-8", "replace").rstrip()
             self._stderr.append(text)
             log.debug("worker: %s", text)
+            if WORKER_LOG:  # asked for: the worker's decisions, beside the server's own stderr
+                print(text, file=sys.stderr, flush=True)
 
     def _result(self, data: object, path: str) -> Result:
         """The result as sent, if it is a well-formed one for ``path``."""

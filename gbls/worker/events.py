@@ -169,6 +169,7 @@ class FailureEvent(Event):
     message: str = ""
     line: int | None = None
     column: int | None = None
+    path: str = ""  # the file of ``line``, when it is not the analysed file (a run's other files)
 
 
 @dataclass(frozen=True)
@@ -190,6 +191,7 @@ class StuckEvent(Event):
     KIND: ClassVar[str] = "stuck"
     line: int | None = None
     tracing: str = ""
+    path: str = ""
 
 
 @dataclass(frozen=True)
@@ -197,6 +199,7 @@ class ExitEvent(Event):
     KIND: ClassVar[str] = "exit"
     code: int = 0
     line: int | None = None
+    path: str = ""
 
 
 @dataclass(frozen=True)
@@ -205,12 +208,22 @@ class StoppedEvent(Event):
 
     KIND: ClassVar[str] = "stopped"
     line: int | None = None
+    path: str = ""  # a run's workspace file of that line, when it is not the entry
 
 
 @dataclass(frozen=True)
 class ForkEvent(Event):
     KIND: ClassVar[str] = "fork"
     line: int | None = None
+    path: str = ""
+
+
+@dataclass(frozen=True)
+class ExecutedEvent(Event):
+    """A workspace file the analysis executed: the analysed file, or a module it imported."""
+
+    KIND: ClassVar[str] = "executed"
+    path: str = ""
 
 
 KINDS: dict[str, type[Event]] = {
@@ -233,6 +246,7 @@ KINDS: dict[str, type[Event]] = {
         ExitEvent,
         ForkEvent,
         StoppedEvent,
+        ExecutedEvent,
     )
 }
 

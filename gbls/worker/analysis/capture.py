@@ -73,14 +73,21 @@ FX_CALLS = ("call_function", "call_method", "call_module")
 
 class Capture:
     def __init__(
-        self, emit: Emit, path: str = "", reuse: tuple[str, ...] = (), sites: tuple[StaticTarget, ...] = ()
+        self,
+        emit: Emit,
+        path: str = "",
+        reuse: tuple[str, ...] = (),
+        sites: tuple[StaticTarget, ...] = (),
+        own: Callable[[str], bool] | None = None,
     ) -> None:
         self.emit = emit
-        self.path = path
+        # The files whose frames say where the program called compiled code: the analysed file, or
+        # for a run every file of the workspace.
+        self.own = own or (lambda other: other == path)
         self.registry = Registry(emit, path, reuse, sites)
         self.messages = Messages()
         self.recompilations = Recompilations(self.note)
-        self.steady = SteadyStop(emit, path, lambda: bool(self.translations))
+        self.steady = SteadyStop(emit, self.own, lambda: bool(self.translations))
         self.translations: list[Translation] = []
         self.failed_hooks: set[str] = set()
         self.last_metric: Any = None
@@ -307,7 +314,7 @@ class Capture:
                     translation.prefix = [self.position(f) for f in chain[self._placed_from(chain) :]]
                     break
         translation.target = target
-        in_file = [f for f in stack if f.f_code.co_filename == self.path and f is not frame]
+        in_file = [f for f in stack if self.own(f.f_code.co_filename) and f is not frame]
         translation.caller = self.position(in_file[-1]) if in_file else None
         if not code.co_name.startswith(RESUME_PREFIX):  # a resume function is its function's code
             self.reach(code)

@@ -13,6 +13,7 @@ import sys
 import sysconfig
 import tokenize
 import traceback
+from collections.abc import Callable
 
 import torch
 import torch._dynamo.eval_frame
@@ -171,12 +172,32 @@ def _is_network(error: OSError) -> bool:
     return error.errno in (errno.ENETUNREACH, errno.EHOSTUNREACH, errno.ECONNREFUSED, errno.EADDRNOTAVAIL)
 
 
-def failure_at(kind: FailureKind, message: str, error: BaseException, path: str) -> FailureEvent:
-    line = None
+def failure_at(
+    kind: FailureKind, message: str, error: BaseException, own: Callable[[str], bool]
+) -> FailureEvent:
+    """The failure at the innermost line of the program's own files (``own``) in the error's traceback."""
+    path, line = "", None
     for frame, lineno in traceback.walk_tb(error.__traceback__):
-        if frame.f_code.co_filename == path:
-            line = lineno
-    return FailureEvent(kind=kind, message=message, line=line)
+        if own(frame.f_code.co_filename):
+            path, line = frame.f_code.co_filename, lineno
+    if isinstance(error, SyntaxError) and error.filename and own(error.filename):
+        path, line = error.filename, error.lineno  # the file that does not parse is where it failed
+    return FailureEvent(kind=kind, message=message, line=line, path=path)
+
+
+def exit_failure(error: SystemExit, own: Callable[[str], bool]) -> FailureEvent | None:
+    """A program that exits with status 0 (``sys.exit()``, ``sys.exit(0)``, a click command) succeeded;
+    any other status is said as the program's exit status."""
+    code = error.code
+    if code is None or code is False or code == 0:
+        return None
+    status = code if isinstance(code, int) else 1  # sys.exit("message") prints it and exits with 1
+    said = f": {code}" if isinstance(code, str) else ""
+    for frame, _ in traceback.walk_tb(error.__traceback__):
+        # argparse printed its usage and this message to stderr before it exited.
+        if frame.f_code.co_name == "error" and frame.f_code.co_filename.endswith("argparse.py"):
+            said = f": {frame.f_locals.get('message', '')} (argparse; usage in the output)"
+    return failure_at("exit", f"the program exited with status {status}{said}", error, own)
 
 
 def describe_error(error: BaseException) -> str:

@@ -1,8 +1,10 @@
-"""One analysis, run in a fresh child of the warm worker: execute the module, then run what it left uncalled.
+"""One analysis, run in a fresh child of the warm worker: a file, or a run of a project.
 
-The module runs from the request's source text (an unsaved buffer is fine) under its own module
-name, not ``__main__`` unless the settings ask for the ``__main__`` block. Every compiled target
-the module did not call itself is called with declared example inputs, or with synthesized ones.
+A file runs from the request's source text (an unsaved buffer is fine) under its own module
+name, not ``__main__`` unless the settings ask for the ``__main__`` block; every compiled target
+it did not call itself is then called with declared example inputs, or with synthesized ones.
+A run starts the project as ``python SCRIPT ARGS`` or ``python -m MODULE ARGS`` would, from
+disk, in its working directory (the fork made it so): only what it calls is compiled.
 """
 
 from __future__ import annotations
@@ -12,22 +14,27 @@ import importlib
 import importlib.machinery
 import linecache
 import os
+import runpy
 import signal
 import sys
 import types
+from collections.abc import Callable
 from typing import Any, NoReturn
 
 from torch._dynamo.symbolic_convert import InstructionTranslatorBase
 
-from ..events import DoneEvent, ExitEvent, FailureEvent, ForkEvent, StuckEvent
+from ..events import DoneEvent, ExecutedEvent, ExitEvent, FailureEvent, ForkEvent, StuckEvent
 from ..log import log
 from ..shared.lines import split_lines
-from ..shared.protocol import Request
+from ..shared.protocol import Request, Run
+from ..shared.workspace import in_workspace, lines_of, roots_of
 from .capture import Capture, Emit
 from .failures import (
+    SOURCE_LIMIT,
     disabled_by_environment,
     disabled_by_module,
     encoding_failure,
+    exit_failure,
     explain,
     failure_at,
     shadowed,
@@ -42,42 +49,45 @@ def run(request: Request, emit: Emit, offline: bool, startup: frozenset[str] = f
     """Analyse ``request``; ``offline``: the sandbox has cut the network (for clearer messages);
     ``startup``: the modules a plain interpreter has imported before it runs a file."""
     path = request.path
-    source = request.source
-    _name_the_line(path, emit)
-    # Tracebacks and Dynamo read the buffer's lines, not the file's: it may be unsaved or deleted.
-    linecache.cache[path] = (len(source), None, split_lines(source, keepends=True), path)
+    own = lines_of(request)
+    _name_the_line(own, emit)
     disabled = disabled_by_environment()
     if disabled:
         emit(disabled)
     attempts = Attempts(emit)
-    capture = Capture(attempts.emit, path, request.reuse, request.targets).install()
-    workspace = os.path.abspath(request.workspace or os.path.dirname(path))
-    _fresh_imports([workspace])
-    module, roots = _new_module(path, request.settings.run_main, workspace)
-    log(f"running {path} as module {module.__name__}, sys.path starting {roots}")
-    sys.argv = [path]  # as ``python file.py`` has it: argparse sees no arguments, and its own name
+    capture = Capture(attempts.emit, path, request.reuse, request.targets, own).install()
+    roots = roots_of(request)
+    _fresh_imports(roots)
+    if request.run is None:
+        source = request.source
+        # Tracebacks and Dynamo read the buffer's lines, not the file's: it may be unsaved or deleted.
+        linecache.cache[path] = (len(source), None, split_lines(source, keepends=True), path)
+        module, folders = _new_module(path, request.settings.run_main, roots[0])
+        log(f"running {path} as module {module.__name__}, sys.path starting {folders}")
+        sys.argv = [path]  # as ``python file.py`` has it: argparse sees no arguments, and its own name
+    else:
+        source = _text(path)
+        folders = _program_path(request.run)
+        log(f"running {request.run}, sys.path starting {folders}")
     capture.steady.armed = True
-    shadowing = shadowed(roots, startup, source)
+    shadowing = shadowed(folders, startup, source)
     if shadowing is not None:
         emit(shadowing)
-    failure = encoding_failure(path) or _execute(request, module, offline)
+    if request.run is None:
+        failure = encoding_failure(path) or _execute(request, module, offline)
+    else:
+        failure = _start(request.run, request.settings.memory_mb, offline, own)
     capture.steady.disarm()
-    log(f"the module ended: {f'{failure.kind}: {failure.message}' if failure else 'ok'}")
+    log(f"the program ended: {f'{failure.kind}: {failure.message}' if failure else 'ok'}")
     if failure is not None:
         emit(failure)
+    for executed in _executed(path, roots):
+        emit(ExecutedEvent(path=executed))
     disabled = disabled or disabled_by_module(source)
     if disabled:
         emit(disabled)
-    lines = split_lines(source)
-    runner = Runner(capture, attempts, module, path, lines, request)
-    targets = capture.registry.targets
-    for target in list(targets):
-        if path in (target.path, target.call_path) and not target.called and not target.reused:
-            runner.run(target)
-    for static in request.targets:
-        compiled = {site for t in targets for site in (t.site, *t.aliases)}
-        if static.qualname not in request.reuse and static.id not in compiled:
-            runner.run_static(static, stopped=failure is not None)
+    if request.run is None:  # a run is analysed as it runs: what it never called, it never compiles
+        _call_uncalled(request, capture, attempts, module, failure)
     if not disabled:
         disabled = disabled_by_module(source)
         if disabled:
@@ -94,14 +104,85 @@ def run(request: Request, emit: Emit, offline: bool, startup: frozenset[str] = f
     emit(DoneEvent())
 
 
-def _name_the_line(path: str, emit: Emit) -> None:
-    """Find the analysed file's line for the endings that leave no Python exception behind."""
+def _call_uncalled(
+    request: Request,
+    capture: Capture,
+    attempts: Attempts,
+    module: types.ModuleType,
+    failure: FailureEvent | None,
+) -> None:
+    """Run the analysed file's compiled targets that nothing called, with examples or synthesized inputs."""
+    path = request.path
+    runner = Runner(capture, attempts, module, path, split_lines(request.source), request)
+    targets = capture.registry.targets
+    for target in list(targets):
+        if path in (target.path, target.call_path) and not target.called and not target.reused:
+            runner.run(target)
+    for static in request.targets:
+        compiled = {site for t in targets for site in (t.site, *t.aliases)}
+        if static.qualname not in request.reuse and static.id not in compiled:
+            runner.run_static(static, stopped=failure is not None)
+
+
+def _text(path: str) -> str:
+    """A run's script as it is on disk, for the checks that read the source ("" if it has none)."""
+    try:
+        with open(path, encoding="utf-8", errors="replace") as handle:
+            return handle.read(SOURCE_LIMIT)
+    except OSError:
+        return ""
+
+
+def _program_path(run: Run) -> list[str]:
+    """``sys.path`` as ``python`` starts it: the script's folder, or for ``-m`` the working directory,
+    first, then ``PYTHONPATH``; the folders put first."""
+    first = run.cwd if run.module else os.path.dirname(run.script)
+    extra = [entry for entry in dict(run.env).get("PYTHONPATH", "").split(os.pathsep) if entry]
+    folders = list(dict.fromkeys([first, *extra]))
+    sys.path[:0] = folders
+    return folders
+
+
+def _start(run: Run, memory_mb: int, offline: bool, own: Callable[[str], bool]) -> FailureEvent | None:
+    """Run the program as ``python`` would; the failure that stopped it, if any."""
+    try:
+        if run.module:
+            sys.argv = [run.module, *run.args]  # runpy puts the module's file in argv[0], as -m does
+            runpy.run_module(run.module, run_name="__main__", alter_sys=True)
+        else:
+            sys.argv = [run.script, *run.args]
+            runpy.run_path(run.script, run_name="__main__")
+    except ProgramStopped:  # it repeated itself: what is left shows Dynamo nothing new
+        return None
+    except SystemExit as error:
+        return exit_failure(error, own)
+    except SyntaxError as error:
+        return failure_at("syntax", f"SyntaxError: {error.msg}", error, own)
+    except BaseException as error:
+        kind, message = explain(error, memory_mb, offline)
+        return failure_at(kind, message, error, own)
+    return None
+
+
+def _executed(path: str, roots: list[str]) -> list[str]:
+    """The workspace files the program executed: the analysed file and the workspace modules it imported."""
+    found = [path] if path else []
+    for module in list(sys.modules.values()):
+        file = getattr(module, "__file__", None)
+        if isinstance(file, str) and file.endswith(".py") and in_workspace(file, roots):
+            found.append(file)
+    return list(dict.fromkeys(found))
+
+
+def _name_the_line(own: Callable[[str], bool], emit: Emit) -> None:
+    """Find the program's line for the endings that leave no Python exception behind; ``own``: the
+    files whose lines count (the analysed file, or a run's workspace)."""
     # A crash (segfault, abort) prints the stack it died in: the parent reads the line from it.
     faulthandler.enable(file=sys.stderr, all_threads=False)
 
     def stuck(signum: int, frame: types.FrameType | None) -> None:
-        line, tracing = _where(frame, path)
-        emit(StuckEvent(line=line, tracing=tracing))
+        path, line, tracing = _where(frame, own)
+        emit(StuckEvent(line=line, tracing=tracing, path=path))
 
     # On timeout the parent sends SIGUSR1: the handler names the line, or the line Dynamo is
     # tracing; if the code is stuck in C and the handler never runs, faulthandler's dump still does.
@@ -111,7 +192,8 @@ def _name_the_line(path: str, emit: Emit) -> None:
     real_exit = os._exit
 
     def exit_now(status: int) -> NoReturn:
-        emit(ExitEvent(code=status, line=_where(sys._getframe(1), path)[0]))
+        path, line, _ = _where(sys._getframe(1), own)
+        emit(ExitEvent(code=status, line=line, path=path))
         real_exit(status)
 
     os._exit = exit_now
@@ -120,26 +202,28 @@ def _name_the_line(path: str, emit: Emit) -> None:
     def before_fork() -> None:
         if not forked:
             forked.append(True)
-            emit(ForkEvent(line=_where(sys._getframe(1), path)[0]))
+            path, line, _ = _where(sys._getframe(1), own)
+            emit(ForkEvent(line=line, path=path))
 
     os.register_at_fork(before=before_fork)
 
 
-def _where(frame: types.FrameType | None, path: str) -> tuple[int | None, str]:
-    """The innermost line of ``path`` on the stack, and the function Dynamo is tracing there, if any."""
-    line = None
+def _where(frame: types.FrameType | None, own: Callable[[str], bool]) -> tuple[str, int | None, str]:
+    """The innermost line of the program's own files on the stack (its file, its line), and the
+    function Dynamo is tracing there, if any."""
+    path, line = "", None
     while frame is not None:
         translator = frame.f_locals.get("self") if frame.f_code.co_name in ("step", "run") else None
         if (
             isinstance(translator, InstructionTranslatorBase)
-            and translator.f_code.co_filename == path
+            and own(translator.f_code.co_filename)
             and (getattr(translator, "lineno", 0) or 0) > 0
         ):
-            return translator.lineno, base_name(translator.f_code.co_name)
-        if line is None and frame.f_code.co_filename == path:
-            line = frame.f_lineno
+            return translator.f_code.co_filename, translator.lineno, base_name(translator.f_code.co_name)
+        if line is None and own(frame.f_code.co_filename):
+            path, line = frame.f_code.co_filename, frame.f_lineno
         frame = frame.f_back
-    return line, ""
+    return path, line, ""
 
 
 def _execute(request: Request, module: types.ModuleType, offline: bool) -> FailureEvent | None:
@@ -158,12 +242,10 @@ def _execute(request: Request, module: types.ModuleType, offline: bool) -> Failu
     except ProgramStopped:  # it repeated itself: what is left shows Dynamo nothing new
         return None
     except SystemExit as error:
-        return failure_at(
-            "exit", f"the module called sys.exit({error.code!r}) while being imported", error, path
-        )
+        return exit_failure(error, lambda other: other == path)
     except BaseException as error:
         kind, message = explain(error, request.settings.memory_mb, offline)
-        return failure_at(kind, message, error, path)
+        return failure_at(kind, message, error, lambda other: other == path)
     return None
 
 
@@ -184,8 +266,8 @@ def _fresh_imports(roots: list[str]) -> None:
 
     def hook(entry: str) -> Any:
         folder = os.path.abspath(entry or ".")
-        in_workspace = any(folder == root or folder.startswith(root + os.sep) for root in roots)
-        if not in_workspace or "site-packages" in folder or "dist-packages" in folder:
+        # Folders only: runpy asks the path hooks about a script's own path too.
+        if not in_workspace(folder, roots) or not os.path.isdir(folder):
             raise ImportError(entry)
         return importlib.machinery.FileFinder(folder, *loaders)
 

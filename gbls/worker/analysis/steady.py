@@ -38,9 +38,11 @@ class ProgramStopped(BaseException):
 class SteadyStop:
     """Counts the calls of each compiled callable and the translations between them."""
 
-    def __init__(self, emit: Callable[[Event], None], path: str, translating: Callable[[], bool]) -> None:
+    def __init__(
+        self, emit: Callable[[Event], None], own: Callable[[str], bool], translating: Callable[[], bool]
+    ) -> None:
         self.emit = emit
-        self.path = path
+        self.own = own  # the files whose lines say where the program is
         self.translating = translating  # whether Dynamo is translating a frame right now
         self.translated = 0  # frames Dynamo was asked to translate so far
         self.entries: dict[int, tuple[int, int]] = {}  # compiled callable → (calls, translated then)
@@ -74,13 +76,13 @@ class SteadyStop:
             return
         self.stopping = False
         self.armed = False
-        line = None
+        path, line = "", None
         while frame is not None and line is None:
-            if frame.f_code.co_filename == self.path:
-                line = frame.f_lineno
+            if self.own(frame.f_code.co_filename):
+                path, line = frame.f_code.co_filename, frame.f_lineno
             frame = frame.f_back
-        log(f"the program repeats itself: stopped at line {line} of {self.path}")
-        self.emit(StoppedEvent(line=line))
+        log(f"the program repeats itself: stopped at line {line} of {path}")
+        self.emit(StoppedEvent(line=line, path=path))
         raise ProgramStopped(line)
 
     def disarm(self) -> None:

@@ -16,11 +16,21 @@ import traceback
 
 from .. import events
 from ..analysis.tampering import replaced
-from ..events import DoneEvent, Event, FailureEvent
+from ..events import DoneEvent, Event, FailureEvent, NoteEvent
 from ..log import log
 from ..shared import processes
 from ..shared.protocol import Request
-from . import limits
+from . import layers, limits
+
+# Without bwrap and without a throwaway layer, a run's writes would land on the disk.
+NO_LAYER = (
+    "gbls could not give this run a throwaway layer to write in ({}), so it did not run it: its writes "
+    "would reach your disk. Install bubblewrap (apt install bubblewrap), or analyse single files"
+)
+REFUSED_WRITES = (
+    "gbls could not give this run a throwaway layer to write in ({}): writing outside its scratch "
+    "directory (tempfile.gettempdir()) is refused in the gbls sandbox"
+)
 
 TMP_BYTES = 1 << 30
 SHM_BYTES = 256 << 20
@@ -100,17 +110,29 @@ def run(
         os.dup2(output_fd, 2)
         os.close(null)
         os.close(output_fd)
-        offline = _isolate(sandboxed, scratch)
-        log(f"isolated: under bwrap {sandboxed}, network cut {offline}, scratch {scratch}")
-        os.chdir(scratch)
+        writable = _layer_folders(request)
+        offline, unlayered = _isolate(sandboxed, scratch, writable)
+        log(f"isolated: under bwrap {sandboxed}, network cut {offline}, scratch {scratch}, layer {writable}")
+        if unlayered and not sandboxed:  # its writes would reach the disk: it does not run
+            emit(FailureEvent(kind="write", message=NO_LAYER.format(unlayered)))
+            emit(DoneEvent())
+            code = 0
+            return
+        if unlayered:
+            emit(NoteEvent(text=REFUSED_WRITES.format(unlayered)))
         os.environ["TMPDIR"] = scratch
         tempfile.tempdir = scratch
+        if request.run is None:
+            os.chdir(scratch)
+            workspace = request.workspace or os.path.dirname(request.path)
+            # Processes the analysed code starts import from the workspace, as the analysis does.
+            os.environ["PYTHONPATH"] = os.pathsep.join(
+                dict.fromkeys([workspace, *filter(None, os.environ.get("PYTHONPATH", "").split(os.pathsep))])
+            )
+        else:  # as its users start it: their working directory and variables
+            os.chdir(request.run.cwd)
+            os.environ.update(dict(request.run.env))
         _writable_caches(scratch)
-        workspace = request.workspace or os.path.dirname(request.path)
-        # Processes the analysed code starts import from the workspace, as the analysis does.
-        os.environ["PYTHONPATH"] = os.pathsep.join(
-            dict.fromkeys([workspace, *filter(None, os.environ.get("PYTHONPATH", "").split(os.pathsep))])
-        )
         limits.apply(request.settings)
         _fresh_random_state()
         from ..analysis.run import run as analyse
@@ -146,22 +168,52 @@ def run(
             _exit(code)
 
 
-def _isolate(sandboxed: bool, scratch: str) -> bool:
-    """No network, and under bwrap a fresh /tmp and /dev/shm; whether the network is cut.
+def _layer_folders(request: Request) -> list[str]:
+    """Where a run may write, through a throwaway layer: its workspace, its working directory and the
+    home folder (``~/.cache``); nowhere for a file's analysis, which writes in its scratch directory."""
+    if request.run is None:
+        return []
+    return [request.workspace, request.run.cwd, os.path.expanduser("~")]
 
-    Under bwrap the network is gone already, and the worker holds CAP_SYS_ADMIN only for these
-    mounts: every capability is dropped before any user code runs. Without bwrap, /tmp is the
-    machine's, as for plain ``python``, and the network is cut where the kernel lets us.
+
+def _isolate(sandboxed: bool, scratch: str, writable: list[str]) -> tuple[bool, str]:
+    """No network, a throwaway write layer over ``writable``, and under bwrap a fresh /tmp and /dev/shm;
+    whether the network is cut, and why the layer could not be made ("" if it was, or none was asked).
+
+    Under bwrap the network is gone already, and the worker holds CAP_SYS_ADMIN (and CAP_DAC_OVERRIDE)
+    only for these mounts: every capability is dropped before any user code runs. Without bwrap, /tmp
+    is the machine's, as for plain ``python``, and the network is cut where the kernel lets us.
     """
+    unlayered = ""
     if sandboxed:
         if processes.unshare(processes.CLONE_NEWNS):
             _fresh_temporary_space(scratch)
+            unlayered = _cover(writable, scratch) if writable else ""
+        elif writable:
+            unlayered = f"no mount namespace ({processes.last_error()})"
         if not processes.drop_capabilities():
             raise RuntimeError("the analysis could not give up the capabilities bwrap lends the worker")
-        return True
-    return processes.unshare(processes.CLONE_NEWNET) or processes.unshare(
-        processes.CLONE_NEWUSER | processes.CLONE_NEWNET
-    )
+        return True, unlayered
+    if not writable:
+        offline = processes.unshare(processes.CLONE_NEWNET) or processes.unshare(
+            processes.CLONE_NEWUSER | processes.CLONE_NEWNET
+        )
+        return offline, ""
+    uid, gid = os.getuid(), os.getgid()
+    namespaces = processes.CLONE_NEWNS | processes.CLONE_NEWNET
+    if not processes.unshare(namespaces):
+        if not processes.unshare(processes.CLONE_NEWUSER | namespaces):
+            return False, f"no mount namespace ({processes.last_error()})"
+        processes.map_own_ids(uid, gid)
+    if not processes.private_mounts():
+        return True, f"no private mounts ({processes.last_error()})"
+    unlayered = _cover(writable, scratch)
+    processes.drop_capabilities()  # a new user namespace gave the analysis every capability in it
+    return True, unlayered
+
+
+def _cover(folders: list[str], scratch: str) -> str:
+    return layers.cover(layers.folders_to_cover(folders, scratch), scratch)
 
 
 def _fresh_temporary_space(scratch: str) -> None:

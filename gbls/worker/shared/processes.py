@@ -28,6 +28,7 @@ MS_REMOUNT = 32
 MS_BIND = 0x1000
 MS_REC = 0x4000
 MS_PRIVATE = 0x40000
+MNT_DETACH = 2
 LINUX_CAPABILITY_VERSION_3 = 0x20080522
 
 _libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6", use_errno=True)
@@ -55,6 +56,21 @@ def map_own_ids(uid: int, gid: int) -> None:
 def mount_tmpfs(path: str, size: int) -> bool:
     options = f"size={size},mode=1777".encode()
     return bool(_libc.mount(b"tmpfs", path.encode(), b"tmpfs", MS_NOSUID | MS_NODEV, options) == 0)
+
+
+def mount_overlay(folder: str, upper: str, work: str) -> bool:
+    """``folder`` read through, written to ``upper`` (``work``: overlayfs's own, on the same file system)."""
+    options = f"lowerdir={folder},upperdir={upper},workdir={work}".encode()
+    return bool(_libc.mount(b"overlay", folder.encode(), b"overlay", 0, options) == 0)
+
+
+def detach(point: str) -> bool:
+    """Unmount ``point`` from every path now; what still uses the file system keeps it."""
+    return bool(_libc.umount2(point.encode(), MNT_DETACH) == 0)
+
+
+def last_error() -> str:
+    return os.strerror(ctypes.get_errno())
 
 
 def mounts_under(folder: str) -> list[str]:

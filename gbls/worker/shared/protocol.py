@@ -191,18 +191,20 @@ class Function:
     site: str = ""
     # How many times Dynamo compiled it: 1, plus one per recompilation of its own frames that compiled.
     compilations: int = 0
-    # The analysed file's line where torch.compile ran for it (0: elsewhere), for code outside the file.
+    # Where torch.compile ran for it (0: nowhere the analysis could see), for code outside the file.
     call_line: int = 0
+    call_path: str = ""
 
 
 @dataclass(frozen=True)
 class Failure:
-    """Why an analysis stopped early, and where in the analysed file if known."""
+    """Why an analysis stopped early, and where if known: in the analysed file, or in ``path``."""
 
     kind: FailureKind
     message: str
     line: int | None = None
     column: int | None = None
+    path: str = ""  # a run's failure in another workspace file than its entry
 
 
 @dataclass(frozen=True)
@@ -230,15 +232,29 @@ class Settings:
 
 
 @dataclass(frozen=True)
+class Run:
+    """A project started as its users start it: ``python SCRIPT ARGS`` or ``python -m MODULE ARGS``,
+    in a working directory, with extra environment variables."""
+
+    name: str
+    script: str = ""  # an absolute path; or
+    module: str = ""  # a module name, found as ``python -m`` finds it (the working directory first)
+    args: tuple[str, ...] = ()
+    cwd: str = ""  # absolute
+    env: tuple[tuple[str, str], ...] = ()
+
+
+@dataclass(frozen=True)
 class Request:
     id: str
-    path: str
-    source: str
+    path: str  # the analysed file; for a run, its script (or the module's file, if the server found it)
+    source: str  # the analysed file's text (an unsaved buffer is fine); a run reads every file from disk
     settings: Settings = field(default_factory=Settings)
     targets: tuple[StaticTarget, ...] = ()
     workspace: str = ""
     # Targets (qualnames, in the analysed file) whose last results still hold: left eager, not translated.
     reuse: tuple[str, ...] = ()
+    run: Run | None = None
 
 
 @dataclass(frozen=True)
@@ -256,6 +272,10 @@ class Result:
     notes: tuple[str, ...] = ()  # about the analysis itself: what gbls could not capture, and why
     # The analysed file's line where gbls stopped the program once it repeated itself (0: it ran to its end).
     stopped_line: int = 0
+    stopped_path: str = ""  # a run's file of that line, when it is not the entry
+    # The workspace files the analysis executed (the analysed file, the modules it imported from the
+    # workspace): an edit of any of them can change the result.
+    executed: tuple[str, ...] = ()
 
 
 T = TypeVar("T")

@@ -9,7 +9,8 @@ from typing import TypeVar
 
 from ..events import DoneEvent, Event, ExitEvent, FailureEvent, ForkEvent, StuckEvent
 from ..fork import limits
-from ..shared.protocol import CANCELLED, TIMEOUT, Failure, Settings
+from ..shared.protocol import CANCELLED, TIMEOUT, Failure, Request
+from ..shared.workspace import lines_of
 
 # Ended by the parent, besides protocol.TIMEOUT and protocol.CANCELLED.
 PROCESSES = "processes"
@@ -34,20 +35,15 @@ def _last(events: list[Event], kind: type[E]) -> E | None:
 
 
 def failure(
-    ended_by: str,
-    status: int,
-    events: list[Event],
-    output: str,
-    path: str,
-    settings: Settings,
-    events_limit: int,
+    ended_by: str, status: int, events: list[Event], output: str, request: Request, events_limit: int
 ) -> Failure | None:
-    """Why the child that analysed ``path`` stopped early, if it did.
+    """Why the child that analysed ``request`` stopped early, if it did.
 
     ``ended_by``: what the parent stopped it for ("" if it ended by itself); ``status``: its wait status.
     """
+    settings = request.settings
     if ended_by == TIMEOUT:
-        return _timeout(events, output, path, settings)
+        return _timeout(events, output, request)
     if ended_by == CANCELLED:
         return Failure("cancelled", "analysis cancelled: a newer request replaced it")
     if ended_by == PROCESSES:
@@ -55,7 +51,7 @@ def failure(
         line = fork.line if fork else None
         where = f" (the first fork is at line {line})" if line else ""
         message = f"started more than {settings.max_processes} processes (a fork bomb?) and was stopped"
-        return Failure("processes", message + where, line)
+        return Failure("processes", message + where, line, path=_other(fork.path if fork else "", request))
     if ended_by == FLOOD:
         return Failure(
             "flood", f"produced more than {events_limit >> 20} MB of graph-break events and was stopped"
@@ -66,46 +62,56 @@ def failure(
             "wrote a line of more than 1 MB into gbls's event stream (no gbls event is that long) and was "
             "stopped",
         )
-    line = line_running(output, path)
+    path, line = line_running(output, request)
     where = f" while running line {line}" if line else ""
     if os.WIFSIGNALED(status):
         name = signal.Signals(os.WTERMSIG(status)).name
         if name == "SIGXCPU":
             cpu = limits.cpu_seconds(settings)
-            return Failure("timeout", f"used more than {cpu} s of CPU time and was stopped{where}", line)
+            message = f"used more than {cpu} s of CPU time and was stopped{where}"
+            return Failure("timeout", message, line, path=path)
         message = CRASHES.get(name, f"was killed by {name}")
-        return Failure("memory" if name == "SIGKILL" else "crashed", message + where, line)
+        return Failure("memory" if name == "SIGKILL" else "crashed", message + where, line, path=path)
     if not any(isinstance(event, DoneEvent) for event in events):
         exit_call = _last(events, ExitEvent)
         if exit_call is not None:
             message = f"the module called os._exit({exit_call.code}); the analysis stopped there"
-            return Failure("exit", message, exit_call.line)
+            return Failure("exit", message, exit_call.line, path=_other(exit_call.path, request))
         code = os.WEXITSTATUS(status) if os.WIFEXITED(status) else status
-        return Failure("exit", f"the analysis process exited with code {code} before it finished", line)
+        message = f"the analysis process exited with code {code} before it finished"
+        return Failure("exit", message, line, path=path)
     first = next((event for event in events if isinstance(event, FailureEvent)), None)
     if first is not None:
-        return Failure(first.kind, first.message, first.line, first.column)
+        return Failure(first.kind, first.message, first.line, first.column, _other(first.path, request))
     return None
 
 
-def _timeout(events: list[Event], output: str, path: str, settings: Settings) -> Failure:
-    seconds = f"timed out after {settings.timeout:g} s"
+def _timeout(events: list[Event], output: str, request: Request) -> Failure:
+    seconds = f"timed out after {request.settings.timeout:g} s"
     stuck = _last(events, StuckEvent)
     if stuck is not None and stuck.line and stuck.tracing:
         message = f"{seconds} while Dynamo was tracing line {stuck.line} (in {stuck.tracing})"
-        return Failure("timeout", message, stuck.line)
+        return Failure("timeout", message, stuck.line, path=_other(stuck.path, request))
     # The child's own report, else the stack faulthandler printed (the child was stuck in C).
-    line = stuck.line if stuck is not None else None
-    line = line or line_running(output, path)
-    return Failure("timeout", f"{seconds} while running line {line}" if line else seconds, line)
+    path, line = (_other(stuck.path, request), stuck.line) if stuck is not None else ("", None)
+    if not line:
+        path, line = line_running(output, request)
+    return Failure("timeout", f"{seconds} while running line {line}" if line else seconds, line, path=path)
 
 
-def line_running(output: str, path: str) -> int | None:
-    """The analysed file's innermost line in the last stack faulthandler printed."""
+def line_running(output: str, request: Request) -> tuple[str, int | None]:
+    """The innermost line of the analysed file (of a run: of the workspace) in the last stack
+    faulthandler printed, and its file when that is not the analysed one."""
     dump = output.rsplit("(most recent call first):", 1)
     if len(dump) < 2:
-        return None
+        return "", None
+    own = lines_of(request)
     for match in re.finditer(r'File "([^"]+)", line (\d+)', dump[1]):
-        if match.group(1) == path:
-            return int(match.group(2))
-    return None
+        if own(match.group(1)):
+            return _other(match.group(1), request), int(match.group(2))
+    return "", None
+
+
+def _other(path: str, request: Request) -> str:
+    """``path`` where it is not the analysed file (for a run, a file beside its script); else ""."""
+    return path if path and path != request.path else ""

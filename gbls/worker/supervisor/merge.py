@@ -39,7 +39,8 @@ from ..events import (
     TargetEvent,
     VerdictEvent,
 )
-from ..shared.protocol import EAGER, SPLIT, Break, Code, Effect, Frame, Function, Graph, Recompile
+from ..shared.protocol import EAGER, SPLIT, Break, Code, Effect, Frame, Function, Graph, Recompile, Request
+from ..shared.workspace import in_workspace, roots_of
 
 Chain = tuple[Frame, ...]
 GroupKey = tuple[int, str, Chain]
@@ -124,7 +125,11 @@ def live_events(events: Iterable[Event]) -> list[Event]:
     return [event for event in events if isinstance(event, DiscardEvent) or event.attempt not in discarded]
 
 
-def merge(events: Iterable[Event], path: str) -> Merged:
+def merge(events: Iterable[Event], request: Request) -> Merged:
+    """The analysis's compiled functions: those of the workspace (whether they ran or not) and every
+    other one the program called (a library's own ``@torch.compile``)."""
+    path = request.path
+    roots = roots_of(request)
     every = list(events)
     discarded = discarded_attempts(every)
     # Compiled versions that only a discarded attempt made: the module's own calls never saw them.
@@ -132,11 +137,17 @@ def merge(events: Iterable[Event], path: str) -> Merged:
         e.compile_id for e in every if isinstance(e, FrameEvent) and e.attempt in discarded and e.compile_id
     }
     events = live_events(every)
+    called = {event.target for event in events if isinstance(event, CallEvent)}
     targets = {
         event.target: event
         for event in events
         if isinstance(event, TargetEvent)
-        and path in (event.path, event.call_path)
+        and (
+            event.target in called
+            or path in (event.path, event.call_path)
+            or in_workspace(event.path, roots)
+            or in_workspace(event.call_path, roots)
+        )
         and not event.reused  # the server keeps its last results
     }
     names = {number: target.qualname for number, target in targets.items()}
@@ -146,7 +157,7 @@ def merge(events: Iterable[Event], path: str) -> Merged:
         for e in frames
         if e.compile_id
     ]
-    functions = _functions(events, targets, path, compilations)
+    functions = _functions(events, targets, compilations)
     breaks = _breaks(
         [e for e in events if isinstance(e, BreakEvent) and e.target in targets and e.chain and e.messages],
         frames,
@@ -183,7 +194,7 @@ def _recompiles(compilations: list[FrameEvent], targets: dict[int, TargetEvent])
 
 
 def _functions(
-    events: list[Event], targets: dict[int, TargetEvent], path: str, compilations: list[FrameEvent]
+    events: list[Event], targets: dict[int, TargetEvent], compilations: list[FrameEvent]
 ) -> tuple[Function, ...]:
     calls: dict[int, CallEvent] = {}
     verdicts: dict[int, VerdictEvent] = {}
@@ -237,7 +248,8 @@ def _functions(
             fullgraph=target.fullgraph,
             reached=tuple(reached.get(number, ())),
             site=target.site,
-            call_line=target.call_line if target.call_path == path else 0,
+            call_line=target.call_line,
+            call_path=target.call_path,
             compilations=compiled.get(number, 0),
         )
         # Every compile site of one compiled function (compiled twice: one code, one cache) is it.

@@ -6,7 +6,7 @@ import time
 from collections import deque
 
 from .. import events
-from ..events import BreakEvent, Event, NoteEvent, StoppedEvent
+from ..events import BreakEvent, Event, ExecutedEvent, NoteEvent, StoppedEvent
 from ..shared import processes
 from ..shared.protocol import (
     CANCELLED,
@@ -174,13 +174,14 @@ def result_of(
     ``ended_by``: what the parent stopped it for ("" if it ended by itself); ``status``: its wait
     status; ``unreadable``: event lines that were not gbls's; ``truncated``: what was dropped.
     """
-    found = merge(events, request.path)
+    found = merge(events, request)
+    stopped = next((e for e in events if isinstance(e, StoppedEvent)), None)
     breaks = found.breaks
     truncated = list(truncated or ())
     if len(breaks) > MAX_BREAKS:
         truncated.append(f"only the first {MAX_BREAKS} of {len(breaks)} graph breaks are shown")
         breaks = breaks[:MAX_BREAKS]
-    failure = endings.failure(ended_by, status, events, output, request.path, request.settings, EVENTS_LIMIT)
+    failure = endings.failure(ended_by, status, events, output, request, EVENTS_LIMIT)
     if failure is None and unreadable:
         failure = Failure(
             "tampered",
@@ -216,5 +217,7 @@ def result_of(
         torch=torch_version,
         seconds=seconds,
         notes=tuple(dict.fromkeys(event.text for event in events if isinstance(event, NoteEvent))),
-        stopped_line=next((e.line or 0 for e in events if isinstance(e, StoppedEvent)), 0),
+        stopped_line=stopped.line or 0 if stopped else 0,
+        stopped_path=stopped.path if stopped else "",
+        executed=tuple(dict.fromkeys(e.path for e in events if isinstance(e, ExecutedEvent))),
     )

@@ -1,0 +1,40 @@
+"""Whose code a file is: the user's workspace, or what is installed (torch, libraries, the standard library).
+
+Both sides ask it: the worker to tell the program's own compiled functions and lines from a
+library's, the server to give each result to the workspace file it belongs to.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Iterable
+
+from .protocol import Request
+
+INSTALLED = ("site-packages", "dist-packages")
+
+
+def in_workspace(path: str, roots: Iterable[str]) -> bool:
+    """Whether ``path`` is a file of one of the workspace folders ``roots`` (an environment
+    installed inside one, ``.venv/lib/python3.11/site-packages``, is not the user's code)."""
+    if not os.path.isabs(path) or any(f"{os.sep}{part}{os.sep}" in path for part in INSTALLED):
+        return False
+    return any(path == root or path.startswith(root.rstrip(os.sep) + os.sep) for root in roots if root)
+
+
+def roots_of(request: Request) -> list[str]:
+    """The folders whose files are the analysed program's own: the workspace, and a run's working
+    directory and script folder."""
+    roots = [request.workspace or os.path.dirname(request.path)]
+    if request.run is not None:
+        roots += [request.run.cwd, os.path.dirname(request.run.script)]
+    return [os.path.abspath(root) for root in dict.fromkeys(roots) if root]
+
+
+def lines_of(request: Request) -> Callable[[str], bool]:
+    """The files whose lines say where the program is (where it failed, hung or was stopped): the
+    analysed file, or for a run every file of the workspace."""
+    if request.run is None:
+        return lambda path: path == request.path
+    roots = roots_of(request)
+    return lambda path: in_workspace(path, roots)
