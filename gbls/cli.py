@@ -16,9 +16,8 @@ import sys
 from collections.abc import Iterator
 
 from . import __version__, output
-from .engine.fixes.catalogue import fixes_for
-from .engine.fixes.edits import Edit, Fix, apply, editable
-from .engine.fixes.recompiles import recompile_fixes
+from .engine.fixes import policy
+from .engine.fixes.edits import apply
 from .engine.model import FileReport, failure_report
 from .engine.sources import Sources, read_source, source_encoding, why_unreadable
 from .runtime.errors import WorkerError
@@ -48,44 +47,6 @@ def python_files(paths: list[str]) -> Iterator[str]:
                     full = os.path.abspath(os.path.join(folder, name))
                     if b"compile" in (read_source(full) or "").encode():
                         yield full
-
-
-def offered_fixes(reports: list[FileReport], sources: Sources, folders: list[str]) -> output.Fixes:
-    """Each break's fix: its first safe one, else the first one offered, else none; only fixes that
-    edit the workspace (``folders``) or the analysed file. And each recompilation problem's first fix
-    (those edit the analysed file only)."""
-    found: output.Fixes = {}
-    for report in reports:
-        for brk in report.breaks:
-            fixes = [
-                fix for fix in fixes_for(brk, report.path, sources) if editable(fix, report.path, folders)
-            ]
-            chosen = next((fix for fix in fixes if fix.safe), fixes[0] if fixes else None)
-            if chosen is not None:
-                found[(report.path, brk.key)] = chosen
-        for problem in report.problems:
-            offered = recompile_fixes(problem, report, sources)
-            if offered:
-                found[(report.path, problem.key)] = offered[0]
-    return found
-
-
-def safe_edits(reports: list[FileReport], fixes: output.Fixes) -> tuple[dict[str, list[Edit]], list[str]]:
-    """The safe fixes' edits by file, once per edit and without overlaps, and what each fixes."""
-    chosen: dict[str, list[Edit]] = {}
-    said: list[str] = []
-    for report in reports:
-        for brk in report.breaks:
-            fix: Fix | None = fixes.get((report.path, brk.key))
-            if fix is None or not fix.safe:
-                continue
-            new = [e for e in fix.edits if e not in chosen.get(e.path, [])]
-            if any(e.span.overlaps(other.span) for e in new for other in chosen.get(e.path, [])):
-                continue
-            for edit in new:
-                chosen.setdefault(edit.path, []).append(edit)
-            said.append(f"Fixed {brk.code} in {output.relative(report.path)}:{brk.span.line}: {fix.title}")
-    return chosen, said
 
 
 def _touches(report: FileReport, changed: set[str]) -> bool:
@@ -125,9 +86,9 @@ async def check(
     try:
         reports = list(await asyncio.gather(*(one(path) for path in files)))
         sources = Sources(read_source)
-        fixes = offered_fixes(reports, sources, session.folders)
+        fixes = policy.preferred(reports, sources, session.folders)
         if fix or show_diff:
-            edits, said = safe_edits(reports, fixes)
+            edits, taken = policy.safe_edits(reports, fixes)
             changed = {
                 path: apply(sources.text(path) or "", file_edits) for path, file_edits in edits.items()
             }
@@ -142,7 +103,11 @@ async def check(
                     continue
                 with open(path, "w", encoding=encoding, newline="") as handle:
                     handle.write(new)
-            if said:  # say what changed, then report what is left as the translator now sees it
+            if taken:  # say what changed, then report what is left as the translator now sees it
+                said = [
+                    f"Fixed {brk.code} in {output.relative(path)}:{brk.span.line}: {chosen.title}"
+                    for path, brk, chosen in taken
+                ]
                 print("\n".join(said), file=sys.stdout if fmt == "text" else sys.stderr)
                 # Only a file that changed, or whose breaks run through one, can have other breaks now.
                 again = [index for index, report in enumerate(reports) if _touches(report, set(changed))]
@@ -150,7 +115,7 @@ async def check(
                 for index, report in zip(again, fresh, strict=True):
                     reports[index] = report
                 sources = Sources(read_source)
-                fixes = offered_fixes(reports, sources, session.folders)
+                fixes = policy.preferred(reports, sources, session.folders)
     finally:
         await session.stop()
     for note in dict.fromkeys(note for report in reports for note in report.notes):
