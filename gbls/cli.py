@@ -22,7 +22,7 @@ from .engine.model import FileReport, failure_report
 from .engine.sources import Sources, read_source, source_encoding, why_unreadable
 from .runtime.errors import WorkerError
 from .runtime.sandbox import not_dumpable
-from .runtime.session import Session
+from .runtime.session import Session, analyse
 from .settings import SANDBOX_MODES, Settings
 from .worker.shared.lines import split_lines
 
@@ -118,10 +118,15 @@ async def check(
                 fixes = policy.preferred(reports, sources, session.folders)
     finally:
         await session.stop()
+    return print_reports(reports, info.torch, fixes, fmt)
+
+
+def print_reports(reports: list[FileReport], torch: str, fixes: policy.Fixes, fmt: str) -> int:
+    """Print the reports in ``fmt``; the exit status."""
     for note in dict.fromkeys(note for report in reports for note in report.notes):
         print(f"gbls: {note}", file=sys.stderr)
     if fmt == "json":
-        sys.stdout.write(output.to_json(reports, info.torch, fixes))
+        sys.stdout.write(output.to_json(reports, torch, fixes))
     elif fmt == "sarif":
         sys.stdout.write(output.sarif(reports))
     elif fmt == "github":
@@ -132,6 +137,24 @@ async def check(
         return 2  # CI never stays green on code gbls did not run
     limit_hit = any(problem.limit is not None for report in reports for problem in report.problems)
     return 1 if limit_hit or any(report.breaks for report in reports) else 0
+
+
+async def check_in_process(paths: list[str], settings: Settings, fmt: str) -> int:
+    """``gbls check --in-process``: each analysis in this process, one after the other, its events on
+    stderr, so that a debugger stops in the capture code. For debugging gbls, not for CI: no sandbox,
+    no limits, and the analysed code can change this process."""
+    from .worker import debug  # noqa: TID251 - the explicit debugging mode analyses here, with torch
+
+    reports = []
+    for path in python_files(paths):
+        source = read_source(path)
+        if source is None:
+            reports.append(failure_report(path, "io", f"cannot read the file: {why_unreadable(path)}"))
+            continue
+        found = await analyse(debug.InProcess(), path, source, settings, os.path.dirname(path), read_source)
+        reports.append(found)
+    fixes = policy.preferred(reports, Sources(read_source), [os.getcwd()])
+    return print_reports(reports, debug.torch_version(), fixes, fmt)
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -155,6 +178,11 @@ def _parser() -> argparse.ArgumentParser:
     )
     check_parser.add_argument("--sandbox", choices=SANDBOX_MODES, default="auto")
     fixing = check_parser.add_mutually_exclusive_group()
+    fixing.add_argument(
+        "--in-process",
+        action="store_true",
+        help="debug gbls: analyse in this process (no fork, no sandbox), printing the events",
+    )
     fixing.add_argument("--fix", action="store_true", help="apply the safe fixes, then report what is left")
     fixing.add_argument(
         "--diff", action="store_true", help="print the safe fixes as a diff instead of applying them"
@@ -180,6 +208,8 @@ def main(argv: list[str] | None = None) -> int:
         run_main=arguments.run_main,
         sandbox=arguments.sandbox,
     )
+    if arguments.in_process:
+        return asyncio.run(check_in_process(arguments.paths, settings, arguments.format))
     return asyncio.run(check(arguments.paths, settings, arguments.format, arguments.fix, arguments.diff))
 
 

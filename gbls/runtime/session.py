@@ -13,6 +13,7 @@ import contextlib
 import os
 from collections.abc import Iterator
 from dataclasses import dataclass, field
+from typing import Protocol
 
 from ..engine import cache, incremental
 from ..engine.discovery import CompiledSite, find_compiled
@@ -20,7 +21,7 @@ from ..engine.model import FileReport
 from ..engine.report import build
 from ..engine.sources import TextOf
 from ..settings import Settings
-from ..worker.shared.protocol import Request, StaticTarget
+from ..worker.shared.protocol import Request, Result, StaticTarget
 from .sandbox import launch
 from .workerclient import Worker, WorkerInfo
 
@@ -52,8 +53,16 @@ def static_targets(sites: tuple[CompiledSite, ...]) -> tuple[StaticTarget, ...]:
     )
 
 
+class Analyser(Protocol):
+    """What analyses a request: the warm worker, or (``gbls check --in-process``) this very process."""
+
+    def new_id(self) -> str: ...
+
+    async def analyse(self, request: Request) -> Result: ...
+
+
 async def analyse(
-    worker: Worker,
+    worker: Analyser,
     path: str,
     source: str,
     settings: Settings,
