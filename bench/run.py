@@ -18,7 +18,7 @@ Measures, on files with 1, 10 and 50 compiled functions (bench/generate.py):
      check`` against the bare translation (fresh ``python FILE``, no-op backend), didOpen → diagnostics
  10. what capturing recompilations costs: gbls's analysis with and without it, in turn (the
      files with 10 and 50 functions)
-and, to see where the time goes, gbls's own pieces timed from this process (jedi discovery,
+and, to see where the time goes, gbls's own pieces timed from this process (discovery,
 worker round trip, report building) and the worker's child taken apart (bench/torch_side.py).
 
 Prints a table of medians, the ratios against each baseline and the targets of issue 7; writes
@@ -515,7 +515,7 @@ class Laps:
 async def pieces(paths: list[Path], runs: int) -> dict[str, Any]:
     """gbls's pieces as the server strings them together, timed one by one from this process.
 
-    A full analysis: discovery (jedi), the worker's round trip, report, diagnostics, and what the
+    A full analysis: discovery, the worker's round trip, report, diagnostics, and what the
     server remembers for the next edit. Then the one-line edit: which functions can be kept, the
     worker's round trip with them kept, the report, and the kept results moved into it.
     """

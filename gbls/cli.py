@@ -16,14 +16,13 @@ import sys
 from collections.abc import Iterator
 
 from . import __version__, output
-from .engine.fixes.catalogue import fixes_for
-from .engine.fixes.edits import Edit, Fix, apply, editable
-from .engine.fixes.recompiles import recompile_fixes
+from .engine.fixes import policy
+from .engine.fixes.edits import apply
 from .engine.model import FileReport, failure_report
 from .engine.sources import Sources, read_source, source_encoding, why_unreadable
 from .runtime.errors import WorkerError
 from .runtime.sandbox import not_dumpable
-from .runtime.session import Session
+from .runtime.session import Session, analyse
 from .settings import SANDBOX_MODES, Settings
 from .worker.shared.lines import split_lines
 
@@ -48,44 +47,6 @@ def python_files(paths: list[str]) -> Iterator[str]:
                     full = os.path.abspath(os.path.join(folder, name))
                     if b"compile" in (read_source(full) or "").encode():
                         yield full
-
-
-def offered_fixes(reports: list[FileReport], sources: Sources, folders: list[str]) -> output.Fixes:
-    """Each break's fix: its first safe one, else the first one offered, else none; only fixes that
-    edit the workspace (``folders``) or the analysed file. And each recompilation problem's first fix
-    (those edit the analysed file only)."""
-    found: output.Fixes = {}
-    for report in reports:
-        for brk in report.breaks:
-            fixes = [
-                fix for fix in fixes_for(brk, report.path, sources) if editable(fix, report.path, folders)
-            ]
-            chosen = next((fix for fix in fixes if fix.safe), fixes[0] if fixes else None)
-            if chosen is not None:
-                found[(report.path, brk.key)] = chosen
-        for problem in report.problems:
-            offered = recompile_fixes(problem, report, sources)
-            if offered:
-                found[(report.path, problem.key)] = offered[0]
-    return found
-
-
-def safe_edits(reports: list[FileReport], fixes: output.Fixes) -> tuple[dict[str, list[Edit]], list[str]]:
-    """The safe fixes' edits by file, once per edit and without overlaps, and what each fixes."""
-    chosen: dict[str, list[Edit]] = {}
-    said: list[str] = []
-    for report in reports:
-        for brk in report.breaks:
-            fix: Fix | None = fixes.get((report.path, brk.key))
-            if fix is None or not fix.safe:
-                continue
-            new = [e for e in fix.edits if e not in chosen.get(e.path, [])]
-            if any(e.span.overlaps(other.span) for e in new for other in chosen.get(e.path, [])):
-                continue
-            for edit in new:
-                chosen.setdefault(edit.path, []).append(edit)
-            said.append(f"Fixed {brk.code} in {output.relative(report.path)}:{brk.span.line}: {fix.title}")
-    return chosen, said
 
 
 def _touches(report: FileReport, changed: set[str]) -> bool:
@@ -125,9 +86,9 @@ async def check(
     try:
         reports = list(await asyncio.gather(*(one(path) for path in files)))
         sources = Sources(read_source)
-        fixes = offered_fixes(reports, sources, session.folders)
+        fixes = policy.preferred(reports, sources, session.folders)
         if fix or show_diff:
-            edits, said = safe_edits(reports, fixes)
+            edits, taken = policy.safe_edits(reports, fixes)
             changed = {
                 path: apply(sources.text(path) or "", file_edits) for path, file_edits in edits.items()
             }
@@ -142,7 +103,11 @@ async def check(
                     continue
                 with open(path, "w", encoding=encoding, newline="") as handle:
                     handle.write(new)
-            if said:  # say what changed, then report what is left as the translator now sees it
+            if taken:  # say what changed, then report what is left as the translator now sees it
+                said = [
+                    f"Fixed {brk.code} in {output.relative(path)}:{brk.span.line}: {chosen.title}"
+                    for path, brk, chosen in taken
+                ]
                 print("\n".join(said), file=sys.stdout if fmt == "text" else sys.stderr)
                 # Only a file that changed, or whose breaks run through one, can have other breaks now.
                 again = [index for index, report in enumerate(reports) if _touches(report, set(changed))]
@@ -150,13 +115,18 @@ async def check(
                 for index, report in zip(again, fresh, strict=True):
                     reports[index] = report
                 sources = Sources(read_source)
-                fixes = offered_fixes(reports, sources, session.folders)
+                fixes = policy.preferred(reports, sources, session.folders)
     finally:
         await session.stop()
+    return print_reports(reports, info.torch, fixes, fmt)
+
+
+def print_reports(reports: list[FileReport], torch: str, fixes: policy.Fixes, fmt: str) -> int:
+    """Print the reports in ``fmt``; the exit status."""
     for note in dict.fromkeys(note for report in reports for note in report.notes):
         print(f"gbls: {note}", file=sys.stderr)
     if fmt == "json":
-        sys.stdout.write(output.to_json(reports, info.torch, fixes))
+        sys.stdout.write(output.to_json(reports, torch, fixes))
     elif fmt == "sarif":
         sys.stdout.write(output.sarif(reports))
     elif fmt == "github":
@@ -167,6 +137,24 @@ async def check(
         return 2  # CI never stays green on code gbls did not run
     limit_hit = any(problem.limit is not None for report in reports for problem in report.problems)
     return 1 if limit_hit or any(report.breaks for report in reports) else 0
+
+
+async def check_in_process(paths: list[str], settings: Settings, fmt: str) -> int:
+    """``gbls check --in-process``: each analysis in this process, one after the other, its events on
+    stderr, so that a debugger stops in the capture code. For debugging gbls, not for CI: no sandbox,
+    no limits, and the analysed code can change this process."""
+    from .worker import debug  # noqa: TID251 - the explicit debugging mode analyses here, with torch
+
+    reports = []
+    for path in python_files(paths):
+        source = read_source(path)
+        if source is None:
+            reports.append(failure_report(path, "io", f"cannot read the file: {why_unreadable(path)}"))
+            continue
+        found = await analyse(debug.InProcess(), path, source, settings, os.path.dirname(path), read_source)
+        reports.append(found)
+    fixes = policy.preferred(reports, Sources(read_source), [os.getcwd()])
+    return print_reports(reports, debug.torch_version(), fixes, fmt)
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -190,6 +178,11 @@ def _parser() -> argparse.ArgumentParser:
     )
     check_parser.add_argument("--sandbox", choices=SANDBOX_MODES, default="auto")
     fixing = check_parser.add_mutually_exclusive_group()
+    fixing.add_argument(
+        "--in-process",
+        action="store_true",
+        help="debug gbls: analyse in this process (no fork, no sandbox), printing the events",
+    )
     fixing.add_argument("--fix", action="store_true", help="apply the safe fixes, then report what is left")
     fixing.add_argument(
         "--diff", action="store_true", help="print the safe fixes as a diff instead of applying them"
@@ -215,6 +208,8 @@ def main(argv: list[str] | None = None) -> int:
         run_main=arguments.run_main,
         sandbox=arguments.sandbox,
     )
+    if arguments.in_process:
+        return asyncio.run(check_in_process(arguments.paths, settings, arguments.format))
     return asyncio.run(check(arguments.paths, settings, arguments.format, arguments.fix, arguments.diff))
 
 

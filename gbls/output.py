@@ -11,11 +11,10 @@ from typing import Any
 
 from . import __version__
 from .engine.fixes.edits import Fix
-from .engine.model import STOPPED, BreakKey, BreakReport, FileReport, Location, RecompileKey, RecompileReport
+from .engine.fixes.policy import Fixes
+from .engine.model import STOPPED, BreakReport, FileReport, Location, RecompileReport
 from .engine.ranges import Span
 
-# Each break's (or recompilation report's) fix, if it has one, by (analysed file, its key).
-Fixes = dict[tuple[str, BreakKey | RecompileKey], Fix]
 LIMIT_CODE = "recompile-limit"  # the SARIF rule of a recompilation that hit the recompile limit
 
 

@@ -1,4 +1,5 @@
-"""The fix catalogue as pure functions: which fixes a break's source shape gets, and what each one writes.
+"""The fix catalogue as pure functions: which fixes a break's source shape gets, what each one writes,
+and which one the editor and the CLI prefer.
 
 test_fixes.py applies every fix through the real server and re-runs the real translator; these pin
 down the catalogue's own rules (when it offers a fix, when it refuses, what text it produces) on the
@@ -8,17 +9,22 @@ same fixture files, without Dynamo.
 from __future__ import annotations
 
 import ast
+import dataclasses
 from pathlib import Path
 from typing import Any
 
 import pytest
+from lsprotocol import types as lsp
 
+from gbls.engine.fixes import catalogue, policy
 from gbls.engine.fixes.catalogue import fixes_for, fullgraph_fix
 from gbls.engine.fixes.edits import Edit, Fix, apply, editable
 from gbls.engine.fixes.recompiles import recompile_fixes
 from gbls.engine.model import BreakReport, FileReport, FunctionReport, Location, RecompileReport
 from gbls.engine.ranges import Span
 from gbls.engine.sources import Sources, read_source
+from gbls.lsp.actions import code_actions
+from gbls.lsp.diagnostics import break_data
 from gbls.worker.shared.protocol import Break, Code, Frame, Function, Guard, Recompile
 
 from .conftest import FIXTURES
@@ -114,6 +120,26 @@ def test_each_break_gets_the_fixes_its_shape_allows(
         (text,) = applied(fix, sources).values()
         assert fragment in text
         ast.parse(text)
+
+
+def test_the_editor_and_the_cli_prefer_the_same_fix_a_safe_one(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The catalogue lists the print's removal first; were the reordering safe, both would prefer it."""
+
+    def safe_reorder(brk: BreakReport, here: str, sources: Sources) -> Fix | None:
+        fix = catalogue.register_reorderable_print(brk, here, sources)
+        return dataclasses.replace(fix, safe=True) if fix else None
+
+    monkeypatch.setitem(catalogue.CATALOGUE, "GB0059", (catalogue.remove_logging_call, safe_reorder))
+    path = FIXES / "print_call.py"
+    brk = broken("GB0059", at(path, "scaled", 7, 'print("scaled", y)'))
+    report = FileReport(str(path), "ok", "", "", None, (), (brk,), (), "", "", 0.0)
+    sources = Sources(read_source)
+    assert policy.preferred([report], sources, [])[(str(path), brk.key)].title == REORDER
+    diagnostic = lsp.Diagnostic(lsp.Range(lsp.Position(6, 4), lsp.Position(6, 22)), "", source="gbls")
+    diagnostic.data = break_data(brk, str(path))
+    actions = code_actions(str(path), [diagnostic], sources, lambda _: report, [])
+    fixes = [a for a in actions if isinstance(a, lsp.CodeAction) and not a.title.startswith("Suppress")]
+    assert [(a.title, a.is_preferred) for a in fixes] == [(REORDER, True), ("Remove the print() call", None)]
 
 
 def test_a_root_cause_in_another_file_is_fixed_there() -> None:

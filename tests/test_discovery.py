@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -87,6 +89,14 @@ code = compile("1", "<s>", "eval")
 
 def test_a_file_that_does_not_import_torch_compiles_nothing() -> None:
     assert sites("import re\nx = re.compile('a')\nmodel.compile()\n") == []
+
+
+def test_discovery_imports_no_inference_library() -> None:
+    """Syntax only: jedi is the fixes' (a definition across files), never imported for discovery."""
+    code = "import sys, gbls.engine.discovery; print('jedi' in sys.modules)"
+    root = Path(__file__).parent.parent
+    found = subprocess.run([sys.executable, "-c", code], cwd=root, capture_output=True, text=True)
+    assert found.stdout == "False\n", found.stderr
 
 
 def test_what_a_compile_call_compiles_as_far_as_the_syntax_shows() -> None:

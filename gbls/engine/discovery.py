@@ -14,20 +14,11 @@ but an imported module, so ``re.compile`` is not a compile site; and an outer ca
 from __future__ import annotations
 
 import ast
-import logging
-import threading
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 
-import jedi
-
-from ..worker.shared.lines import split_lines
 from ..worker.shared.protocol import TargetKind
-from .ranges import Span, line_text
-
-log = logging.getLogger(__name__)
-# jedi's caches are not thread-safe, and the fixes look definitions up in worker threads.
-_jedi_lock = threading.Lock()
+from .ranges import Span
 
 COMPILE = "torch.compile"
 OPTIMIZE = "torch._dynamo.optimize"  # always takes its backend first: a decorator factory
@@ -341,20 +332,3 @@ class _Finder:
             return argument.attr, text, "method", 0
         text = ast.unparse(argument)
         return text, text, "module", 0
-
-
-def definition_of(source: str, path: str, line: int, byte_column: int) -> tuple[str, int] | None:
-    """Where the name at ``line``/``byte_column`` is defined, when that is a workspace file, not a library."""
-    text = line_text(split_lines(source), line)
-    column = len(text.encode("utf-8")[:byte_column].decode("utf-8", "ignore"))
-    with _jedi_lock:
-        try:
-            found = jedi.Script(source, path=path).goto(line, column, follow_imports=True)
-        except Exception:
-            log.warning("jedi failed to find the definition at %s:%s", path, line, exc_info=True)
-            return None
-    for definition in found:
-        module = str(definition.module_path or "")
-        if definition.type == "function" and module.endswith(".py") and "-packages" not in module:
-            return module, definition.line
-    return None

@@ -1,5 +1,6 @@
-"""Code actions: the fix catalogue and suppressions for a break, the recompilation fixes and their
-suppression, ``fullgraph=True`` for a clean function.
+"""Code actions: a break's or recompilation report's fixes in the order the fix policy offers them
+(``engine.fixes.policy``: the preferred one, as ``gbls check`` has it, first and marked preferred),
+their suppressions, ``fullgraph=True`` for a clean function.
 
 A diagnostic's ``data`` names the analysed file and the break's key; the break itself is looked
 up in that file's current report, so a code action always works on the break as last analysed.
@@ -14,9 +15,9 @@ from typing import Any
 from lsprotocol import types as lsp
 from pygls import uris
 
-from ..engine.fixes.catalogue import fixes_for, fullgraph_fix
-from ..engine.fixes.edits import Fix, editable
-from ..engine.fixes.recompiles import recompile_fixes
+from ..engine.fixes import policy
+from ..engine.fixes.catalogue import fullgraph_fix
+from ..engine.fixes.edits import Fix
 from ..engine.model import RECOMPILE_CODE, BreakReport, FileReport, RecompileReport
 from ..engine.ranges import Span, char_to_utf16, line_text
 from ..engine.sources import Sources
@@ -153,7 +154,7 @@ def recompile_actions(
 ) -> list[lsp.CodeAction]:
     actions = [
         fix_action(fix, sources, diagnostic, preferred=index == 0)
-        for index, fix in enumerate(recompile_fixes(found, report, sources))
+        for index, fix in enumerate(policy.for_recompile(found, report, sources))
     ]
     source = sources.text(report.path)
     if source is not None:
@@ -189,10 +190,7 @@ def code_actions(
         if found is None:
             continue
         analysed, brk = found
-        fixes = [
-            fix for fix in fixes_for(brk, analysed.path, sources) if editable(fix, analysed.path, folders)
-        ]
-        for index, fix in enumerate(fixes):
+        for index, fix in enumerate(policy.for_break(brk, analysed.path, sources, folders)):
             actions.append(fix_action(fix, sources, diagnostic, preferred=index == 0, snippets=snippets))
         if len(brk.chain) > 1 and isinstance(diagnostic.data, dict) and diagnostic.data["kind"] == "break":
             actions.append(_go_to_root(brk, sources))

@@ -120,8 +120,7 @@ class GblsServer(LanguageServer):
         return self.session.report_of(path)
 
     def analysed(self, uri: str) -> Analysed | None:
-        document = self.session.documents.get(uri)
-        return document.analysed if document else None
+        return self.session.analysed_of(uri)
 
     def path_of(self, uri: str) -> str:
         document = self.open_document(uri)
@@ -175,7 +174,7 @@ class GblsServer(LanguageServer):
         if document is None:
             return
         if fresh:
-            self.session.document(uri, self.path_of(uri)).memory = None
+            self.session.forget_memory(uri)
         else:
             report = self.session.from_cache(uri, self.path_of(uri), document.source)
             if report is not None:
@@ -259,11 +258,10 @@ class GblsServer(LanguageServer):
     def _status(self, uri: str, state: str, report: FileReport | None = None) -> None:
         status: dict[str, Any] = {"uri": uri, "state": state}
         if report is not None:
-            document = self.session.documents.get(uri)
             status |= {
                 "breaks": len(report.breaks),
                 "notAnalysed": [f.qualname for f in report.functions if not f.analysed],
-                "reused": document.reused if document else [],
+                "reused": self.session.reused(uri),
                 "message": report.message,
             }
         self.protocol.notify(STATUS, status)

@@ -13,6 +13,7 @@ import contextlib
 import os
 from collections.abc import Iterator
 from dataclasses import dataclass, field
+from typing import Protocol
 
 from ..engine import cache, incremental
 from ..engine.discovery import CompiledSite, find_compiled
@@ -20,7 +21,7 @@ from ..engine.model import FileReport
 from ..engine.report import build
 from ..engine.sources import TextOf
 from ..settings import Settings
-from ..worker.shared.protocol import Request, StaticTarget
+from ..worker.shared.protocol import Request, Result, StaticTarget
 from .sandbox import launch
 from .workerclient import Worker, WorkerInfo
 
@@ -52,8 +53,16 @@ def static_targets(sites: tuple[CompiledSite, ...]) -> tuple[StaticTarget, ...]:
     )
 
 
+class Analyser(Protocol):
+    """What analyses a request: the warm worker, or (``gbls check --in-process``) this very process."""
+
+    def new_id(self) -> str: ...
+
+    async def analyse(self, request: Request) -> Result: ...
+
+
 async def analyse(
-    worker: Worker,
+    worker: Analyser,
     path: str,
     source: str,
     settings: Settings,
@@ -84,7 +93,7 @@ class Session:
         self.settings = settings
         self.folders = [os.path.abspath(folder) for folder in folders]
         self.text_of = text_of
-        self.documents: dict[str, Document] = {}
+        self._documents: dict[str, Document] = {}
         self._worker: Worker | None = None
         self._worker_key: tuple[str, str] | None = None
         self._stopping: set[asyncio.Task[None]] = set()
@@ -111,7 +120,7 @@ class Session:
         if self._worker is not None:
             await self._worker.stop()
         self._worker = None
-        for document in self.documents.values():
+        for document in self._documents.values():
             document.memory = None
 
     async def stop(self) -> None:
@@ -129,26 +138,42 @@ class Session:
 
     # -- documents ----------------------------------------------------------------------------
 
-    def document(self, key: str, path: str) -> Document:
-        document = self.documents.get(key)
+    def _document(self, key: str, path: str) -> Document:
+        document = self._documents.get(key)
         if document is None or document.path != path:
-            document = self.documents[key] = Document(path)
+            document = self._documents[key] = Document(path)
         return document
 
+    def analysed_of(self, key: str) -> Analysed | None:
+        """The document's last result, if it has one."""
+        document = self._documents.get(key)
+        return document.analysed if document else None
+
+    def reused(self, key: str) -> list[str]:
+        """The compiled functions the document's last analysis did not translate again."""
+        document = self._documents.get(key)
+        return document.reused if document else []
+
+    def forget_memory(self, key: str) -> None:
+        """The document's next analysis translates every function again, reusing nothing."""
+        document = self._documents.get(key)
+        if document is not None:
+            document.memory = None
+
     def analysed(self) -> Iterator[tuple[str, Analysed]]:
-        for key, document in self.documents.items():
+        for key, document in self._documents.items():
             if document.analysed is not None:
                 yield key, document.analysed
 
     def report_of(self, path: str) -> FileReport | None:
         """The last report of the document at ``path``, whatever its key."""
-        for document in self.documents.values():
+        for document in self._documents.values():
             if document.path == path and document.analysed is not None:
                 return document.analysed.report
         return None
 
     def forget(self, key: str) -> Analysed | None:
-        document = self.documents.pop(key, None)
+        document = self._documents.pop(key, None)
         return document.analysed if document else None
 
     def _settings_key(self) -> tuple[object, ...]:
@@ -156,20 +181,20 @@ class Session:
 
     def from_cache(self, key: str, path: str, source: str) -> FileReport | None:
         """The last report moved onto ``source``, when the edit (comments, blank lines) cannot change it."""
-        return cache.reuse(self.document(key, path).cache, source, self._settings_key(), self.text_of)
+        return cache.reuse(self._document(key, path).cache, source, self._settings_key(), self.text_of)
 
     def record(self, key: str, path: str, analysed: Analysed) -> Analysed | None:
         """Keep ``analysed`` as the document's result; the previous one, if any."""
-        document = self.document(key, path)
+        document = self._document(key, path)
         previous, document.analysed = document.analysed, analysed
         return previous
 
     # -- analysing --------------------------------------------------------------------------
 
-    async def analyse(self, key: str, path: str, source: str, fresh: bool = False) -> FileReport:
+    async def analyse(self, key: str, path: str, source: str) -> FileReport:
         """Translate what the edit can have changed; keep the other functions' last results."""
-        document = self.document(key, path)
-        memory = None if fresh else document.memory
+        document = self._document(key, path)
+        memory = document.memory
         # Parsing and tokenizing every region takes a while on big files: not on the event loop.
         reuse = await asyncio.to_thread(
             incremental.reusable, memory, source, self._settings_key(), self.text_of
@@ -204,7 +229,7 @@ class Session:
             return stored, incremental.remember(report, source, settings, imported, self.text_of)
 
         stored, memory = await asyncio.to_thread(work)
-        document = self.document(key, path)
+        document = self._document(key, path)
         if stored is not None:
             document.cache = stored
         document.memory = memory

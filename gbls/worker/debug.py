@@ -16,10 +16,29 @@ from collections.abc import Callable
 
 import torch
 
+from . import events
 from .analysis.run import run
 from .events import Event
 from .shared.protocol import Request, Result
 from .supervisor.record import result_of
+
+
+def torch_version() -> str:
+    return torch.__version__.split("+")[0]
+
+
+class InProcess:
+    """In the warm worker's place for ``gbls check --in-process``: each event shown on stderr."""
+
+    def new_id(self) -> str:
+        return "in-process"
+
+    async def analyse(self, request: Request) -> Result:
+        return analyse(request, show)
+
+
+def show(event: Event) -> None:
+    print(f"gbls event: {events.encode(event).decode().rstrip()}", file=sys.stderr)
 
 
 def analyse(request: Request, show: Callable[[Event], None] | None = None) -> Result:
@@ -55,6 +74,6 @@ def analyse(request: Request, show: Callable[[Event], None] | None = None) -> Re
         ended_by="",
         status=0,
         output="",
-        torch_version=torch.__version__.split("+")[0],
+        torch_version=torch_version(),
         seconds=round(time.monotonic() - started, 3),
     )

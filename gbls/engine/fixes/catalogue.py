@@ -9,10 +9,13 @@ Fixes marked ``safe`` keep what the code computes and are applied by ``gbls chec
 from __future__ import annotations
 
 import ast
+import logging
 import re
+import threading
+
+import jedi
 
 from ...worker.shared.lines import split_lines
-from ..discovery import definition_of
 from ..model import BreakReport
 from ..ranges import Span, line_text
 from ..sources import Sources, parse
@@ -26,6 +29,10 @@ from .syntax import (
     root_call_statement,
     root_source,
 )
+
+log = logging.getLogger(__name__)
+# jedi's caches are not thread-safe, and the fixes look definitions up in worker threads.
+_jedi_lock = threading.Lock()
 
 LOGGING_METHODS = {"debug", "info", "warning", "warn", "error", "exception", "critical", "log"}
 
@@ -122,6 +129,23 @@ def remove_graph_break(brk: BreakReport, here: str, sources: Sources) -> Fix | N
         return None
     edit = remove_statement(brk.root.path, source, tree, statement)
     return Fix("Remove the explicit torch._dynamo.graph_break()", (edit,), safe=True) if edit else None
+
+
+def definition_of(source: str, path: str, line: int, byte_column: int) -> tuple[str, int] | None:
+    """Where the name at ``line``/``byte_column`` is defined, when that is a workspace file, not a library."""
+    text = line_text(split_lines(source), line)
+    column = len(text.encode("utf-8")[:byte_column].decode("utf-8", "ignore"))
+    with _jedi_lock:
+        try:
+            found = jedi.Script(source, path=path).goto(line, column, follow_imports=True)
+        except Exception:
+            log.warning("jedi failed to find the definition at %s:%s", path, line, exc_info=True)
+            return None
+    for definition in found:
+        module = str(definition.module_path or "")
+        if definition.type == "function" and module.endswith(".py") and "-packages" not in module:
+            return module, definition.line
+    return None
 
 
 def drop_disable_decorator(brk: BreakReport, here: str, sources: Sources) -> Fix | None:

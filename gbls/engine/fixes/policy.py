@@ -1,0 +1,73 @@
+"""Which fixes gbls offers, which one it prefers, and which ``gbls check --fix`` applies: one rule
+for the editor and the CLI.
+
+A break is offered the catalogue's fixes that edit only the analysed file or files in the
+workspace; a recompilation report its own fixes (they edit the analysed file). Either way the
+safe fixes come first (they keep what the code computes), each kind in the catalogue's order, the
+most direct first. The first offered is the preferred one: the editor marks it ``isPreferred``,
+the CLI reports it as the break's fix, and ``--fix`` applies it when it is safe.
+"""
+
+from __future__ import annotations
+
+from ..model import BreakKey, BreakReport, FileReport, RecompileKey, RecompileReport
+from ..sources import Sources
+from .catalogue import fixes_for
+from .edits import Edit, Fix, editable
+from .recompiles import recompile_fixes
+
+# Each break's (or recompilation report's) preferred fix, if it has one, by (analysed file, its key).
+Fixes = dict[tuple[str, BreakKey | RecompileKey], Fix]
+
+
+def _safe_first(fixes: list[Fix]) -> list[Fix]:
+    return sorted(fixes, key=lambda fix: not fix.safe)  # stable: the catalogue's order otherwise
+
+
+def for_break(brk: BreakReport, analysed: str, sources: Sources, folders: list[str]) -> list[Fix]:
+    """The fixes offered for ``brk``, a break of the file ``analysed``, the preferred first: those
+    that edit only ``analysed`` or files in the workspace ``folders``."""
+    offered = [fix for fix in fixes_for(brk, analysed, sources) if editable(fix, analysed, folders)]
+    return _safe_first(offered)
+
+
+def for_recompile(found: RecompileReport, report: FileReport, sources: Sources) -> list[Fix]:
+    """The fixes offered for ``found``, a recompilation report of ``report``, the preferred first."""
+    return _safe_first(recompile_fixes(found, report, sources))
+
+
+def preferred(reports: list[FileReport], sources: Sources, folders: list[str]) -> Fixes:
+    """The preferred fix of each break and each recompilation problem that has one."""
+    found: Fixes = {}
+    for report in reports:
+        for brk in report.breaks:
+            offered = for_break(brk, report.path, sources, folders)
+            if offered:
+                found[(report.path, brk.key)] = offered[0]
+        for problem in report.problems:
+            offered = for_recompile(problem, report, sources)
+            if offered:
+                found[(report.path, problem.key)] = offered[0]
+    return found
+
+
+def safe_edits(
+    reports: list[FileReport], fixes: Fixes
+) -> tuple[dict[str, list[Edit]], list[tuple[str, BreakReport, Fix]]]:
+    """What ``--fix`` applies: the edits by file of each break's preferred fix where it is safe, each
+    edit once, leaving out a fix that overlaps one taken before it; and the (analysed file, break,
+    fix) of each fix taken."""
+    edits: dict[str, list[Edit]] = {}
+    taken: list[tuple[str, BreakReport, Fix]] = []
+    for report in reports:
+        for brk in report.breaks:
+            fix = fixes.get((report.path, brk.key))
+            if fix is None or not fix.safe:
+                continue
+            new = [e for e in fix.edits if e not in edits.get(e.path, [])]
+            if any(e.span.overlaps(other.span) for e in new for other in edits.get(e.path, [])):
+                continue
+            for edit in new:
+                edits.setdefault(edit.path, []).append(edit)
+            taken.append((report.path, brk, fix))
+    return edits, taken

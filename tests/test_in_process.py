@@ -1,0 +1,36 @@
+"""The analysis in one process (``gbls check --in-process``, for debugging gbls) is the analysis the
+forked worker makes: the same report for the same file."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from .conftest import FIXTURES
+
+DEMO = Path(__file__).parents[1] / "examples" / "demo.py"
+
+
+def check(*arguments: str) -> tuple[dict[str, object], str]:
+    completed = subprocess.run(
+        [sys.executable, "-m", "gbls", "check", "--format", "json", *arguments],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert completed.returncode in (0, 1), completed.stderr
+    return json.loads(completed.stdout), completed.stderr
+
+
+@pytest.mark.parametrize("fixture", [DEMO, FIXTURES / "recompiles" / "switch.py"], ids=lambda p: p.name)
+def test_the_analysis_in_process_reports_what_the_forked_worker_reports(fixture: Path) -> None:
+    forked, _ = check(str(fixture))
+    here, events = check("--in-process", str(fixture))
+    assert here == forked
+    assert forked["files"][0]["breaks"] or forked["files"][0]["recompiles"]  # type: ignore[index]
+    # Every event was shown as it happened, the program's own output with them, on stderr.
+    assert '"event":"target"' in events and '"event":"done"' in events
