@@ -10,10 +10,19 @@ import os
 from typing import Any
 
 from . import __version__
+from .engine import views
 from .engine.fixes.edits import Fix
 from .engine.fixes.policy import Fixes
 from .engine.model import STOPPED, BreakReport, FileReport, Location, RecompileReport
 from .engine.ranges import Span
+from .worker.shared.protocol import Run
+
+# A project run as the outputs list it: what ran, and the analysis of it.
+Ran = list[tuple[Run, FileReport]]
+UNREACHED = (
+    "not analysed: nothing compiled runs code of this file (it has no compile site of its own, and no "
+    "analysed run reaches it); configure a run: [[tool.gbls.run]] in pyproject.toml, or gbls run SCRIPT ARGS"
+)
 
 LIMIT_CODE = "recompile-limit"  # the SARIF rule of a recompilation that hit the recompile limit
 
@@ -39,9 +48,25 @@ def unanalysed(reports: list[FileReport]) -> int:
     return sum(1 for report in reports for function in report.functions if not function.analysed)
 
 
-def text(reports: list[FileReport], fixes: Fixes) -> str:
+def unreached(reports: list[FileReport], named: list[str]) -> list[str]:
+    """The files asked for whose code no analysis translated: they are not analysed, never clean."""
+    return [report.path for report in reports if report.path in named and not report.translated]
+
+
+def command(run: Run) -> str:
+    """``python train.py --config c.json``, or ``python -m scripts.train ...``, as the user types it."""
+    target = ["-m", run.module] if run.module else [relative(run.script)]
+    return " ".join(["python", *target, *run.args])
+
+
+def text(
+    reports: list[FileReport], fixes: Fixes, runs: Ran | None = None, missed: list[str] | None = None
+) -> str:
     """ruff's shape: ``path:line:col: CODE [*] message``, ``[*]`` where ``--fix`` would fix it."""
     lines: list[str] = []
+    for run, analysis in runs or []:
+        how = "ok" if analysis.status == "ok" else analysis.status
+        lines.append(f"run `{run.name}`: {command(run)} (in {relative(run.cwd) or '.'}): {how}")
     fixable = 0
     for report in reports:
         path = relative(report.path)
@@ -63,15 +88,19 @@ def text(reports: list[FileReport], fixes: Fixes) -> str:
             lines.append(f"{path}:{_where(report.failure_span)}: error: {report.message}")
         if report.stopped is not None:
             lines.append(f"{path}:{_where(report.stopped)}: note: {STOPPED}")
+        if report.path in (missed or []):
+            lines.append(f"{path}:1:1: {UNREACHED}")
     breaks = sum(len(r.breaks) for r in reports)
     failed = sum(1 for r in reports if _status(r) != "ok")
     files = len(reports)
     summary = f"Found {breaks} graph break{'s' * (breaks != 1)} in {files} file{'s' * (files != 1)}"
     if failed:
         summary += f" ({failed} could not be fully analysed)"
-    missed = unanalysed(reports)
+    functions = unanalysed(reports)
+    if functions:
+        summary += f"; {functions} compiled function{'s' * (functions != 1)} not analysed"
     if missed:
-        summary += f"; {missed} compiled function{'s' * (missed != 1)} not analysed"
+        summary += f"; {len(missed)} file{'s' * (len(missed) != 1)} not analysed"
     problems = [problem for r in reports for problem in r.problems]
     if problems:
         limited = sum(1 for problem in problems if problem.limit is not None)
@@ -139,14 +168,22 @@ def _fix(fix: Fix | None) -> dict[str, Any] | None:
     }
 
 
-def to_json(reports: list[FileReport], torch_version: str, fixes: Fixes) -> str:
+def to_json(
+    reports: list[FileReport],
+    torch_version: str,
+    fixes: Fixes,
+    runs: Ran | None = None,
+    missed: list[str] | None = None,
+) -> str:
     files = []
     for report in reports:
+        reached = report.path not in (missed or [])
         files.append(
             {
                 "path": report.path,
                 "status": _status(report),
-                "message": report.message,
+                "analysed": reached,
+                "message": report.message if reached else UNREACHED,
                 "notes": list(report.notes),
                 "failure": (
                     {"kind": report.failure_kind, "range": _range(report.failure_span)}
@@ -183,6 +220,7 @@ def to_json(reports: list[FileReport], torch_version: str, fixes: Fixes) -> str:
                         "effect": b.effect,
                         "eager_from": b.cause.eager_from,
                         "range": _range(b.span),
+                        "split": _frame(b.splits_at),
                         "chain": [_frame(location) for location in b.chain],
                         "count": b.count,
                         "gaps": list(b.cause.gaps),
@@ -195,7 +233,23 @@ def to_json(reports: list[FileReport], torch_version: str, fixes: Fixes) -> str:
                 ],
             }
         )
-    return json.dumps({"gbls": __version__, "torch": torch_version, "files": files}, indent=2) + "\n"
+    ran = [
+        {
+            "name": run.name,
+            "script": run.script or None,
+            "module": run.module or None,
+            "args": list(run.args),
+            "cwd": run.cwd,
+            "env": dict(run.env),
+            "status": _status(analysis),
+            "message": analysis.message,
+            "seconds": analysis.seconds,
+            "files": [path for path in views.by_file(analysis) if path],
+        }
+        for run, analysis in runs or []
+    ]
+    document = {"gbls": __version__, "torch": torch_version, "runs": ran, "files": files}
+    return json.dumps(document, indent=2) + "\n"
 
 
 def _recompile_json(found: RecompileReport, fix: Fix | None) -> dict[str, Any]:
@@ -247,7 +301,7 @@ def _physical(path: str, span: Span) -> dict[str, Any]:
     return {"physicalLocation": {"artifactLocation": {"uri": relative(path)}, "region": _region(span)}}
 
 
-def sarif(reports: list[FileReport]) -> str:
+def sarif(reports: list[FileReport], missed: list[str] | None = None) -> str:
     rules: dict[str, dict[str, Any]] = {}
     results = []
     for report in reports:
@@ -322,6 +376,15 @@ def sarif(reports: list[FileReport]) -> str:
                     "locations": [_physical(report.path, report.failure_span)],
                 }
             )
+        if report.path in (missed or []):
+            results.append(
+                {
+                    "ruleId": "not-analysed",
+                    "level": "error",
+                    "message": {"text": UNREACHED},
+                    "locations": [_physical(report.path, Span(1, 0, 1, 0))],
+                }
+            )
     document = {
         "$schema": "https://json.schemastore.org/sarif-2.1.0.json",
         "version": "2.1.0",
@@ -346,7 +409,7 @@ def _escape(value: str) -> str:
     return value.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
 
 
-def github(reports: list[FileReport]) -> str:
+def github(reports: list[FileReport], missed: list[str] | None = None) -> str:
     lines = []
     for report in reports:
         path = relative(report.path)
@@ -370,4 +433,6 @@ def github(reports: list[FileReport]) -> str:
             lines.append(
                 f"::error title=gbls,file={path},line={s.line},col={s.column + 1}::" + _escape(report.message)
             )
+        if report.path in (missed or []):
+            lines.append(f"::error title=gbls,file={path},line=1,col=1::" + _escape(UNREACHED))
     return "\n".join(lines) + ("\n" if lines else "")

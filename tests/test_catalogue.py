@@ -42,7 +42,7 @@ def at(path: Path, function: str, line: int, snippet: str) -> Location:
 def broken(gb_id: str, *chain: Location) -> BreakReport:
     frames = tuple(Frame(location.path, location.function, location.span.line) for location in chain)
     cause = Break(chain[0].function, "a graph break", gb_id, None, "", (), "", frames)
-    return BreakReport(cause, chain[0].span, chain, "")
+    return BreakReport(cause, chain[-1].path, chain[-1].span, chain, "")
 
 
 def applied(fix: Fix, sources: Sources) -> dict[str, str]:
@@ -295,7 +295,7 @@ def recompiled(
     )
     recompile = Recompile(name, Code(str(path), first_line, name), True, "0/1", guard)
     found = RecompileReport(
-        name, Code(str(path), first_line, name), True, (recompile, recompile), span, None, ""
+        name, Code(str(path), first_line, name), True, (recompile, recompile), str(path), span, None, ""
     )
     report = FileReport(str(path), "ok", "", "", None, (function,), (), (), "", "", 0.0, recompiles=(found,))
     return found, report

@@ -376,7 +376,7 @@ def test_skeleton_placeholders_for_editors_that_take_snippets() -> None:
     cause = Break(
         "accumulate", "Data-dependent branching", "GB0170", None, "", (), "", (Frame(path, "accumulate", 6),)
     )
-    brk = BreakReport(cause, root.span, (root,), "x.sum() > 0")
+    brk = BreakReport(cause, path, root.span, (root,), "x.sum() > 0")
     (skeleton,) = fixes_for(brk, path, Sources(read_source))
     (edit,) = skeleton.edits
     assert edit.snippet and "def _true_branch(${1:x}):" in edit.text and "return ${3:x}" in edit.text

@@ -20,7 +20,7 @@ from typing import Any
 
 import pytest
 
-from gbls.lsp import server
+from gbls.lsp import analyses, server
 from gbls.lsp.codelens import SHOW_REPORT
 from gbls.settings import SANDBOX_MODES, SEVERITIES, Settings
 
@@ -96,7 +96,7 @@ def test_the_client_speaks_the_server_protocol() -> None:
     source = "\n".join(path.read_text() for path in (EXTENSION / "src").glob("*.ts"))
     assert f"SERVER_SHOW_REPORT = '{SHOW_REPORT}'" in source
     assert f"SERVER_ANALYSE_FILE = '{server.ANALYSE_FILE}'" in source
-    assert f"STATUS_NOTIFICATION = '{server.STATUS}'" in source
+    assert f"STATUS_NOTIFICATION = '{analyses.STATUS}'" in source
     # vscode-languageclient registers the server's commands as VS Code commands itself.
     server_commands = set(server.create_server().protocol.fm.commands)
     client_commands = {command["command"] for command in manifest()["contributes"]["commands"]}

@@ -18,7 +18,7 @@ from typing import Any
 
 from ..worker.shared.directives import is_directive
 from ..worker.shared.protocol import Code, Frame, Graph, Recompile
-from .model import BreakReport, FileReport, FunctionReport, RecompileReport
+from .model import BreakReport, FileReport, FunctionReport, Location, RecompileReport
 from .ranges import Span
 from .sources import TextOf
 
@@ -68,20 +68,18 @@ def _graph(graph: Graph, lines: Lines) -> Graph:
     return dataclasses.replace(graph, first_line=lines.get(graph.first_line, graph.first_line))
 
 
-def shifted_break(brk: BreakReport, path: str, maps: dict[str, Lines]) -> BreakReport:
-    """``brk`` of the analysed file ``path`` moved by each file's line map."""
+def _location(location: Location, maps: dict[str, Lines]) -> Location:
+    return dataclasses.replace(location, span=_span(location.span, maps.get(location.path, {})))
+
+
+def shifted_break(brk: BreakReport, maps: dict[str, Lines]) -> BreakReport:
+    """``brk`` moved by each file's line map."""
     return dataclasses.replace(
         brk,
-        span=_span(brk.span, maps.get(path, {})),
-        chain=tuple(
-            dataclasses.replace(location, span=_span(location.span, maps.get(location.path, {})))
-            for location in brk.chain
-        ),
-        called_at=(
-            dataclasses.replace(brk.called_at, span=_span(brk.called_at.span, maps.get(path, {})))
-            if brk.called_at is not None
-            else None
-        ),
+        span=_span(brk.span, maps.get(brk.path, {})),
+        chain=tuple(_location(location, maps) for location in brk.chain),
+        split=_location(brk.split, maps) if brk.split is not None else None,
+        called_at=_location(brk.called_at, maps) if brk.called_at is not None else None,
     )
 
 
@@ -104,32 +102,27 @@ def _recompile(recompile: Recompile, maps: dict[str, Lines]) -> Recompile:
     )
 
 
-def shifted_recompile(report: RecompileReport, path: str, maps: dict[str, Lines]) -> RecompileReport:
-    """``report`` of the analysed file ``path`` moved by each file's line map."""
-    guard_at = report.guard_at
+def shifted_recompile(report: RecompileReport, maps: dict[str, Lines]) -> RecompileReport:
+    """``report`` moved by each file's line map."""
     return dataclasses.replace(
         report,
         frame=_code(report.frame, maps),
         recompiles=tuple(_recompile(r, maps) for r in report.recompiles),
-        span=_span(report.span, maps.get(path, {})),
-        guard_at=(
-            dataclasses.replace(guard_at, span=_span(guard_at.span, maps.get(guard_at.path, {})))
-            if guard_at
-            else None
-        ),
+        span=_span(report.span, maps.get(report.path, {})),
+        guard_at=_location(report.guard_at, maps) if report.guard_at else None,
     )
 
 
-def shifted_function(function: FunctionReport, path: str, maps: dict[str, Lines]) -> FunctionReport:
-    """``function`` of the analysed file ``path``: its ranges are there, its graphs' lines in its own file."""
-    here = maps.get(path, {})
+def shifted_function(function: FunctionReport, maps: dict[str, Lines]) -> FunctionReport:
+    """``function`` moved: its ranges are in its report's file, its graphs' lines in its code's file."""
+    here = maps.get(function.path, {})
     return dataclasses.replace(
         function,
         line=here.get(function.line, function.line),
         span=_span(function.span, here),
         decorator=_maybe(function.decorator, here),
         call=_maybe(function.call, here),
-        graphs=tuple(_graph(g, maps.get(function.path, {})) for g in function.graphs),
+        graphs=tuple(_graph(g, maps.get(function.target.path, {})) for g in function.graphs),
         target=dataclasses.replace(
             function.target,
             reached=tuple(_code(code, maps) for code in function.reached),
@@ -142,12 +135,12 @@ def shifted(report: FileReport, lines: Lines) -> FileReport:
     maps = {report.path: lines}
     return dataclasses.replace(
         report,
-        breaks=tuple(shifted_break(b, report.path, maps) for b in report.breaks),
-        suppressed=tuple(shifted_break(b, report.path, maps) for b in report.suppressed),
-        functions=tuple(shifted_function(f, report.path, maps) for f in report.functions),
-        recompiles=tuple(shifted_recompile(r, report.path, maps) for r in report.recompiles),
-        failure_span=_maybe(report.failure_span, lines),
-        stopped=_maybe(report.stopped, lines),
+        breaks=tuple(shifted_break(b, maps) for b in report.breaks),
+        suppressed=tuple(shifted_break(b, maps) for b in report.suppressed),
+        functions=tuple(shifted_function(f, maps) for f in report.functions),
+        recompiles=tuple(shifted_recompile(r, maps) for r in report.recompiles),
+        failure_span=_maybe(report.failure_span, maps.get(report.failure_path or report.path, {})),
+        stopped=_maybe(report.stopped, maps.get(report.stopped_path or report.path, {})),
     )
 
 

@@ -193,19 +193,18 @@ def combine(fresh: FileReport, memory: Memory, reused: list[str], source: str, t
     }
     kept = set(reused)
     functions = [f for f in fresh.functions if f.qualname not in kept]
-    path = fresh.path
-    functions += [shifted_function(f, path, maps) for f in memory.report.functions if f.qualname in kept]
+    functions += [shifted_function(f, maps) for f in memory.report.functions if f.qualname in kept]
     breaks = [
         *fresh.breaks,
-        *(shifted_break(b, path, maps) for b in memory.report.breaks if b.function in kept),
+        *(shifted_break(b, maps) for b in memory.report.breaks if b.function in kept),
     ]
     suppressed = [
         *fresh.suppressed,
-        *(shifted_break(b, path, maps) for b in memory.report.suppressed if b.function in kept),
+        *(shifted_break(b, maps) for b in memory.report.suppressed if b.function in kept),
     ]
     recompiles = [
         *fresh.recompiles,
-        *(shifted_recompile(r, path, maps) for r in memory.report.recompiles if r.function in kept),
+        *(shifted_recompile(r, maps) for r in memory.report.recompiles if r.function in kept),
     ]
     return dataclasses.replace(
         fresh,

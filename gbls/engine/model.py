@@ -1,9 +1,13 @@
-"""A file's analysis as the editor and the CLI show it: the worker's findings placed on the source.
+"""An analysis as the editor and the CLI show it: the worker's findings placed on the source.
 
 One break type flows from the wire to every feature: ``BreakReport`` is the worker's ``Break``
 as it arrived (``cause``) plus where it sits in the source, so hover, diagnostics, the CLI and
-the fix catalogue all read the same object. Everything is in characters here (1-based lines,
-0-based columns, end exclusive); the LSP layer converts to UTF-16 and the CLI to 1-based columns.
+the fix catalogue all read the same object. Every finding names the workspace file it belongs
+to: a break its root cause's (the ``print`` in ``model.py``), with the place where the compiled
+function's graph splits beside it; a recompilation the file of its guarded code; a compiled
+function the file of its compile site. ``views`` gives each file what belongs to it.
+Everything is in characters here (1-based lines, 0-based columns, end exclusive); the LSP layer
+converts to UTF-16 and the CLI to 1-based columns.
 """
 
 from __future__ import annotations
@@ -17,8 +21,9 @@ STOPPED = (
     "gbls stopped the program here once it repeated itself: its compiled calls had nothing new to translate"
 )
 
-# What identifies a break across publications, for code actions on a diagnostic.
-BreakKey = tuple[str, str, int, int]
+# What identifies a break across publications, for code actions on a diagnostic: its function,
+# gb_type, the line and column of its root cause and of its split site (one cause, two call paths).
+BreakKey = tuple[str, str, int, int, int, int]
 # What identifies a recompilation report likewise: function, frame, line and column of its span.
 RecompileKey = tuple[str, str, int, int]
 
@@ -36,10 +41,14 @@ class Location:
 @dataclass(frozen=True)
 class BreakReport:
     cause: Break  # as the worker reported it
-    span: Span  # where the analysed file's graph splits
+    path: str  # the workspace file it belongs to: its root cause's, else where the workspace compiled it
+    span: Span  # there: the root cause as written, its last frame in the workspace, or the compile call
     chain: tuple[Location, ...]  # the cause's chain on exact spans: chain[0] splits, chain[-1] is the cause
     reason: str  # the root cause as written, shortened: "print", "x.sum().item", "x.sum() > 0"
-    # Where the analysed file called the compiled code, when its chain never enters the file (a
+    # Where the compiled function's graph splits (the call in it that leads to the cause), when that
+    # is another place than ``span``.
+    split: Location | None = None
+    # Where the workspace called the compiled code, when its chain never enters the workspace (a
     # library model compiled here): the break sits on the compile call, this says who ran it.
     called_at: Location | None = None
 
@@ -73,7 +82,13 @@ class BreakReport:
 
     @property
     def key(self) -> BreakKey:
-        return (self.function, self.gb_type, self.span.line, self.span.column)
+        split = self.split.span if self.split is not None else self.span
+        return (self.function, self.gb_type, self.span.line, self.span.column, split.line, split.column)
+
+    @property
+    def splits_at(self) -> Location:
+        """Where the compiled function's graph splits: ``split``, or the break's own place."""
+        return self.split or Location(self.path, self.function, self.span)
 
     @property
     def via(self) -> tuple[str, ...]:
@@ -127,7 +142,8 @@ class RecompileReport:
     frame: Code  # the frame compiled again: the function's own code, or a callee it re-entered
     direct: bool
     recompiles: tuple[Recompile, ...]  # in order; the last may be the one a recompile limit refused
-    span: Span  # in the analysed file: the guarded expression, else the argument, else the function
+    path: str  # the workspace file of ``span``
+    span: Span  # the guarded expression, else the argument, else the function
     guard_at: Location | None  # where Dynamo installed the first failed check, in whatever file
     why: str  # "the value of `mode` changes between calls", or "" when the check says nothing
     suppressed: bool = False
@@ -194,7 +210,7 @@ class RecompileReport:
 @dataclass(frozen=True)
 class FunctionReport:
     target: Function  # as the worker reported it
-    path: str
+    path: str  # the workspace file of ``span``
     line: int
     graphs: tuple[Graph, ...]
     breaks: int
@@ -257,9 +273,27 @@ class FileReport:
     notes: tuple[str, ...] = ()  # about the analysis itself: what gbls could not capture, and why
     stopped: Span | None = None  # where gbls stopped the program once it repeated itself
     recompiles: tuple[RecompileReport, ...] = ()  # suppressed ones too, each says so
+    # The file of ``failure_span`` and of ``stopped``, when not ``path`` (a run fails in any file).
+    failure_path: str = ""
+    stopped_path: str = ""
+    # Breaks that belong to another place (their root cause) but split a compiled function's graph
+    # in this file: a file's view shows them there too.
+    splits: tuple[BreakReport, ...] = ()
+    # The breaks of this file's compiled functions that belong to other files: its summaries count them.
+    elsewhere: tuple[BreakReport, ...] = ()
+    # The workspace files the analysis executed: an edit of any of them can change its results.
+    executed: tuple[str, ...] = ()
+    origin: str = ""  # the analysis this came from: "" for the file's own, else the run's name
+    # Dynamo translated code of this file (a compiled function, or code one of them called): its
+    # findings are real, even when there are none. A file only executed eagerly is not analysed.
+    translated: bool = True
 
     def find(self, key: BreakKey) -> BreakReport | None:
-        return next((brk for brk in self.breaks if brk.key == key), None)
+        return next((brk for brk in self.breaks + self.splits if brk.key == key), None)
+
+    def breaks_of(self, qualname: str) -> tuple[BreakReport, ...]:
+        """Every break of the compiled function ``qualname``, wherever it belongs."""
+        return tuple(b for b in self.breaks + self.elsewhere if b.function == qualname)
 
     def find_recompile(self, key: RecompileKey) -> RecompileReport | None:
         return next((found for found in self.recompiles if found.key == key), None)

@@ -3,8 +3,8 @@
 A group is one frame of a compiled function that Dynamo compiled again because the same thing
 changed between calls (the value of ``mode``, the shape of ``x``, the global ``ACT``). It sits
 where Dynamo installed the check that failed first, when this torch says where (the innermost
-frame in the analysed file; narrowed to what the check is on when only the line is known); else
-on the argument in the ``def`` line, when the check is on an argument; else on the function.
+frame in the workspace; narrowed to what the check is on when only the line is known); else on
+the argument in the ``def`` line, when the check is on an argument; else on the function.
 """
 
 from __future__ import annotations
@@ -53,10 +53,10 @@ def describe(guard: Guard | None) -> str:
 
 def recompile_reports(
     path: str,
-    source: str,
     recompiles: tuple[Recompile, ...],
     functions: tuple[FunctionReport, ...],
     text: Text,
+    own: Callable[[str], bool],
 ) -> tuple[RecompileReport, ...]:
     groups: dict[tuple[str, Code, bool, str, str], list[Recompile]] = {}
     for recompile in recompiles:
@@ -65,58 +65,59 @@ def recompile_reports(
         groups.setdefault((recompile.function, recompile.frame, recompile.direct, *changed), []).append(
             recompile
         )
-    tree = parse(source)
-    ignored = directives.suppressions(source)
     by_name = {function.qualname: function for function in functions}
     reports = []
     for (function, frame, direct, _, _), members in groups.items():
         guard = leading_guard(tuple(members))
-        span, guard_at = _place(path, source, tree, frame, direct, guard, by_name.get(function), text)
+        where, span, guard_at = _place(path, frame, direct, guard, by_name.get(function), text, own)
+        ignored = directives.suppressions(text(where))
         reports.append(
             RecompileReport(
                 function=function,
                 frame=frame,
                 direct=direct,
                 recompiles=tuple(members),
+                path=where,
                 span=span,
                 guard_at=guard_at,
                 why=describe(guard),
                 suppressed=directives.is_suppressed(ignored, span.line, RECOMPILE_CODE.upper()),
             )
         )
-    return tuple(sorted(reports, key=lambda r: (r.span.line, r.span.column, r.function)))
+    return tuple(sorted(reports, key=lambda r: (r.path, r.span.line, r.span.column, r.function)))
 
 
 def _place(
     path: str,
-    source: str,
-    tree: ast.Module | None,
     frame: Code,
     direct: bool,
     guard: Guard | None,
     function: FunctionReport | None,
     text: Text,
-) -> tuple[Span, Location | None]:
+    own: Callable[[str], bool],
+) -> tuple[str, Span, Location | None]:
+    """The workspace file and span a recompilation sits on, and where its guard was installed."""
     subject = guard.subject if guard else ""
     chain = [
         Location(f.path, f.function, _frame_span(f, text(f.path), subject))
         for f in (guard.chain if guard else ())
     ]
-    here = [location for location in chain if location.path == path]
+    mine = [location for location in chain if own(location.path)]
     guard_at = chain[-1] if chain else None
-    if here:
-        return here[-1].span, guard_at
-    definition = _definition(tree, frame) if frame.path == path else None
+    if mine:
+        return mine[-1].path, mine[-1].span, guard_at
+    source = text(frame.path) if own(frame.path) else ""
+    definition = _definition(parse(source), frame) if source else None
     if definition is not None:
         for argument in _arguments(definition):
             if argument.arg == subject:
-                return _name_span(source, argument.lineno, argument.col_offset, subject), guard_at
+                return frame.path, _name_span(source, argument.lineno, argument.col_offset, subject), guard_at
         column = _name_column(source, definition)
         if (not direct or function is None) and column is not None:
-            return _name_span(source, definition.lineno, column, frame.name), guard_at
+            return frame.path, _name_span(source, definition.lineno, column, frame.name), guard_at
     if function is not None:
-        return function.span, guard_at
-    return Span(frame.line or 1, 0, frame.line or 1, 0), guard_at
+        return function.path, function.span, guard_at
+    return path, Span(frame.line or 1, 0, frame.line or 1, 0), guard_at
 
 
 def _frame_span(frame: Frame, source: str, subject: str) -> Span:

@@ -17,10 +17,12 @@ import io
 import os
 import stat
 import tokenize
+from collections.abc import Callable, Sequence
 
 from ..worker.shared import directives
 from ..worker.shared.lines import split_lines
 from ..worker.shared.protocol import ERROR, OK, Break, Failure, Frame, Function, Graph, Result
+from ..worker.shared.workspace import in_workspace
 from .discovery import CompiledSite
 from .model import BreakReport, FileReport, FunctionReport, Location
 from .ranges import Span, byte_to_char, line_text, span_of
@@ -138,8 +140,17 @@ def checked(path: str, source: str, result: Result) -> Result:
 
 
 def build(
-    path: str, source: str, result: Result, sites: tuple[CompiledSite, ...], text_of: TextOf
+    path: str,
+    source: str,
+    result: Result,
+    sites: tuple[CompiledSite, ...],
+    text_of: TextOf,
+    roots: Sequence[str] = (),
+    origin: str = "",
 ) -> FileReport:
+    """The analysis of ``path`` (``source``, the text that ran; for a run its script), every finding
+    in the workspace file it belongs to; ``roots``: the workspace folders, whose files are the user's;
+    ``origin``: the run's name, "" for the file's own analysis."""
     result = checked(path, source, result)
     texts = {path: source}
 
@@ -148,20 +159,37 @@ def build(
             texts[other] = (text_of(other) if is_source_path(other) else None) or ""
         return texts[other]
 
+    def own(other: str) -> bool:
+        return other == path or in_workspace(other, roots)
+
     by_id = {site.id: site for site in sites}
     every = sorted(
-        (_break_report(path, brk, text, by_id, result.functions) for brk in result.breaks),
-        key=lambda b: (b.span.line, b.span.column, b.gb_type),
+        (_break_report(path, brk, text, own, by_id, result.functions) for brk in result.breaks),
+        key=lambda b: (b.path, b.span.line, b.span.column, b.gb_type),
     )
-    ignored = directives.suppressions(source)
-    breaks = tuple(b for b in every if not directives.is_suppressed(ignored, b.span.line, b.code))
-    suppressed = tuple(b for b in every if directives.is_suppressed(ignored, b.span.line, b.code))
-    functions = _functions(path, source, result, sites, breaks, suppressed)
+    ignores = {other: directives.suppressions(text(other)) for other in {b.path for b in every}}
+    ignores |= {b.split.path: directives.suppressions(text(b.split.path)) for b in every if b.split}
+
+    def suppressed_here(brk: BreakReport) -> bool:
+        places = [(brk.path, brk.span.line)] + ([(brk.split.path, brk.split.span.line)] if brk.split else [])
+        return any(directives.is_suppressed(ignores[where], line, brk.code) for where, line in places)
+
+    breaks = tuple(b for b in every if not suppressed_here(b))
+    suppressed = tuple(b for b in every if suppressed_here(b))
+    functions = _functions(path, source, result, sites, breaks, suppressed, text, own)
     failure = result.failure
     failure_span = None
+    failure_path = failure.path if failure is not None and failure.path else ""
     if failure is not None:
-        failure_span = _failure_span(source, failure.line or 1, failure.column, failure.kind == "syntax")
-    stopped = _failure_span(source, result.stopped_line, None, False) if result.stopped_line else None
+        failure_span = _failure_span(
+            text(failure_path or path), failure.line or 1, failure.column, failure.kind == "syntax"
+        )
+    stopped_path = result.stopped_path
+    stopped = (
+        _failure_span(text(stopped_path or path), result.stopped_line, None, False)
+        if result.stopped_line
+        else None
+    )
     return FileReport(
         path=path,
         status=result.status,
@@ -176,7 +204,11 @@ def build(
         seconds=result.seconds,
         notes=result.notes,
         stopped=stopped,
-        recompiles=recompile_reports(path, source, result.recompiles, functions, text),
+        recompiles=recompile_reports(path, result.recompiles, functions, text, own),
+        failure_path=failure_path,
+        stopped_path=stopped_path,
+        executed=result.executed,
+        origin=origin,
     )
 
 
@@ -201,11 +233,14 @@ def _break_report(
     path: str,
     brk: Break,
     text: TextOf,
+    own: Callable[[str], bool],
     sites: dict[str, CompiledSite],
     functions: tuple[Function, ...],
 ) -> BreakReport:
+    """A break where it belongs: on its root cause's last frame in the workspace (the ``print`` in a
+    helper of ``model.py``), beside the place its compiled function's graph splits (``chain[0]``)."""
     chain = tuple(_location(frame, text) for frame in brk.chain)
-    in_file = [location for location in chain if location.path == path]
+    mine = [location for location in chain if own(location.path)]
     function = next((f for f in functions if f.qualname == brk.function and f.site), None)
     site = sites.get(function.site) if function else None
     owner = function or next((f for f in functions if f.qualname == brk.function), None)
@@ -221,30 +256,27 @@ def _break_report(
         else ""
     )
     called_at = None
-    if in_file and not (whole_function and site is not None):
-        span = in_file[0].span
+    if mine and not (whole_function and site is not None):
+        home = mine[-1]
+        split = chain[0] if own(chain[0].path) and chain[0] != home else None
+        return BreakReport(cause=brk, path=home.path, span=home.span, chain=chain, reason=reason, split=split)
+    # The code is not in the workspace (a library model compiled here), or Dynamo refused the whole
+    # function before its first instruction: the break sits on the compile site.
+    if brk.called_at is not None and own(brk.called_at.path):
+        called_at = _location(brk.called_at, text)
+    anchor = (site.name_span if site.decorator_span else site.call_span or site.name_span) if site else None
+    if anchor is not None:
+        where, span = path, char_span(text(path) or "", anchor)
+    elif owner is not None and owner.call_path and own(owner.call_path) and owner.call_line:
+        where = owner.call_path
+        span = _failure_span(text(where) or "", owner.call_line, None, False)
+    elif called_at is not None:  # a library's own compiled function: where the workspace called it
+        where, span = called_at.path, called_at.span
     else:
-        # The code is not in this file (a library model compiled here), or Dynamo refused the whole
-        # function before its first instruction: the break sits on the compile site.
-        anchor = (
-            (site.name_span if site.decorator_span else site.call_span or site.name_span) if site else None
-        )
-        span = char_span(text(path) or "", anchor) if anchor else _call_line_span(path, text, functions, brk)
-        if whole_function:
-            reason = ""
-        if brk.called_at is not None and brk.called_at.path == path:
-            called_at = _location(brk.called_at, text)
-    return BreakReport(cause=brk, span=span, chain=chain, reason=reason, called_at=called_at)
-
-
-def _call_line_span(path: str, text: TextOf, functions: tuple[Function, ...], brk: Break) -> Span:
-    """The line of this file where the broken function was compiled, if the source showed no site."""
-    function = next((f for f in functions if f.qualname == brk.function), None)
-    here = function is not None and function.path != path and function.call_path == path
-    line = function.call_line if function is not None and here else 0
-    if not line:
-        return Span(1, 0, 1, 0)
-    return _failure_span(text(path) or "", line, None, False)
+        where, span = path, Span(1, 0, 1, 0)
+    if whole_function:
+        reason = ""
+    return BreakReport(cause=brk, path=where, span=span, chain=chain, reason=reason, called_at=called_at)
 
 
 def short_reason(source: str, span: Span, whole_line: bool = False) -> str:
@@ -305,6 +337,8 @@ def _functions(
     sites: tuple[CompiledSite, ...],
     breaks: tuple[BreakReport, ...],
     suppressed: tuple[BreakReport, ...],
+    text: TextOf,
+    own: Callable[[str], bool],
 ) -> tuple[FunctionReport, ...]:
     by_id = {site.id: site for site in sites}
     reports: list[FunctionReport] = []
@@ -316,15 +350,15 @@ def _functions(
             used.add(function.site)
         graphs = tuple(g for g in result.graphs if g.function == function.qualname)
         site = by_id.get(function.site)
-        reports.append(_function_report(path, source, function, site, graphs, breaks, suppressed))
+        reports.append(_function_report(path, source, function, site, graphs, breaks, suppressed, text, own))
     for site in sites:
         if site.id not in used:
             reason = "the analysis stopped before reaching it" if result.status != OK else "it never ran"
             stub = Function(
                 site.name, site.qualname, path, site.first_line, site.kind, reason=reason, site=site.id
             )
-            reports.append(_function_report(path, source, stub, site, (), breaks, suppressed))
-    reports.sort(key=lambda report: report.span.line)
+            reports.append(_function_report(path, source, stub, site, (), breaks, suppressed, text, own))
+    reports.sort(key=lambda report: (report.path, report.span.line))
     return tuple(reports)
 
 
@@ -336,23 +370,31 @@ def _function_report(
     graphs: tuple[Graph, ...],
     breaks: tuple[BreakReport, ...],
     suppressed: tuple[BreakReport, ...],
+    text: TextOf,
+    own: Callable[[str], bool],
 ) -> FunctionReport:
+    """A compiled function on its compile site in the analysed file; else on its own ``def`` in the
+    workspace; else where the workspace compiled it; else on the analysed file's first line."""
     decorator = call = None
+    where = path
     if site is not None:
         anchor = site.call_span if site.call_span and not site.decorator_span else site.name_span
         span = char_span(source, anchor)
         decorator = char_span(source, site.decorator_span) if site.decorator_span else None
         call = char_span(source, site.call_span) if site.call_span else None
         line = site.line
-    else:  # no compile site in the source: the function's own line, or where it was compiled here
-        compiled_here = function.call_line if function.call_path == path else 0
-        line = function.line if os.path.abspath(function.path or path) == path else compiled_here or 1
-        text = line_text(split_lines(source), line)
-        start = len(text) - len(text.lstrip())
-        span = Span(line, start, line, len(text))
+    else:
+        line = 1
+        if function.path and own(function.path):
+            where, line = function.path, function.line
+        elif function.call_path and own(function.call_path) and function.call_line:
+            where, line = function.call_path, function.call_line
+        code = line_text(split_lines(text(where) or ""), line)
+        start = len(code) - len(code.lstrip())
+        span = Span(line, start, line, len(code))
     return FunctionReport(
         target=function,
-        path=os.path.abspath(function.path or path),
+        path=where,
         line=line,
         graphs=graphs,
         breaks=sum(1 for b in breaks if b.function == function.qualname),

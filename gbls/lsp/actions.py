@@ -2,8 +2,8 @@
 (``engine.fixes.policy``: the preferred one, as ``gbls check`` has it, first and marked preferred),
 their suppressions, ``fullgraph=True`` for a clean function.
 
-A diagnostic's ``data`` names the analysed file and the break's key; the break itself is looked
-up in that file's current report, so a code action always works on the break as last analysed.
+A diagnostic's ``data`` names the break's file and its key; the break itself is looked up in that
+file's current view, so a code action always works on the break as last analysed.
 """
 
 from __future__ import annotations
@@ -18,7 +18,15 @@ from pygls import uris
 from ..engine.fixes import policy
 from ..engine.fixes.catalogue import fullgraph_fix
 from ..engine.fixes.edits import Fix
-from ..engine.model import RECOMPILE_CODE, BreakReport, FileReport, RecompileReport
+from ..engine.model import (
+    RECOMPILE_CODE,
+    BreakKey,
+    BreakReport,
+    FileReport,
+    Location,
+    RecompileKey,
+    RecompileReport,
+)
 from ..engine.ranges import Span, char_to_utf16, line_text
 from ..engine.sources import Sources
 from ..worker.shared.directives import with_suppression
@@ -27,7 +35,6 @@ from .diagnostics import to_range
 
 SHOW_LOCATION = "gbls.showLocation"
 ReportOf = Callable[[str], FileReport | None]
-Key = tuple[str, str, int, int]
 
 
 def _uri(path: str) -> str:
@@ -51,7 +58,7 @@ def _suppress(path: str, source: str, line: int, code: str | None) -> lsp.Worksp
 def suppression_actions(
     brk: BreakReport, path: str, sources: Sources, diagnostic: lsp.Diagnostic
 ) -> list[lsp.CodeAction]:
-    """Suppress this break (or every break) on the line of ``path`` where the graph splits."""
+    """Suppress this break (or every break) on its line of ``path`` (its root cause's)."""
     source = sources.text(path)
     if source is None:
         return []
@@ -113,40 +120,46 @@ def fix_action(
     )
 
 
-def _go_to_root(brk: BreakReport, sources: Sources) -> lsp.Command:
+def _go_to(location: Location, what: str, sources: Sources) -> lsp.Command:
     """A bare command, not a CodeAction: it edits nothing, and clients show it among the quick fixes."""
-    root = brk.root
-    where = f"{root.function} ({os.path.basename(root.path)}:{root.span.line})"
+    where = f"{location.function} ({os.path.basename(location.path)}:{location.span.line})"
     return lsp.Command(
-        title=f"Go to the root cause in {where}",
+        title=f"Go to {what} in {where}",
         command=SHOW_LOCATION,
-        arguments=[_uri(root.path), to_range(root.span, sources.lines(root.path))],
+        arguments=[_uri(location.path), to_range(location.span, sources.lines(location.path))],
     )
 
 
-def _named(data: Any, kinds: tuple[str, ...], report_of: ReportOf) -> tuple[FileReport, Key] | None:
-    """The current report of the file a gbls diagnostic's ``data`` names, and the key it gives."""
+def _named(data: Any, kinds: tuple[str, ...], report_of: ReportOf) -> tuple[FileReport, list[Any]] | None:
+    """The current view of the file a gbls diagnostic's ``data`` names, and the key it gives."""
     if not isinstance(data, dict) or data.get("kind") not in kinds:
         return None
     key, path = data.get("key"), data.get("file")
-    if not isinstance(path, str) or not isinstance(key, list) or len(key) != 4:
+    if not isinstance(path, str) or not isinstance(key, list):
         return None
     report = report_of(path)
-    return (report, (str(key[0]), str(key[1]), int(key[2]), int(key[3]))) if report is not None else None
+    return (report, key) if report is not None else None
 
 
 def _break_of(data: Any, report_of: ReportOf) -> tuple[FileReport, BreakReport] | None:
-    """The break a gbls diagnostic's ``data`` names, as its file's current report has it."""
-    named = _named(data, ("break", "root-cause"), report_of)
-    found = named[0].find(named[1]) if named else None
-    return (named[0], found) if named and found else None
+    """The break a gbls diagnostic's ``data`` names, as its file's current view has it."""
+    named = _named(data, ("break", "split"), report_of)
+    if named is None or len(named[1]) != 6:
+        return None
+    line, column, split_line, split_column = (int(value) for value in named[1][2:])
+    key: BreakKey = (str(named[1][0]), str(named[1][1]), line, column, split_line, split_column)
+    found = named[0].find(key)
+    return (named[0], found) if found else None
 
 
 def _recompile_of(data: Any, report_of: ReportOf) -> tuple[FileReport, RecompileReport] | None:
-    """The recompilation report a gbls diagnostic's ``data`` names, as its file's current report has it."""
+    """The recompilation report a gbls diagnostic's ``data`` names, as its file's current view has it."""
     named = _named(data, ("recompile",), report_of)
-    found = named[0].find_recompile(named[1]) if named else None
-    return (named[0], found) if named and found else None
+    if named is None or len(named[1]) != 4:
+        return None
+    key: RecompileKey = (str(named[1][0]), str(named[1][1]), int(named[1][2]), int(named[1][3]))
+    found = named[0].find_recompile(key)
+    return (named[0], found) if found else None
 
 
 def recompile_actions(
@@ -192,8 +205,11 @@ def code_actions(
         analysed, brk = found
         for index, fix in enumerate(policy.for_break(brk, analysed.path, sources, folders)):
             actions.append(fix_action(fix, sources, diagnostic, preferred=index == 0, snippets=snippets))
-        if len(brk.chain) > 1 and isinstance(diagnostic.data, dict) and diagnostic.data["kind"] == "break":
-            actions.append(_go_to_root(brk, sources))
+        at_split = isinstance(diagnostic.data, dict) and diagnostic.data["kind"] == "split"
+        if at_split:
+            actions.append(_go_to(Location(brk.path, brk.root.function, brk.span), "the root cause", sources))
+        elif brk.split is not None:
+            actions.append(_go_to(brk.split, f"where the graph of {brk.function} splits", sources))
         actions += suppression_actions(brk, analysed.path, sources, diagnostic)
     source = sources.text(path)
     report = report_of(path)

@@ -32,7 +32,7 @@ def lenses(report: FileReport, uri: str) -> list[lsp.CodeLens]:
     """One lens per compiled function, on its first line (above the decorators)."""
     found = []
     for function in report.functions:
-        breaks = sum(1 for b in report.breaks if b.function == function.qualname)
+        breaks = len(report.breaks_of(function.qualname))
         limit_hit = any(r.limit is not None for r in report.recompiles_of(function.qualname))
         line = min(span.line for span in function.hover_spans) - 1
         found.append(

@@ -1,12 +1,13 @@
-"""A file report as LSP diagnostics: one per root-cause break, one per recompilation problem, plus
-not-analysed and failure notes.
+"""A file's view as LSP diagnostics: one per break whose root cause is in the file, one per
+recompilation problem, plus not-analysed and failure notes.
 
-Also the root-cause side: a Hint where a break's root cause lies (the ``print`` in a helper),
-published on whatever open document holds that line.
+Also the split side: an Information where a break of another place splits a compiled function's
+graph in this file ("the graph of `TinyNet` splits here: …"), pointing to the break.
 """
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable
 from typing import Any
 
@@ -57,9 +58,9 @@ def to_span(range_: lsp.Range, lines: list[str]) -> Span:
     )
 
 
-def break_data(brk: BreakReport, path: str, kind: str = "break") -> dict[str, Any]:
-    """What finds the break again for a code action: the analysed file ``path`` and the break's key."""
-    return {"kind": kind, "file": path, "key": list(brk.key)}
+def break_data(brk: BreakReport, kind: str = "break") -> dict[str, Any]:
+    """What finds the break again for a code action: its file and its key."""
+    return {"kind": kind, "file": brk.path, "key": list(brk.key)}
 
 
 def recompile_data(report: RecompileReport, path: str) -> dict[str, Any]:
@@ -75,7 +76,7 @@ def _related(brk: BreakReport, lines_of: LinesOf) -> list[lsp.DiagnosticRelatedI
     last = len(brk.chain) - 1
     for index, location in enumerate(brk.chain):
         if index == 0:
-            text = f"graph of {brk.function} splits here"
+            text = f"the graph of {brk.function} splits here"
         elif index == last:
             text = f"root cause in {location.function}: {brk.gb_type}"
         else:
@@ -127,7 +128,7 @@ def file_diagnostics(
                 code_description=lsp.CodeDescription(href=brk.url) if brk.url else None,
                 source=SOURCE,
                 related_information=_related(brk, lines_of),
-                data=break_data(brk, report.path),
+                data=break_data(brk),
             )
         )
     for problem in report.problems:
@@ -184,31 +185,30 @@ def file_diagnostics(
     return found
 
 
-def root_cause_hints(report: FileReport, path: str, lines_of: LinesOf) -> list[lsp.Diagnostic]:
-    """Hints at the root causes of ``report``'s breaks that lie in the open document ``path``."""
-    lines = lines_of(path)
-    hints = []
-    for brk in report.breaks:
-        root = brk.root
-        if root.path != path or (root.path == report.path and root.span == brk.span):
-            continue
-        via = f" (via {' → '.join(brk.via[:-1])})" if len(brk.via) > 1 else ""
-        effect = f" and makes it {brk.eager.replace('runs', 'run', 1)}" if brk.eager else ""
-        hints.append(
+def split_diagnostics(report: FileReport, source: str, lines_of: LinesOf) -> list[lsp.Diagnostic]:
+    """Where a break whose root cause is elsewhere splits a compiled function's graph in this file."""
+    lines = split_lines(source)
+    found = []
+    for brk in report.splits:
+        assert brk.split is not None
+        via = f" (via {' → '.join(brk.via)})" if brk.via else ""
+        effect = f"; {brk.function} {brk.eager}" if brk.eager else ""
+        where = f"{os.path.basename(brk.path)}:{brk.span.line}"
+        found.append(
             lsp.Diagnostic(
-                range=to_range(root.span, lines),
-                message=f"{brk.gb_type}: breaks the graph of `{brk.function}`{via}{effect}",
-                severity=lsp.DiagnosticSeverity.Hint,
+                range=to_range(brk.split.span, lines),
+                message=f"the graph of `{brk.function}` splits here: {brk.title} at {where}{via}{effect}",
+                severity=lsp.DiagnosticSeverity.Information,
                 code=brk.code,
                 code_description=lsp.CodeDescription(href=brk.url) if brk.url else None,
                 source=SOURCE,
                 related_information=[
                     lsp.DiagnosticRelatedInformation(
-                        location=_location(report.path, brk.span, lines_of),
-                        message=f"the graph of {brk.function} splits here",
+                        location=_location(brk.path, brk.span, lines_of),
+                        message=f"root cause in {brk.root.function}: {brk.gb_type}",
                     )
                 ],
-                data=break_data(brk, report.path, "root-cause"),
+                data=break_data(brk, "split"),
             )
         )
-    return hints
+    return found

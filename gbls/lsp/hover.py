@@ -128,7 +128,7 @@ def function_markdown(function: FunctionReport, report: FileReport) -> str:
         lines.append(f"Not analysed: {function.reason}.")
         lines.append("Declare inputs with a comment above it: `# gbls: example(torch.randn(4, 8))`")
         return "\n\n".join(lines)
-    breaks = tuple(b for b in report.breaks if b.function == function.qualname)
+    breaks = report.breaks_of(function.qualname)
     counts = " · ".join(
         (_plural(len(function.graphs), "graph"), _plural(len(breaks), "break"), _plural(function.ops, "op"))
     )
@@ -166,9 +166,13 @@ def function_report(report: FileReport, qualname: str | None) -> str:
         sections.append(f"**Analysis stopped**: {report.message}")
     for function in chosen:
         sections.append(f"## {function.qualname}\n\n" + function_markdown(function, report))
-        for brk in report.breaks:
-            if brk.function == function.qualname:
-                sections.append(f"### line {brk.span.line}: {brk.title}\n\n" + break_markdown(brk, function))
+        for brk in report.breaks_of(function.qualname):
+            where = (
+                f"line {brk.span.line}"
+                if brk.path == report.path
+                else f"{os.path.basename(brk.path)}:{brk.span.line}"
+            )
+            sections.append(f"### {where}: {brk.title}\n\n" + break_markdown(brk, function))
         for found in report.recompiles_of(function.qualname):
             if not found.settled:
                 title = f"line {found.span.line}: recompiled {found.count} times"
@@ -181,6 +185,9 @@ def hover_markdown(report: FileReport, line: int, column: int) -> str | None:
     functions = {f.qualname: f for f in report.functions}
     for brk in report.breaks:
         if brk.span.contains(line, column):
+            return break_markdown(brk, functions.get(brk.function))
+    for brk in report.splits:
+        if brk.split is not None and brk.split.span.contains(line, column):
             return break_markdown(brk, functions.get(brk.function))
     for found in report.problems:
         if found.span.contains(line, column):

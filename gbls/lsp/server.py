@@ -1,339 +1,34 @@
 """The gbls language server: registers the LSP features and delegates each to a plain function.
 
-The process never imports torch. The analyses belong to a ``Session`` (the same engine
-``gbls check`` drives); this module decides when they run (one at a time per document, through
-the ``Scheduler``), publishes their results with the document version they were computed for,
-and drops a result whose version is gone.
+The process never imports torch. What runs when, and where its results show, is ``analyses``'s
+concern; each feature is a plain function of the file's view (``diagnostics``, ``hover``,
+``codelens``, ``actions``).
 """
 
 from __future__ import annotations
 
-import asyncio
 import logging
 import os
-import uuid
 from typing import Any
-from urllib.parse import unquote
 
 from lsprotocol import types as lsp
 from pygls import uris
-from pygls.exceptions import JsonRpcException
-from pygls.lsp.server import LanguageServer
-from pygls.protocol import LanguageServerProtocol
-from pygls.workspace import TextDocument, Workspace
 
-from .. import __version__
-from ..engine.model import FileReport, failure_report
-from ..engine.sources import Sources, read_source
-from ..runtime.errors import WorkerError
+from ..engine.sources import Sources
 from ..runtime.sandbox import not_dumpable
-from ..runtime.scheduler import Scheduler
-from ..runtime.session import Analysed, Session
-from ..settings import Settings, from_options
+from ..settings import from_options
 from ..worker.shared.lines import split_lines
 from .actions import SHOW_LOCATION, code_actions
+from .analyses import GblsServer
 from .codelens import SHOW_REPORT, lenses
-from .diagnostics import file_diagnostics, root_cause_hints, to_span
+from .diagnostics import to_span
+from .documents import GblsWorkspace
 from .hover import function_report, hover_markdown
 
 log = logging.getLogger(__name__)
 
 ANALYSE_FILE = "gbls.analyseFile"
 RESTART_WORKER = "gbls.restartWorker"
-STATUS = "gbls/status"
-
-
-_ANSWERED = object()  # a request already answered with an error while it was read
-
-
-class GblsProtocol(LanguageServerProtocol):
-    """Answers a request whose parameters do not fit LSP (a position of -1, or past 2**31 - 1) with
-    an error: pygls would log it and drop it, and the client would wait for good."""
-
-    def structure_message(self, data: dict[str, Any]) -> Any:
-        try:
-            return super().structure_message(data)
-        except JsonRpcException as error:
-            if "jsonrpc" in data and "id" in data and "method" in data:
-                self._send_response(data["id"], error=error.to_response_error())
-                return _ANSWERED
-            raise
-
-    def handle_message(self, message: Any) -> None:
-        if message is not _ANSWERED:
-            super().handle_message(message)
-
-
-class PythonLines(TextDocument):
-    """A document whose lines end where Python's and LSP's do ("\r\n", "\r", "\n"): pygls splits
-    at U+2028 and form feeds too, and would apply an edit below one to the wrong line."""
-
-    @property
-    def lines(self) -> tuple[str, ...]:
-        return tuple(split_lines(self.source, keepends=True))
-
-
-class GblsWorkspace(Workspace):
-    def _create_text_document(
-        self,
-        doc_uri: str,
-        source: str | None = None,
-        version: int | None = None,
-        language_id: str | None = None,
-    ) -> TextDocument:
-        return PythonLines(
-            doc_uri,
-            source=source,
-            version=version,
-            language_id=language_id,
-            sync_kind=self._sync_kind,
-            position_codec=self._position_codec,
-        )
-
-
-class GblsServer(LanguageServer):
-    def __init__(self) -> None:
-        super().__init__("gbls", __version__, protocol_cls=GblsProtocol)
-        # What the client said at start; the workspace's configuration is read on top of it each time,
-        # so a key the user removes goes back to its default instead of keeping its last value.
-        self.initial_settings = Settings()
-        self.session = Session(Settings(), [], self.text_of)
-        self.scheduler = Scheduler(self.analyse_document)
-        self._said_sandbox_note = False
-        self._said_notes: set[str] = set()
-        self._background: set[asyncio.Task[Any]] = set()
-
-    @property
-    def settings(self) -> Settings:
-        return self.session.settings
-
-    # -- documents --------------------------------------------------------------------------
-
-    def open_document(self, uri: str) -> Any:
-        return self.workspace.text_documents.get(unquote(uri))
-
-    def text_of(self, path: str) -> str | None:
-        document = self.open_document(uris.from_fs_path(path) or path)
-        return document.source if document is not None else read_source(path)
-
-    def report_of(self, path: str) -> FileReport | None:
-        return self.session.report_of(path)
-
-    def analysed(self, uri: str) -> Analysed | None:
-        return self.session.analysed_of(uri)
-
-    def path_of(self, uri: str) -> str:
-        document = self.open_document(uri)
-        path = document.path if document is not None else uris.to_fs_path(uri) or uri
-        return os.path.abspath(path)
-
-    # -- the worker -----------------------------------------------------------------------------
-
-    def in_background(self, work: Any) -> None:
-        task = asyncio.create_task(work)
-        self._background.add(task)
-        task.add_done_callback(self._background.discard)
-
-    async def warm(self) -> None:
-        """Start the worker for the current settings, and say how it went."""
-        worker = self.session.worker
-        try:
-            info = await self.session.warm()
-        except WorkerError as error:
-            if worker is not self.session.worker:
-                return  # replaced (restart, new interpreter) while it was starting: nothing to say
-            self.window_show_message(
-                lsp.ShowMessageParams(type=lsp.MessageType.Error, message=f"gbls cannot analyse: {error}")
-            )
-            return
-        ready = f"gbls worker ready: torch {info.torch}, Python {info.python} ({info.executable})"
-        self.window_log_message(
-            lsp.LogMessageParams(type=lsp.MessageType.Info, message=f"{ready}, sandbox {info.sandbox}")
-        )
-        if worker.note and not self._said_sandbox_note:
-            self._said_sandbox_note = True
-            self.window_log_message(lsp.LogMessageParams(type=lsp.MessageType.Warning, message=worker.note))
-
-    async def restart_worker(self) -> None:
-        await self.session.restart()
-        self.in_background(self.warm())
-        for uri in list(self.workspace.text_documents):
-            self.request(uri, fresh=True)
-
-    async def stop(self) -> None:
-        self.scheduler.cancel_all()
-        await self.session.stop()
-
-    # -- analysis -----------------------------------------------------------------------------
-
-    def request(self, uri: str, delay: float = 0.0, fresh: bool = False) -> None:
-        """Analyse ``uri`` after ``delay``; or, when the edit cannot change the result, publish it now."""
-        if not self.settings.enable:
-            return
-        document = self.open_document(uri)
-        if document is None:
-            return
-        if fresh:
-            self.session.forget_memory(uri)
-        else:
-            report = self.session.from_cache(uri, self.path_of(uri), document.source)
-            if report is not None:
-                self.scheduler.cancel(uri)
-                self._record(uri, Analysed(document.version, document.source, report))
-                return
-        self.scheduler.schedule(uri, delay)
-
-    def _record(self, uri: str, analysed: Analysed) -> None:
-        """Keep ``analysed`` as the document's result and publish it where it shows."""
-        previous = self.session.record(uri, self.path_of(uri), analysed)
-        self.publish_around(uri, previous.report if previous else None, analysed.report)
-        self._status(uri, "done", analysed.report)
-        for note in analysed.report.notes:  # about gbls itself: said once, not on every analysis
-            if note not in self._said_notes:
-                self._said_notes.add(note)
-                self.window_show_message(
-                    lsp.ShowMessageParams(type=lsp.MessageType.Warning, message=f"gbls: {note}")
-                )
-
-    async def analyse_document(self, uri: str) -> None:
-        """Analyse, publish, and say it is done, whatever fails on the way (and log it)."""
-        document = self.open_document(uri)
-        if document is None:
-            return
-        version, source, path = document.version, document.source, self.path_of(uri)
-        progress = await self._progress_begin(uri, os.path.basename(path))
-        self._status(uri, "analysing")
-        try:
-            report = await self.session.analyse(uri, path, source)
-        except WorkerError as error:
-            report = failure_report(path, "worker", str(error))
-        except Exception as error:  # a bug in gbls: say so, with the traceback in the log
-            report = self._internal_failure(path, error)
-        finally:
-            self._progress_end(progress)
-        current = self.open_document(uri)
-        if current is None or current.version != version:
-            return  # a newer version is on its way; this result belongs to none that exists
-        try:
-            self._record(uri, Analysed(version, source, report))
-        except Exception as error:
-            self._record(uri, Analysed(version, source, self._internal_failure(path, error)))
-            return
-        if report.failure_kind == "worker":  # warm a fresh worker now, not when the next edit waits for it
-            self.in_background(self.warm())
-        try:
-            await self.session.remember(uri, path, source, report)
-        except Exception:
-            log.exception("gbls failed to remember the analysis of %s", path)
-
-    @staticmethod
-    def _internal_failure(path: str, error: Exception) -> FileReport:
-        log.exception("gbls failed while analysing %s", path)
-        return failure_report(path, "internal", f"gbls itself failed ({type(error).__name__}: {error})")
-
-    async def _progress_begin(self, uri: str, name: str) -> str | None:
-        capabilities = self.client_capabilities.window
-        if capabilities is None or not capabilities.work_done_progress:
-            return None
-        token = f"gbls-{uuid.uuid4()}"
-        try:
-            await self.work_done_progress.create_async(token)
-        except Exception:
-            return None
-        self.work_done_progress.begin(
-            token, lsp.WorkDoneProgressBegin(title="gbls", message=f"analysing {name}", cancellable=True)
-        )
-        cancelled = self.work_done_progress.tokens.get(token)
-        if cancelled is not None:
-            cancelled.add_done_callback(
-                lambda future: self.scheduler.cancel(uri) if future.cancelled() else None
-            )
-        return token
-
-    def _progress_end(self, token: str | None) -> None:
-        if token is not None:
-            self.work_done_progress.end(token, lsp.WorkDoneProgressEnd())
-            self.work_done_progress.tokens.pop(token, None)
-
-    def _status(self, uri: str, state: str, report: FileReport | None = None) -> None:
-        status: dict[str, Any] = {"uri": uri, "state": state}
-        if report is not None:
-            status |= {
-                "breaks": len(report.breaks),
-                "notAnalysed": [f.qualname for f in report.functions if not f.analysed],
-                "reused": self.session.reused(uri),
-                "message": report.message,
-            }
-        self.protocol.notify(STATUS, status)
-
-    # -- publishing ---------------------------------------------------------------------------
-
-    def publish_around(self, uri: str, old: FileReport | None, new: FileReport | None) -> None:
-        """Publish ``uri`` and every open document holding a root cause of its old or new breaks."""
-        roots = {brk.root.path for report in (old, new) if report for brk in report.breaks}
-        targets = {uri} | {uris.from_fs_path(path) or path for path in roots}
-        for target in targets:
-            if target == uri or self.open_document(target) is not None:
-                self.publish(target)
-
-    def publish(self, uri: str) -> None:
-        sources = Sources(self.text_of)
-        analysed = self.analysed(uri)
-        diagnostics: list[lsp.Diagnostic] = []
-        version = None
-        if analysed is not None:
-            version = analysed.version
-            diagnostics += file_diagnostics(
-                analysed.report, analysed.source, self.settings.severity, sources.lines
-            )
-        open_document = self.open_document(uri)
-        if open_document is not None:
-            path = self.path_of(uri)
-            for _, other in self.session.analysed():
-                diagnostics += root_cause_hints(other.report, path, sources.lines)
-            if version is None:
-                version = open_document.version
-        self.text_document_publish_diagnostics(
-            lsp.PublishDiagnosticsParams(uri=uri, diagnostics=diagnostics, version=version)
-        )
-
-    def forget(self, uri: str) -> None:
-        self.scheduler.cancel(uri)
-        analysed = self.session.forget(uri)
-        self.text_document_publish_diagnostics(lsp.PublishDiagnosticsParams(uri=uri, diagnostics=[]))
-        if analysed is not None:
-            self.publish_around(uri, analysed.report, None)
-
-    # -- settings ---------------------------------------------------------------------------------
-
-    async def pull_configuration(self) -> None:
-        workspace = self.client_capabilities.workspace
-        if workspace is None or not workspace.configuration:
-            return
-        try:
-            values = await self.workspace_configuration_async(
-                lsp.ConfigurationParams(items=[lsp.ConfigurationItem(section="gbls")])
-            )
-        except Exception as error:
-            log.warning("workspace/configuration failed: %s", error)
-            return
-        if values:
-            self.apply_settings(from_options(values[0], self.initial_settings))
-
-    def apply_settings(self, settings: Settings) -> None:
-        was_enabled = self.settings.enable
-        replaced = settings.worker_key() != self.settings.worker_key()
-        self.session.settings = settings
-        if not settings.enable:
-            self.scheduler.cancel_all()
-            for uri, _ in list(self.session.analysed()):
-                self.forget(uri)
-            return
-        if replaced or not was_enabled:
-            self.in_background(self.warm())
-        if not was_enabled:
-            for uri in list(self.workspace.text_documents):
-                self.request(uri)
 
 
 def create_server() -> GblsServer:
@@ -369,7 +64,7 @@ def create_server() -> GblsServer:
 
     @server.feature(lsp.TEXT_DOCUMENT_DID_SAVE)
     def did_save(ls: GblsServer, params: lsp.DidSaveTextDocumentParams) -> None:
-        ls.request(params.text_document.uri)
+        ls.saved(params.text_document.uri)
 
     @server.feature(lsp.TEXT_DOCUMENT_DID_CHANGE)
     def did_change(ls: GblsServer, params: lsp.DidChangeTextDocumentParams) -> None:
@@ -385,11 +80,12 @@ def create_server() -> GblsServer:
 
     @server.feature(lsp.TEXT_DOCUMENT_HOVER)
     def hover(ls: GblsServer, params: lsp.HoverParams) -> lsp.Hover | None:
-        analysed = ls.analysed(params.text_document.uri)
-        if analysed is None:
+        seen = ls.view_of(params.text_document.uri)
+        if seen is None:
             return None
-        where = to_span(lsp.Range(params.position, params.position), split_lines(analysed.source))
-        markdown = hover_markdown(analysed.report, where.line, where.column)
+        view, source, _ = seen
+        where = to_span(lsp.Range(params.position, params.position), split_lines(source))
+        markdown = hover_markdown(view, where.line, where.column)
         if markdown is None:
             return None
         return lsp.Hover(contents=lsp.MarkupContent(kind=lsp.MarkupKind.Markdown, value=markdown))
@@ -397,8 +93,8 @@ def create_server() -> GblsServer:
     @server.feature(lsp.TEXT_DOCUMENT_CODE_LENS)
     def code_lens(ls: GblsServer, params: lsp.CodeLensParams) -> list[lsp.CodeLens]:
         uri = params.text_document.uri
-        analysed = ls.analysed(uri)
-        return lenses(analysed.report, uri) if analysed else []
+        seen = ls.view_of(uri)
+        return lenses(seen[0], uri) if seen else []
 
     @server.feature(
         lsp.TEXT_DOCUMENT_CODE_ACTION,
@@ -428,10 +124,10 @@ def create_server() -> GblsServer:
     @server.command(SHOW_REPORT)
     def show_report(ls: GblsServer, *arguments: Any) -> str:
         """Arguments: the document's URI, and optionally one function's qualname."""
-        analysed = ls.analysed(str(arguments[0])) if arguments else None
-        if analysed is None:
+        seen = ls.view_of(str(arguments[0])) if arguments else None
+        if seen is None:
             return "gbls has not analysed this file yet."
-        return function_report(analysed.report, str(arguments[1]) if len(arguments) > 1 else None)
+        return function_report(seen[0], str(arguments[1]) if len(arguments) > 1 else None)
 
     @server.command(SHOW_LOCATION)
     async def show_location(ls: GblsServer, uri: str, selection: lsp.Range) -> None:

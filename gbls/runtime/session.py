@@ -1,9 +1,11 @@
-"""One engine for the CLI and the language server: the warm worker and what each document's analysis left.
+"""One engine for the CLI and the language server: the warm worker and what each analysis left.
 
 A ``Session`` owns the worker (started for the current settings, replaced when the interpreter
-or the sandbox changes), and per document (keyed by whatever its driver names documents by: the
-server's URI, the CLI's path) the last result, the cache entry that lets a comment-only edit
-reuse it, and the incremental memory that lets an edit re-translate only what it can change.
+or the sandbox changes); per document (keyed by whatever its driver names documents by: the
+server's URI, the CLI's path) the last result of its own analysis, the cache entry that lets a
+comment-only edit reuse it, and the incremental memory that lets an edit re-translate only what
+it can change; and per configured run its last result. Every analysis's findings belong to the
+files they are in: ``view(path)`` is what all of them say about one file.
 """
 
 from __future__ import annotations
@@ -15,13 +17,14 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Protocol
 
-from ..engine import cache, incremental
+from ..engine import cache, incremental, views
 from ..engine.discovery import CompiledSite, find_compiled
 from ..engine.model import FileReport
 from ..engine.report import build
 from ..engine.sources import TextOf
 from ..settings import Settings
-from ..worker.shared.protocol import Request, Result, StaticTarget
+from ..worker.shared.protocol import Request, Result, Run, StaticTarget
+from ..worker.shared.workspace import roots_of
 from .sandbox import launch
 from .workerclient import Worker, WorkerInfo
 
@@ -31,6 +34,11 @@ class Analysed:
     version: int | None
     source: str
     report: FileReport
+    # What the analysis says of each file it reached (``views.by_file``), worked out once.
+    views: dict[str, FileReport] = field(init=False, compare=False, repr=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "views", views.by_file(self.report))
 
 
 @dataclass
@@ -69,12 +77,14 @@ async def analyse(
     workspace: str,
     text_of: TextOf,
     reuse: tuple[str, ...] = (),
+    run: Run | None = None,
 ) -> FileReport:
     """One full analysis of ``source``: discovery, the worker's run, the report. ``reuse``: compiled
-    functions whose last results still hold (see ``incremental``), run eagerly and not translated."""
-    path = os.path.abspath(path)
+    functions whose last results still hold (see ``incremental``), run eagerly and not translated;
+    ``run``: the project run ``path`` is the script of (the text that runs is then the disk's)."""
+    path = os.path.abspath(path) if path else ""
     # Discovery parses the file: off the event loop, so that hovers stay instant.
-    sites = await asyncio.to_thread(find_compiled, source, path)
+    sites = await asyncio.to_thread(find_compiled, source, path) if path else ()
     request = Request(
         id=worker.new_id(),
         path=path,
@@ -83,9 +93,22 @@ async def analyse(
         targets=static_targets(sites),
         workspace=workspace,
         reuse=reuse,
+        run=run,
     )
     result = await worker.analyse(request)
-    return build(path, source, result, sites, text_of)
+    return build(path, source, result, sites, text_of, roots_of(request), run.name if run else "")
+
+
+def entry_of(run: Run) -> str:
+    """The file a run starts with: its script, or the module's file ``python -m`` finds first (in the
+    working directory), or "" for a module of an installed package."""
+    if run.script:
+        return run.script
+    base = os.path.join(run.cwd, *run.module.split("."))
+    for candidate in (base + ".py", os.path.join(base, "__main__.py")):
+        if os.path.isfile(candidate):
+            return candidate
+    return ""
 
 
 class Session:
@@ -94,6 +117,7 @@ class Session:
         self.folders = [os.path.abspath(folder) for folder in folders]
         self.text_of = text_of
         self._documents: dict[str, Document] = {}
+        self._runs: dict[str, Analysed] = {}
         self._worker: Worker | None = None
         self._worker_key: tuple[str, str] | None = None
         self._stopping: set[asyncio.Task[None]] = set()
@@ -242,6 +266,49 @@ class Session:
             await self.remember(path, path, source, report)
         self.record(path, path, Analysed(None, source, report))
         return report
+
+    # -- runs ---------------------------------------------------------------------------------
+
+    async def analyse_run(self, run: Run) -> FileReport:
+        """The project run ``run``, as its users start it, from the files on disk."""
+        path = entry_of(run)
+        source = (self.text_of(path) or "") if path else ""
+        return await analyse(
+            self.worker, path, source, self.settings, self.folder_of(run.cwd), self.text_of, run=run
+        )
+
+    def record_run(self, name: str, analysed: Analysed) -> Analysed | None:
+        """Keep ``analysed`` as the run's result; the previous one, if any."""
+        previous, self._runs[name] = self._runs.get(name), analysed
+        return previous
+
+    def run_analysed(self, name: str) -> Analysed | None:
+        return self._runs.get(name)
+
+    def forget_run(self, name: str) -> Analysed | None:
+        return self._runs.pop(name, None)
+
+    # -- every analysis, by file --------------------------------------------------------------
+
+    def results(self) -> Iterator[tuple[str, Analysed]]:
+        """Every analysis's last result: documents' by their keys, runs' by ``run:`` and their names."""
+        yield from self.analysed()
+        for name, analysed in self._runs.items():
+            yield f"run:{name}", analysed
+
+    def view(self, path: str) -> FileReport | None:
+        """What every analysis says about the file ``path``; None if none reached it."""
+        found = [analysed.views[path] for _, analysed in self.results() if path in analysed.views]
+        return views.combined(found) if found else None
+
+    def executing(self, path: str) -> list[str]:
+        """The analyses (keys as ``results`` names them) whose results an edit of ``path`` can change:
+        those that executed it."""
+        return [
+            key
+            for key, analysed in self.results()
+            if path == analysed.report.path or path in analysed.report.executed
+        ]
 
     def folder_of(self, path: str) -> str:
         containing = [f for f in self.folders if path == f or path.startswith(f.rstrip(os.sep) + os.sep)]

@@ -1,0 +1,396 @@
+"""The language server's state: when each analysis runs, and where its results are published.
+
+The process never imports torch. The analyses belong to a ``Session`` (the same engine
+``gbls check`` drives): each open document's own, the project's configured runs, and the
+analyses of unopened files that reach an open one (``project``). This module decides when they
+run (one at a time per analysis, through the ``Scheduler``; those in the background take turns),
+publishes each file's view of them (``Session.view``) to every file an analysis touched, before
+and after, and drops a result whose version is gone. Saving a file analyses again every analysis
+that executed it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+import uuid
+from typing import Any
+from urllib.parse import unquote
+
+from lsprotocol import types as lsp
+from pygls import uris
+from pygls.lsp.server import LanguageServer
+
+from .. import __version__
+from ..engine.model import FileReport, failure_report
+from ..engine.sources import Sources, read_source
+from ..runtime.errors import WorkerError
+from ..runtime.scheduler import Scheduler
+from ..runtime.session import Analysed, Session, entry_of
+from ..settings import Settings, from_options
+from ..worker.shared.protocol import Run
+from . import project
+from .diagnostics import file_diagnostics, split_diagnostics
+from .documents import GblsProtocol
+from .project import NOTHING_REACHES
+
+log = logging.getLogger(__name__)
+
+STATUS = "gbls/status"
+
+
+class GblsServer(LanguageServer):
+    def __init__(self) -> None:
+        super().__init__("gbls", __version__, protocol_cls=GblsProtocol)
+        # What the client said at start; the workspace's configuration is read on top of it each time,
+        # so a key the user removes goes back to its default instead of keeping its last value.
+        self.initial_settings = Settings()
+        self.session = Session(Settings(), [], self.text_of)
+        self.scheduler = Scheduler(self.analyse_key)
+        self._said_sandbox_note = False
+        self._said_notes: set[str] = set()
+        self._background: set[asyncio.Task[Any]] = set()
+        self._runs: dict[str, Run] = {}  # the configured runs, by name, as last read
+        # Analyses in the background (runs, unopened files) take turns: the open file's goes first.
+        self._one_at_a_time = asyncio.Lock()
+
+    @property
+    def settings(self) -> Settings:
+        return self.session.settings
+
+    # -- documents --------------------------------------------------------------------------
+
+    def open_document(self, uri: str) -> Any:
+        return self.workspace.text_documents.get(unquote(uri))
+
+    def text_of(self, path: str) -> str | None:
+        document = self.open_document(uris.from_fs_path(path) or path)
+        return document.source if document is not None else read_source(path)
+
+    def report_of(self, path: str) -> FileReport | None:
+        """What every analysis says about the file ``path``."""
+        return self.session.view(path)
+
+    def view_of(self, uri: str) -> tuple[FileReport, str, int | None] | None:
+        """The document's view, the text its positions are in, and that text's version if it is the
+        document's own analysis's; None if no analysis reached it."""
+        path = self.path_of(uri)
+        view = self.session.view(path)
+        if view is None:
+            return None
+        own = self.session.analysed_of(uri)
+        if own is not None and own.report.path == path:
+            return view, own.source, own.version
+        return view, self.text_of(path) or "", None
+
+    def path_of(self, uri: str) -> str:
+        document = self.open_document(uri)
+        path = document.path if document is not None else uris.to_fs_path(uri) or uri
+        return os.path.abspath(path)
+
+    # -- the worker -----------------------------------------------------------------------------
+
+    def in_background(self, work: Any) -> None:
+        task = asyncio.create_task(work)
+        self._background.add(task)
+        task.add_done_callback(self._background.discard)
+
+    async def warm(self) -> None:
+        """Start the worker for the current settings, and say how it went."""
+        worker = self.session.worker
+        try:
+            info = await self.session.warm()
+        except WorkerError as error:
+            if worker is not self.session.worker:
+                return  # replaced (restart, new interpreter) while it was starting: nothing to say
+            self.window_show_message(
+                lsp.ShowMessageParams(type=lsp.MessageType.Error, message=f"gbls cannot analyse: {error}")
+            )
+            return
+        ready = f"gbls worker ready: torch {info.torch}, Python {info.python} ({info.executable})"
+        self.window_log_message(
+            lsp.LogMessageParams(type=lsp.MessageType.Info, message=f"{ready}, sandbox {info.sandbox}")
+        )
+        if worker.note and not self._said_sandbox_note:
+            self._said_sandbox_note = True
+            self.window_log_message(lsp.LogMessageParams(type=lsp.MessageType.Warning, message=worker.note))
+
+    async def restart_worker(self) -> None:
+        await self.session.restart()
+        self.in_background(self.warm())
+        for uri in list(self.workspace.text_documents):
+            self.request(uri, fresh=True)
+
+    async def stop(self) -> None:
+        self.scheduler.cancel_all()
+        await self.session.stop()
+
+    # -- analysis -----------------------------------------------------------------------------
+
+    def request(self, uri: str, delay: float = 0.0, fresh: bool = False) -> None:
+        """Analyse ``uri`` after ``delay``; or, when the edit cannot change the result, publish it now.
+        A file with no compile site of its own is also reached from what compiles it (``reach``)."""
+        if not self.settings.enable:
+            return
+        document = self.open_document(uri)
+        if document is None:
+            return
+        if not project.compiles(self.path_of(uri), lambda _: document.source):
+            self.reach(uri)
+        if fresh:
+            self.session.forget_memory(uri)
+        else:
+            report = self.session.from_cache(uri, self.path_of(uri), document.source)
+            if report is not None:
+                self.scheduler.cancel(uri)
+                self._record(uri, Analysed(document.version, document.source, report))
+                return
+        self.scheduler.schedule(uri, delay)
+
+    def reach(self, uri: str) -> None:
+        """Analyse in the background what reaches the file: the configured runs that have not run yet,
+        else the workspace files that import it and compile something."""
+        path = self.path_of(uri)
+        found = project.configured(self.session.folder_of(path), path)
+        for problem in found.problems:
+            self._say_once(problem)
+        if not found.runs:
+            self.in_background(self._reach_by_importers(uri, path))
+            return
+        for run in found.runs:
+            known = self._runs.get(run.name)
+            self._runs[run.name] = run
+            if known != run or self.session.run_analysed(run.name) is None:
+                self.scheduler.schedule(f"run:{run.name}")
+
+    async def _reach_by_importers(self, uri: str, path: str) -> None:
+        folders = self.session.folders or [os.path.dirname(path)]
+        found = await asyncio.to_thread(project.importers, path, folders, self.text_of)
+        for importer in found:
+            key = uris.from_fs_path(importer) or importer
+            if self.session.analysed_of(key) is None:
+                self.scheduler.schedule(key)
+        if not found and self.open_document(uri) is not None:
+            self._status(uri, "done")
+
+    def saved(self, uri: str) -> None:
+        """The file is saved: its own analysis, and every other analysis that executed it, again."""
+        self.request(uri)
+        for key in self.session.executing(self.path_of(uri)):
+            if key != uri:
+                self.scheduler.schedule(key, self.settings.debounce_ms / 1000)
+
+    def _record(self, uri: str, analysed: Analysed) -> None:
+        """Keep ``analysed`` as the document's result and publish it where it shows."""
+        previous = self.session.record(uri, self.path_of(uri), analysed)
+        self._published(previous, analysed)
+
+    def _published(self, previous: Analysed | None, analysed: Analysed) -> None:
+        """Publish every file the analysis's last and new results touch (a file whose breaks are gone
+        too), say the analysis in the log, and its notes once."""
+        report = analysed.report
+        touched = dict.fromkeys([*(previous.views if previous else {}), *analysed.views])
+        for path in touched:
+            uri = uris.from_fs_path(path) or path
+            self.publish(uri)
+            if self.open_document(uri) is not None:
+                self._status(uri, "done")
+        what = f"run `{report.origin}`" if report.origin else os.path.basename(report.path)
+        found = f"{sum(len(v.breaks) for v in analysed.views.values())} breaks in {len(analysed.views)} files"
+        self.window_log_message(
+            lsp.LogMessageParams(
+                type=lsp.MessageType.Info,
+                message=f"gbls: analysed {what} in {report.seconds:.1f} s: {report.status}, {found}",
+            )
+        )
+        for note in report.notes:  # about gbls itself: said once, not on every analysis
+            self._say_once(note)
+
+    def _say_once(self, note: str) -> None:
+        if note not in self._said_notes:
+            self._said_notes.add(note)
+            self.window_show_message(
+                lsp.ShowMessageParams(type=lsp.MessageType.Warning, message=f"gbls: {note}")
+            )
+
+    async def analyse_key(self, key: str) -> None:
+        """Analyse what ``key`` names: a configured run (``run:NAME``), or a file, open or not."""
+        if key.startswith("run:"):
+            async with self._one_at_a_time:
+                await self.analyse_run(key[len("run:") :])
+        elif self.open_document(key) is None:
+            async with self._one_at_a_time:
+                await self.analyse_document(key)
+        else:
+            await self.analyse_document(key)
+
+    async def analyse_run(self, name: str) -> None:
+        run = self._runs.get(name)
+        if run is None:
+            return
+        path = entry_of(run)
+        progress = await self._progress_begin(f"run:{name}", f"run {name}")
+        try:
+            report = await self.session.analyse_run(run)
+        except WorkerError as error:
+            report = failure_report(path, "worker", str(error))
+        except Exception as error:  # a bug in gbls: say so, with the traceback in the log
+            report = self._internal_failure(path, error)
+        finally:
+            self._progress_end(progress)
+        if self._runs.get(name) != run:
+            return  # reconfigured meanwhile: its own analysis is on its way
+        analysed = Analysed(None, self.text_of(path) or "" if path else "", report)
+        previous = self.session.record_run(name, analysed)
+        self._published(previous, analysed)
+
+    async def analyse_document(self, uri: str) -> None:
+        """Analyse, publish, and say it is done, whatever fails on the way (and log it). A document
+        that is not open (it reaches one that is) is analysed as it is on disk."""
+        document = self.open_document(uri)
+        path = self.path_of(uri)
+        version, source = (document.version, document.source) if document else (None, read_source(path))
+        if source is None:
+            return
+        progress = await self._progress_begin(uri, os.path.basename(path))
+        if document is not None:
+            self._status(uri, "analysing")
+        try:
+            report = await self.session.analyse(uri, path, source)
+        except WorkerError as error:
+            report = failure_report(path, "worker", str(error))
+        except Exception as error:  # a bug in gbls: say so, with the traceback in the log
+            report = self._internal_failure(path, error)
+        finally:
+            self._progress_end(progress)
+        current = self.open_document(uri)
+        if (current.version if current is not None else None) != version:
+            return  # a newer version is on its way; this result belongs to none that exists
+        try:
+            self._record(uri, Analysed(version, source, report))
+        except Exception as error:
+            self._record(uri, Analysed(version, source, self._internal_failure(path, error)))
+            return
+        if report.failure_kind == "worker":  # warm a fresh worker now, not when the next edit waits for it
+            self.in_background(self.warm())
+        try:
+            await self.session.remember(uri, path, source, report)
+        except Exception:
+            log.exception("gbls failed to remember the analysis of %s", path)
+
+    @staticmethod
+    def _internal_failure(path: str, error: Exception) -> FileReport:
+        log.exception("gbls failed while analysing %s", path)
+        return failure_report(path, "internal", f"gbls itself failed ({type(error).__name__}: {error})")
+
+    async def _progress_begin(self, uri: str, name: str) -> str | None:
+        capabilities = self.client_capabilities.window
+        if capabilities is None or not capabilities.work_done_progress:
+            return None
+        token = f"gbls-{uuid.uuid4()}"
+        try:
+            await self.work_done_progress.create_async(token)
+        except Exception:
+            return None
+        self.work_done_progress.begin(
+            token, lsp.WorkDoneProgressBegin(title="gbls", message=f"analysing {name}", cancellable=True)
+        )
+        cancelled = self.work_done_progress.tokens.get(token)
+        if cancelled is not None:
+            cancelled.add_done_callback(
+                lambda future: self.scheduler.cancel(uri) if future.cancelled() else None
+            )
+        return token
+
+    def _progress_end(self, token: str | None) -> None:
+        if token is not None:
+            self.work_done_progress.end(token, lsp.WorkDoneProgressEnd())
+            self.work_done_progress.tokens.pop(token, None)
+
+    def _status(self, uri: str, state: str) -> None:
+        status: dict[str, Any] = {"uri": uri, "state": state}
+        if state == "done":
+            seen = self.view_of(uri)
+            view = seen[0] if seen else None
+            reached = view is not None and (view.translated or view.functions)
+            status |= {
+                "breaks": len(view.breaks) if view else 0,
+                "notAnalysed": [f.qualname for f in view.functions if not f.analysed] if view else [],
+                "reused": self.session.reused(uri),
+                "message": (view.message if view else "") if reached else NOTHING_REACHES,
+            }
+        self.protocol.notify(STATUS, status)
+
+    # -- publishing ---------------------------------------------------------------------------
+
+    def publish(self, uri: str) -> None:
+        """The document's diagnostics: what every analysis says of its file."""
+        sources = Sources(self.text_of)
+        diagnostics: list[lsp.Diagnostic] = []
+        seen = self.view_of(uri)
+        version = None
+        if seen is not None:
+            view, source, version = seen
+            diagnostics += file_diagnostics(view, source, self.settings.severity, sources.lines)
+            diagnostics += split_diagnostics(view, source, sources.lines)
+        open_document = self.open_document(uri)
+        if version is None and open_document is not None:
+            version = open_document.version
+        self.text_document_publish_diagnostics(
+            lsp.PublishDiagnosticsParams(uri=uri, diagnostics=diagnostics, version=version)
+        )
+
+    def forget(self, uri: str) -> None:
+        """The document is closed: its own analysis goes, unless it reaches another open document."""
+        self.scheduler.cancel(uri)
+        own = self.session.analysed_of(uri)
+        path = self.path_of(uri)
+        needed = own is not None and any(
+            self.open_document(uris.from_fs_path(other) or other) is not None
+            for other in own.views
+            if other != path
+        )
+        if needed:
+            return
+        analysed = self.session.forget(uri)
+        self.text_document_publish_diagnostics(lsp.PublishDiagnosticsParams(uri=uri, diagnostics=[]))
+        for other in analysed.views if analysed else {}:
+            if other != path:
+                self.publish(uris.from_fs_path(other) or other)
+
+    # -- settings ---------------------------------------------------------------------------------
+
+    async def pull_configuration(self) -> None:
+        workspace = self.client_capabilities.workspace
+        if workspace is None or not workspace.configuration:
+            return
+        try:
+            values = await self.workspace_configuration_async(
+                lsp.ConfigurationParams(items=[lsp.ConfigurationItem(section="gbls")])
+            )
+        except Exception as error:
+            log.warning("workspace/configuration failed: %s", error)
+            return
+        if values:
+            self.apply_settings(from_options(values[0], self.initial_settings))
+
+    def apply_settings(self, settings: Settings) -> None:
+        was_enabled = self.settings.enable
+        replaced = settings.worker_key() != self.settings.worker_key()
+        self.session.settings = settings
+        if not settings.enable:
+            self.scheduler.cancel_all()
+            for name in list(self._runs):
+                analysed = self.session.forget_run(name)
+                for path in analysed.views if analysed else {}:
+                    self.publish(uris.from_fs_path(path) or path)
+            self._runs.clear()
+            for uri, _ in list(self.session.analysed()):
+                self.forget(uri)
+            return
+        if replaced or not was_enabled:
+            self.in_background(self.warm())
+        if not was_enabled:
+            for uri in list(self.workspace.text_documents):
+                self.request(uri)
