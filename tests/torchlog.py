@@ -136,13 +136,17 @@ def run_eagerly(paths: list[Path], environment: dict[str, str]) -> subprocess.Co
 def _run(paths: list[Path]) -> tuple[dict[Path, list[LoggedBreak]], dict[Path, list[LoggedCompile]]]:
     # Nothing may download at run time: the Hugging Face fixtures build their models from configs.
     environment = dict(os.environ, TORCH_LOGS="graph_breaks", HF_HUB_OFFLINE="1")
-    completed = run_eagerly(paths, environment)
+    return parse(run_eagerly(paths, environment).stderr)
+
+
+def parse(stderr: str) -> tuple[dict[Path, list[LoggedBreak]], dict[Path, list[LoggedCompile]]]:
+    """Each logged break and compilation, by the file the marker line before them named."""
     found: dict[Path, list[LoggedBreak]] = {}
     compiles: dict[Path, list[LoggedCompile]] = {}
     entries: list[LoggedBreak] = []
     current = Path()
     lines: list[str] = []
-    for raw in completed.stderr.splitlines():
+    for raw in stderr.splitlines():
         if raw.startswith(MARKER):
             current = Path(raw[len(MARKER) :])
             entries = found.setdefault(current, [])

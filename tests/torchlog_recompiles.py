@@ -79,10 +79,14 @@ def logged_recompiles(path: Path) -> Logged:
 
 def _run(paths: list[Path]) -> dict[Path, Logged]:
     environment = dict(os.environ, TORCH_LOGS="recompiles")
-    completed = run_eagerly(paths, environment)
+    return parse(run_eagerly(paths, environment).stderr)
+
+
+def parse(stderr: str) -> dict[Path, Logged]:
+    """Each logged recompilation and limit, by the file the marker line before them named."""
     found: dict[Path, Logged] = {}
     current = Logged()
-    for raw in completed.stderr.splitlines():
+    for raw in stderr.splitlines():
         if raw.startswith(MARKER):
             current = found.setdefault(Path(raw[len(MARKER) :]), Logged())
             continue

@@ -255,15 +255,29 @@ def _break_report(
         if chain
         else ""
     )
+    # Where the workspace called the compiled code (``model(batch)`` in train.py), when the chain
+    # does not pass there.
     called_at = None
+    if (
+        brk.called_at is not None
+        and own(brk.called_at.path)
+        and brk.called_at.path not in {c.path for c in chain}
+    ):
+        called_at = _location(brk.called_at, text)
     if mine and not (whole_function and site is not None):
         home = mine[-1]
         split = chain[0] if own(chain[0].path) and chain[0] != home else None
-        return BreakReport(cause=brk, path=home.path, span=home.span, chain=chain, reason=reason, split=split)
+        return BreakReport(
+            cause=brk,
+            path=home.path,
+            span=home.span,
+            chain=chain,
+            reason=reason,
+            split=split,
+            called_at=called_at,
+        )
     # The code is not in the workspace (a library model compiled here), or Dynamo refused the whole
     # function before its first instruction: the break sits on the compile site.
-    if brk.called_at is not None and own(brk.called_at.path):
-        called_at = _location(brk.called_at, text)
     anchor = (site.name_span if site.decorator_span else site.call_span or site.name_span) if site else None
     if anchor is not None:
         where, span = path, char_span(text(path) or "", anchor)

@@ -16,6 +16,7 @@ the other runs are still read.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import re
@@ -68,7 +69,15 @@ def configured(folder: str, current_file: str = "") -> Runs:
     ``${file}`` means (the editor's file), or "" where there is none (such a configuration is left out)."""
     found = from_pyproject(folder)
     launch = from_launch_json(folder, current_file)
-    return Runs(found.runs + launch.runs, found.problems + launch.problems)
+    names = {run.name for run in found.runs}
+    # A launch configuration that says what pyproject.toml says is one run; one of the same name
+    # that says otherwise keeps its place, named apart.
+    extra = [
+        run if run.name not in names else dataclasses.replace(run, name=f"{run.name} (launch.json)")
+        for run in launch.runs
+        if run not in found.runs
+    ]
+    return Runs(found.runs + tuple(extra), found.problems + launch.problems)
 
 
 def from_pyproject(folder: str) -> Runs:

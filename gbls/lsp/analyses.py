@@ -165,8 +165,8 @@ class GblsServer(LanguageServer):
                 self.scheduler.schedule(f"run:{run.name}")
 
     async def _reach_by_importers(self, uri: str, path: str) -> None:
-        folders = self.session.folders or [os.path.dirname(path)]
-        found = await asyncio.to_thread(project.importers, path, folders, self.text_of)
+        folder = self.session.folder_of(path)
+        found = await asyncio.to_thread(project.importers, path, folder, self.text_of)
         for importer in found:
             key = uris.from_fs_path(importer) or importer
             if self.session.analysed_of(key) is None:

@@ -38,13 +38,14 @@ def configured(folder: str, current_file: str) -> runs.Runs:
     return runs.configured(folder, current_file)
 
 
-def importers(path: str, folders: list[str], text_of: TextOf) -> list[str]:
-    """The workspace files with a compile site of their own that import ``path``, directly or not."""
+def importers(path: str, folder: str, text_of: TextOf) -> list[str]:
+    """The files of the workspace folder ``folder`` with a compile site of their own that import
+    ``path``, directly or not (imports resolved as that folder's files resolve them)."""
     found = []
-    for candidate in _python_files(folders):
+    for candidate in _python_files([folder]):
         if candidate == path or not compiles(candidate, text_of):
             continue
-        if path in workspace_imports(candidate, folders, text_of):
+        if path in workspace_imports(candidate, [folder], text_of):
             found.append(candidate)
     return found
 

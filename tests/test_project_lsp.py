@@ -1,0 +1,155 @@
+"""The editor on real projects, over LSP with the real server: every break in the file where it is,
+fresh after every save, whatever file is open.
+
+Two workspace folders, each a copy of a fixture project: ``twofile`` (no run configured: its
+``train.py`` imports ``model.py`` and compiles the model) and ``trainer`` (a run configured in its
+pyproject.toml, with flags, a config and data read relative to the folder).
+"""
+
+from __future__ import annotations
+
+import shutil
+import sys
+from collections.abc import AsyncIterator, Sequence
+from pathlib import Path
+from typing import Any
+
+import pytest
+import pytest_lsp
+import torch
+from lsprotocol import types as lsp
+from pytest_lsp import ClientServerConfig, LanguageClient, client_capabilities
+
+from .conftest import FIXTURES
+from .lsp import Recorder, open_and_wait, published_after, until, uri_of
+
+PROJECTS = FIXTURES / "runs"
+
+
+@pytest.fixture(scope="session")
+def projects(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    folder = tmp_path_factory.mktemp("projects")
+    for name in ("twofile", "trainer"):
+        shutil.copytree(PROJECTS / name, folder / name)
+    (folder / "trainer" / "data").mkdir()
+    data = torch.randn(4, 2, 8, generator=torch.Generator().manual_seed(0))
+    torch.save(data, folder / "trainer" / "data" / "train.pt")
+    return folder
+
+
+@pytest_lsp.fixture(scope="session", config=ClientServerConfig(server_command=[sys.executable, "-m", "gbls"]))
+async def client(lsp_client: LanguageClient, projects: Path) -> AsyncIterator[LanguageClient]:
+    lsp_client.diagnostics = Recorder()
+    lsp_client.statuses = []  # type: ignore[attr-defined]
+
+    @lsp_client.feature("gbls/status")
+    def status(params: Any) -> None:
+        lsp_client.statuses.append(params if isinstance(params, dict) else params._asdict())  # type: ignore[attr-defined]
+
+    settings = {"timeout": 60, "debounceMs": 100}
+    lsp_client.set_configuration(settings, section="gbls")
+    await lsp_client.initialize_session(
+        lsp.InitializeParams(
+            capabilities=client_capabilities("visual-studio-code"),
+            workspace_folders=[
+                lsp.WorkspaceFolder(uri=uri_of(projects / name), name=name)
+                for name in ("twofile", "trainer")
+            ],
+            initialization_options={"gbls": settings},
+        )
+    )
+    yield lsp_client
+    await lsp_client.shutdown_session()
+
+
+def breaks_in(diagnostics: Sequence[lsp.Diagnostic]) -> list[tuple[int, str]]:
+    """(line, code) of each break diagnostic, 1-based lines."""
+    return sorted(
+        (d.range.start.line + 1, str(d.code))
+        for d in diagnostics
+        if isinstance(d.data, dict) and d.data.get("kind") == "break"
+    )
+
+
+async def breaks_published(client: LanguageClient, uri: str, expected: list[tuple[int, str]]) -> None:
+    """Wait until the last publication for ``uri`` holds exactly the breaks ``expected``."""
+    recorder: Recorder = client.diagnostics  # type: ignore[assignment]
+
+    def last() -> bool:
+        mine = [diagnostics for published, diagnostics in recorder.history if published == uri]
+        return bool(mine) and breaks_in(list(mine[-1])) == expected
+
+    await until(last, 180)
+
+
+async def test_a_model_file_gets_its_breaks_from_the_file_that_compiles_it(
+    client: LanguageClient, projects: Path
+) -> None:
+    model = projects / "twofile" / "model.py"
+    await open_and_wait(client, model)
+    # train.py, never opened, imports the model and compiles it: it is analysed in the background.
+    await breaks_published(client, uri_of(model), [(13, "GB0059"), (14, "GB0124")])
+    diagnostics = client.diagnostics[uri_of(model)]
+    (printed,) = [d for d in diagnostics if d.code == "GB0059"]
+    assert printed.severity == lsp.DiagnosticSeverity.Warning
+    assert printed.range.start.character == 8  # `print`, where the cause is
+    related = {info.message for info in printed.related_information or []}
+    assert any("called here" in message for message in related)  # the line of train.py that runs it
+    statuses: list[Any] = client.statuses  # type: ignore[attr-defined]
+    done = [s for s in statuses if s["uri"] == uri_of(model) and s["state"] == "done"]
+    assert done and done[-1]["breaks"] == 2 and not done[-1]["message"]
+
+
+async def test_fixing_and_saving_the_model_clears_what_every_file_showed(
+    client: LanguageClient, projects: Path
+) -> None:
+    model = projects / "twofile" / "model.py"
+    if uri_of(model) not in client.diagnostics:
+        await open_and_wait(client, model)
+        await breaks_published(client, uri_of(model), [(13, "GB0059"), (14, "GB0124")])
+    fixed = (
+        model.read_text()
+        .replace('        print("hidden norm", h.norm())\n', "")
+        .replace("scale = h.abs().max().item()", "scale = h.abs().max()")
+    )
+    model.write_text(fixed)
+    uri = uri_of(model)
+    client.text_document_did_change(
+        lsp.DidChangeTextDocumentParams(
+            lsp.VersionedTextDocumentIdentifier(uri=uri, version=2),
+            [lsp.TextDocumentContentChangeWholeDocument(text=fixed)],
+        )
+    )
+    client.text_document_did_save(lsp.DidSaveTextDocumentParams(lsp.TextDocumentIdentifier(uri=uri)))
+    await breaks_published(client, uri, [])
+    # train.py's view holds no break either: the analysis that executed model.py ran again.
+    train = list(client.diagnostics.get(uri_of(projects / "twofile" / "train.py"), []))
+    assert breaks_in(train) == []
+
+
+async def test_a_configured_run_reaches_the_model_file_with_its_flags_and_data(
+    client: LanguageClient, projects: Path
+) -> None:
+    model = projects / "trainer" / "model.py"
+    await open_and_wait(client, model)
+    await breaks_published(client, uri_of(model), [(13, "GB0059"), (14, "GB0124")])
+    assert not (projects / "trainer" / "out").exists()  # it saved its checkpoint in a layer
+
+
+async def test_a_file_nothing_compiles_is_not_analysed_never_clean(
+    client: LanguageClient, projects: Path
+) -> None:
+    lonely = projects / "twofile" / "lonely.py"
+    lonely.write_text("def helper(x):\n    return x + 1\n")
+    recorder: Recorder = client.diagnostics  # type: ignore[assignment]
+    seen = len(recorder.history)
+    await open_and_wait(client, lonely)
+    await published_after(client, seen, uri_of(lonely))
+    statuses: list[Any] = client.statuses  # type: ignore[attr-defined]
+
+    def said() -> str:
+        done = [s for s in statuses if s["uri"] == uri_of(lonely) and s["state"] == "done"]
+        return str(done[-1]["message"]) if done else ""
+
+    message = await until(said, 120)
+    assert message.startswith("nothing compiles this file")

@@ -1,0 +1,83 @@
+"""torch's own log of a project run, as the oracle gbls's runs are checked against.
+
+Runs the program as its users run it (``python SCRIPT ARGS`` or ``python -m MODULE ARGS``, in
+its working directory, with its variables), with every ``torch.compile`` on the eager backend, once
+under ``TORCH_LOGS=graph_breaks`` and once under ``TORCH_LOGS=recompiles``, and parses both as
+``torchlog`` and ``torchlog_recompiles`` parse a file's.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+from gbls.worker.shared.protocol import Run
+
+from . import torchlog, torchlog_recompiles
+from .torchlog import FRAME, MARKER, RUNNER, LoggedBreak, LoggedCompile
+from .torchlog_recompiles import Logged
+
+# torchlog's runner, for one program started as python starts it instead of files run in turn.
+PROGRAM = (
+    RUNNER.split("for path in sys.argv[1:]:")[0]
+    + r"""
+import runpy
+print(MARKER + "run", file=sys.stderr, flush=True)
+mode, target, *arguments = sys.argv[1:]
+sys.argv = [target, *arguments]
+del sys.path[0]  # python -c puts the working directory first; python SCRIPT puts the script's folder
+try:
+    if mode == "-m":
+        sys.path.insert(0, os.getcwd())
+        runpy.run_module(target, run_name="__main__", alter_sys=True)
+    else:
+        sys.path.insert(0, os.path.dirname(os.path.abspath(target)))
+        runpy.run_path(target, run_name="__main__")
+except SystemExit:
+    pass
+for metric in utils.get_compilation_metrics():
+    compile_id = "/".join(re.findall(r"\d+", str(metric.compile_id))[:2])
+    failed_at = [metric.fail_user_frame_filename, metric.fail_user_frame_lineno]
+    record = [compile_id, metric.co_name, metric.co_filename, compile_id in produced]
+    record += [str(metric.fail_reason or ""), failed_at]
+    print(FRAME + json.dumps(record), file=sys.stderr, flush=True)
+"""
+)
+
+
+@dataclass
+class RunLog:
+    breaks: list[LoggedBreak]
+    compiles: list[LoggedCompile]
+    recompiles: Logged
+
+
+def logged_run(run: Run) -> RunLog:
+    breaks, compiles = torchlog.parse(_program(run, "graph_breaks"))
+    recompiles = torchlog_recompiles.parse(_program(run, "recompiles"))
+    key = Path("run")
+    return RunLog(breaks.get(key, []), compiles.get(key, []), recompiles.get(key, Logged()))
+
+
+def _program(run: Run, logs: str) -> str:
+    mode, target = ("-m", run.module) if run.module else ("script", run.script)
+    environment = dict(os.environ, **dict(run.env), TORCH_LOGS=logs, HF_HUB_OFFLINE="1")
+    completed = subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            f"MARKER = {MARKER!r}\nFRAME = {FRAME!r}\n" + PROGRAM,
+            mode,
+            target,
+            *run.args,
+        ],
+        capture_output=True,
+        text=True,
+        env=environment,
+        cwd=run.cwd,
+        timeout=600,
+    )
+    return completed.stderr
