@@ -219,6 +219,15 @@ class ForkEvent(Event):
 
 
 @dataclass(frozen=True)
+class LibrariesEvent(Event):
+    """The modules of installed libraries (site-packages) the analysis imported that the warm worker
+    had not: the worker imports them once, so that the next analysis need not."""
+
+    KIND: ClassVar[str] = "libraries"
+    names: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
 class ExecutedEvent(Event):
     """A workspace file the analysis executed: the analysed file, or a module it imported."""
 
@@ -247,6 +256,7 @@ KINDS: dict[str, type[Event]] = {
         ForkEvent,
         StoppedEvent,
         ExecutedEvent,
+        LibrariesEvent,
     )
 }
 

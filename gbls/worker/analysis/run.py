@@ -23,7 +23,7 @@ from typing import Any, NoReturn
 
 from torch._dynamo.symbolic_convert import InstructionTranslatorBase
 
-from ..events import DoneEvent, ExecutedEvent, ExitEvent, FailureEvent, ForkEvent, StuckEvent
+from ..events import DoneEvent, ExecutedEvent, ExitEvent, FailureEvent, ForkEvent, LibrariesEvent, StuckEvent
 from ..log import log
 from ..shared.lines import split_lines
 from ..shared.protocol import Request, Run
@@ -50,6 +50,7 @@ def run(request: Request, emit: Emit, offline: bool, startup: frozenset[str] = f
     ``startup``: the modules a plain interpreter has imported before it runs a file."""
     path = request.path
     own = lines_of(request)
+    warm = frozenset(sys.modules)  # what the warm worker had imported: the rest is this analysis's
     _name_the_line(own, emit)
     disabled = disabled_by_environment()
     if disabled:
@@ -83,6 +84,10 @@ def run(request: Request, emit: Emit, offline: bool, startup: frozenset[str] = f
         emit(failure)
     for executed in _executed(path, roots):
         emit(ExecutedEvent(path=executed))
+    if request.run is None or not request.run.env:  # a run's variables may change how a library imports
+        libraries = _libraries(warm, roots)
+        if libraries:
+            emit(LibrariesEvent(names=libraries))
     disabled = disabled or disabled_by_module(source)
     if disabled:
         emit(disabled)
@@ -162,6 +167,20 @@ def _start(run: Run, memory_mb: int, offline: bool, own: Callable[[str], bool]) 
         kind, message = explain(error, memory_mb, offline)
         return failure_at(kind, message, error, own)
     return None
+
+
+def _libraries(warm: frozenset[str], roots: list[str]) -> tuple[str, ...]:
+    """The modules of installed libraries the program imported beyond what the warm worker had
+    (a library imports many lazily: ``transformers.models.bert`` when a BertModel is built),
+    from site-packages, never a workspace module."""
+    names = set()
+    for name, module in list(sys.modules.items()):
+        file = getattr(module, "__file__", None)
+        if name in warm or not isinstance(file, str) or in_workspace(file, roots):
+            continue
+        if any(f"{os.sep}{part}{os.sep}" in file for part in ("site-packages", "dist-packages")):
+            names.add(name)
+    return tuple(sorted(names))
 
 
 def _executed(path: str, roots: list[str]) -> list[str]:

@@ -14,7 +14,10 @@ Events the child streamed before it died are kept, and every way it can end is p
 
 from __future__ import annotations
 
+import contextlib
 import gc
+import importlib
+import importlib.util
 import io
 import os
 import selectors
@@ -25,6 +28,7 @@ import tempfile
 import time
 from typing import Any
 
+from ..events import LibrariesEvent
 from ..fork import setup
 from ..log import log
 from ..shared import processes, protocol
@@ -37,6 +41,7 @@ WATCH_INTERVAL = 0.25  # seconds between process counts
 PIPE_GRACE = 1.0  # seconds to wait for a dead child's pipes to reach end of file
 SWEEP_ROUNDS = 200  # kill-and-look rounds, 10 ms apart, until no stray process is left
 HEARTBEAT = 1.0  # seconds between "alive" lines while analyses run: the server tells busy from hung
+MAX_LIBRARIES = 5000  # library modules warmed from one analysis: transformers alone imports hundreds
 
 
 class Zygote:
@@ -52,6 +57,10 @@ class Zygote:
         self.next_watch = 0.0
         self.strays_left = False  # a sweep gave up on escaped processes: look again, children or not
         self.next_beat = 0.0
+        # Installed libraries analyses imported: imported here once no analysis runs, so that the
+        # next analysis of the project forks with them loaded (``warm_libraries``).
+        self.wanted: set[str] = set()
+        self.tried: set[str] = set()
 
     def send(self, line: str) -> None:
         data = (line + "\n").encode()
@@ -78,6 +87,8 @@ class Zygote:
             if self.children and time.monotonic() >= self.next_beat:
                 self.next_beat = time.monotonic() + HEARTBEAT
                 self.send(protocol.encode("alive"))
+            if not self.children and self.wanted - self.tried:
+                self._warm_libraries()
 
     def _read_requests(self) -> bool:
         data = os.read(0, 1 << 16)
@@ -211,12 +222,46 @@ class Zygote:
             del self.children[pid]
             shutil.rmtree(child.scratch, ignore_errors=True)
             result = child.result(self.torch_version)
+            for event in child.events:
+                if isinstance(event, LibrariesEvent):
+                    self.wanted.update(event.names[:MAX_LIBRARIES])
             log(
                 f"child {pid} ended (wait status {child.status}, stopped for {child.ended_by or 'nothing'}): "
                 f"{result.status}, {len(result.breaks)} breaks, {len(result.functions)} functions, "
                 f"{len(child.events)} events ({child.unreadable} unreadable)"
             )
             self.send(protocol.encode("result", id=child.request.id, result=result))
+
+    def _warm_libraries(self) -> None:
+        """Import the installed libraries analyses asked for, each once, before the next fork.
+
+        The analysed code can forge the request: only a module the warm worker's own path finds in
+        site-packages is imported (never the workspace, which is not on that path, nor the standard
+        library), and one that fails to import is not tried again.
+        """
+        for name in sorted(self.wanted - self.tried):
+            self.tried.add(name)
+            if name in sys.modules:
+                continue
+            spec = None
+            if all(part.isidentifier() for part in name.split(".")):
+                with contextlib.suppress(BaseException):
+                    spec = importlib.util.find_spec(name)
+            origin = (spec.origin or "") if spec is not None else ""
+            if not any(f"{os.sep}{part}{os.sep}" in origin for part in ("site-packages", "dist-packages")):
+                continue
+            self.send(protocol.encode("alive"))
+            started = time.monotonic()
+            try:
+                importlib.import_module(name)
+            except BaseException as error:  # the library's own failure: the next analysis imports it
+                log(f"warming {name} failed: {type(error).__name__}: {error}")
+                continue
+            if time.monotonic() - started > 0.5:
+                log(f"warmed {name} in {time.monotonic() - started:.1f} s")
+        forget_warnings()
+        gc.collect()
+        gc.freeze()
 
     def _drain(self, child: Child, fd: int) -> None:
         os.set_blocking(fd, False)
@@ -275,16 +320,20 @@ def warm_up() -> str:
     finally:
         sys.stdout = sys.__stdout__
     torch._dynamo.reset()
-    # A warning the warm-up made torch give once (Python 3.13.0: "Guards may run slower") is the
-    # analysed program's to see, as under plain python: forget that it was given.
-    for module in list(sys.modules.values()):
-        namespace = getattr(module, "__dict__", None)
-        if type(namespace) is dict:  # not a class some library put in sys.modules (a mappingproxy)
-            namespace.pop("__warningregistry__", None)
+    forget_warnings()
     # Children share the warm heap copy-on-write: no collection should walk (and so copy) it.
     gc.collect()
     gc.freeze()
     return torch.__version__.split("+")[0]
+
+
+def forget_warnings() -> None:
+    """A warning the warm-up or a warmed library gave once (Python 3.13.0: "Guards may run slower") is
+    the analysed program's to see, as under plain python: forget that it was given."""
+    for module in list(sys.modules.values()):
+        namespace = getattr(module, "__dict__", None)
+        if type(namespace) is dict:  # not a class some library put in sys.modules (a mappingproxy)
+            namespace.pop("__warningregistry__", None)
 
 
 def main(startup: frozenset[str]) -> None:
