@@ -18,6 +18,11 @@ Measures, on files with 1, 10 and 50 compiled functions (bench/generate.py):
      check`` against the bare translation (fresh ``python FILE``, no-op backend), didOpen → diagnostics
  10. what capturing recompilations costs: gbls's analysis with and without it, in turn (the
      files with 10 and 50 functions)
+ 11. a project run (bench/project: a GPT-2 from transformers in model.py, trained by train.py
+     --compile --steps 3): ``python train.py ARGS`` on a no-op backend (the bare translation, its
+     imports included), ``gbls run train.py ARGS`` from cold, and in the editor the first
+     diagnostics of model.py (opened alone: the configured run reaches it) and a save of model.py
+     → its diagnostics again, in turn
 and, to see where the time goes, gbls's own pieces timed from this process (discovery,
 worker round trip, report building) and the worker's child taken apart (bench/torch_side.py).
 
@@ -32,6 +37,7 @@ import argparse
 import asyncio
 import contextlib
 import datetime
+import functools
 import json
 import os
 import platform
@@ -55,6 +61,7 @@ BENCH = Path(__file__).parent
 ROOT = BENCH.parent
 PROJECTS = ROOT / "tests" / "fixtures" / "projects"  # files that compile transformers and diffusers code
 TORCH_SIDE = BENCH / "torch_side.py"
+RUN_TIMEOUT = 300  # seconds for the project run's analysis: the default 20 is for one file
 DEBOUNCE_MS = 1  # gbls ignores 0 (settings accept only positive numbers); 1 ms is the smallest
 
 
@@ -290,6 +297,22 @@ class Session:
         _, message = self.client.wait(done, after)
         return len(message["params"].get("reused", []))
 
+    def until_run(self, start: Callable[[], object]) -> float:
+        """Seconds from ``start()`` to the configured run's analysis after it: its log line follows
+        the publication of every file it reached."""
+        after = self.client.mark()
+        began = time.perf_counter()
+        start()
+
+        def ran(message: Message) -> bool:
+            params = message.get("params") or {}
+            return message.get("method") == "window/logMessage" and "analysed run" in params.get(
+                "message", ""
+            )
+
+        arrived, _ = self.client.wait(ran, after, timeout=600)
+        return arrived - began
+
     def save(self, uri: str, text: str | None = None) -> float:
         """didSave (after a didChange to ``text``, if given) → its diagnostics, in seconds."""
         after = self.client.mark()
@@ -477,6 +500,54 @@ def real_projects(runs: int, log: Path) -> dict[str, Any]:
     finally:
         session.close()
     return found
+
+
+def project_run(runs: int, log: Path) -> dict[str, Any]:
+    """A project run, side by side: the bare translation, ``gbls run`` from cold, and in the editor
+    the first diagnostics of the model file and a save of it, each in turn (the same load)."""
+    folder = Path(tempfile.mkdtemp(prefix="gbls-bench-project-")) / "project"
+    shutil.copytree(BENCH / "project", folder)
+    arguments = ["--compile", "--steps", "3"]
+    model = folder / "model.py"
+    found: dict[str, Any] = {"bare": [], "run": [], "save": []}
+    session = Session(folder, log, NEVER_MS)
+    try:
+        session.configure(timeout=RUN_TIMEOUT)  # a GPT-2's translation on a shared machine
+        say("project run, LSP: open model.py (the configured run reaches it)")
+        found["first_diagnostics"] = session.until_run(lambda: session.open(model))
+        for round_ in range(runs):
+            say(f"project run, round {round_ + 1}: bare, gbls run, a save of model.py")
+            bare = [sys.executable, str(TORCH_SIDE), "bare-run", str(folder), "train.py", *arguments]
+            found["bare"].append(wall(bare, cwd=folder)[0])
+            run = [
+                gbls_command(),
+                "run",
+                "--timeout",
+                str(RUN_TIMEOUT),
+                "--format",
+                "json",
+                "train.py",
+                *arguments,
+            ]
+            found["run"].append(wall(run, cwd=folder)[0])
+            # A code edit that keeps the break: the run analyses the model again.
+            edited = model.read_text().replace(f"n_positions={64 + round_}", f"n_positions={65 + round_}")
+            model.write_text(edited)
+            found["save"].append(session.until_run(functools.partial(session.save, model.as_uri(), edited)))
+    finally:
+        session.close()
+        shutil.rmtree(folder.parent, ignore_errors=True)
+    return found
+
+
+def project_run_table(found: dict[str, Any]) -> str:
+    bare, run, save = (median(found[key]) or 0.0 for key in ("bare", "run", "save"))
+    return (
+        f"{'project run (medians)':<26}{'bare':>9}{'gbls run':>10}{'run/bare':>10}{'save→diag':>11}"
+        f"{'save/bare':>11}{'open→diag':>11}\n"
+        f"{'bench/project train.py':<26}{bare:>8.1f}s{run:>9.1f}s{run / bare if bare else 0:>9.2f}x"
+        f"{save:>10.1f}s{save / bare if bare else 0:>10.2f}x{found['first_diagnostics']:>10.1f}s"
+    )
 
 
 def projects_table(found: dict[str, Any]) -> str:
@@ -926,7 +997,15 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out", type=Path, default=BENCH / "results" / "latest.json")
     parser.add_argument("--sizes", help="numbers of compiled functions (default 1,10,50; --quick: 1,10)")
     parser.add_argument("--projects", action="store_true", help="only the real-projects row")
+    parser.add_argument("--project-run", action="store_true", help="only the project-run row")
     arguments = parser.parse_args(argv)
+    if arguments.project_run:
+        arguments.out.parent.mkdir(parents=True, exist_ok=True)
+        found = project_run(1 if arguments.quick else 3, arguments.out.with_suffix(".project-run.log"))
+        meta = {"date": datetime.datetime.now().isoformat(timespec="seconds"), "load": os.getloadavg()}
+        arguments.out.write_text(json.dumps({"meta": meta, "project_run": found}, indent=1) + "\n")
+        print(project_run_table(found))
+        return 0
     if arguments.projects:
         arguments.out.parent.mkdir(parents=True, exist_ok=True)
         found = real_projects(1 if arguments.quick else 3, arguments.out.with_suffix(".projects.log"))
@@ -970,6 +1049,7 @@ def main(argv: list[str] | None = None) -> int:
     log = arguments.out.with_suffix(".server.log")
     data["lsp"] = language_server(paths, plan, log)
     data["projects"] = real_projects(plan.check_runs, arguments.out.with_suffix(".projects.log"))
+    data["project_run"] = project_run(plan.check_runs, arguments.out.with_suffix(".project-run.log"))
     say("gbls's pieces: discovery, worker round trip, report")
     data["pieces"] = asyncio.run(pieces(paths, plan.pieces_runs))
     data["phases"] = {}

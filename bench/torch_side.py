@@ -134,6 +134,20 @@ def bare(path: str) -> dict[str, Any]:
     return {"seconds_in_process": time.perf_counter() - start}
 
 
+def bare_run(cwd: str, script: str, arguments: list[str]) -> dict[str, Any]:
+    """Baseline for a project run: ``python SCRIPT ARGS`` from ``cwd`` (its imports included), every
+    ``torch.compile`` on a no-op backend."""
+    import runpy
+
+    start = time.perf_counter()
+    os.chdir(cwd)
+    sys.argv = [script, *arguments]
+    sys.path.insert(0, os.path.dirname(os.path.abspath(script)))
+    with quiet(), compile_replaced(noop_backend):
+        runpy.run_path(script, run_name="__main__")
+    return {"seconds_in_process": time.perf_counter() - start}
+
+
 def floor_server() -> None:
     """The floor, as a warm process that stays up: run.py times it side by side with the server.
 
@@ -469,6 +483,9 @@ def main() -> None:
         torch.set_num_threads(1)  # as gbls's worker does
     if command == "floor-server":
         floor_server()
+        return
+    if command == "bare-run":
+        print(json.dumps(bare_run(sys.argv[2], sys.argv[3], sys.argv[4:])))
         return
     path = os.path.abspath(sys.argv[2])
     if command == "explain":
