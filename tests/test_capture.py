@@ -19,13 +19,13 @@ from gbls.runtime.sandbox import launch
 from gbls.runtime.session import analyse
 from gbls.runtime.workerclient import Worker
 from gbls.settings import Settings
-from gbls.worker import events
 from gbls.worker.analysis import hookpoints, reasons
 from gbls.worker.analysis.frames import base_name
 from gbls.worker.analysis.messages import NESTED_BREAK_SEPARATOR, parse_break_text
-from gbls.worker.events import BreakEvent, CallEvent, DiscardEvent, Event, FrameEvent, TargetEvent
+from gbls.worker.shared import events
+from gbls.worker.shared.events import BreakEvent, CallEvent, DiscardEvent, Event, FrameEvent, TargetEvent
+from gbls.worker.shared.merge import merge
 from gbls.worker.shared.protocol import Code, Frame, Guard, Message, ProtocolError, Request
-from gbls.worker.supervisor.merge import merge
 
 from .conftest import FIXTURES
 from .test_engine import GENERATORS

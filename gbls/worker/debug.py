@@ -16,9 +16,9 @@ from collections.abc import Callable
 
 import torch
 
-from . import events
 from .analysis.run import run
-from .events import Event
+from .shared import events
+from .shared.events import Event
 from .shared.protocol import Request, Result
 from .supervisor.record import result_of
 

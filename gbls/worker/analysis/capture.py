@@ -33,7 +33,8 @@ from typing import Any
 import torch
 import torch._dynamo
 
-from ..events import (
+from ..log import log
+from ..shared.events import (
     BreakEvent,
     CallEvent,
     Event,
@@ -42,7 +43,6 @@ from ..events import (
     NoteEvent,
     ReachEvent,
 )
-from ..log import log
 from ..shared.protocol import Frame, InputSource, Message, StaticTarget
 from . import hookpoints
 from .columns import of_instruction as columns_from_syntax

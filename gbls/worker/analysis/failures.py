@@ -18,7 +18,7 @@ from collections.abc import Callable
 import torch
 import torch._dynamo.eval_frame
 
-from ..events import FailureEvent
+from ..shared.events import FailureEvent
 from ..shared.protocol import FailureKind
 
 STDLIB_DIR = os.path.realpath(sysconfig.get_paths()["stdlib"]) + os.sep

@@ -23,8 +23,16 @@ from typing import Any, NoReturn
 
 from torch._dynamo.symbolic_convert import InstructionTranslatorBase
 
-from ..events import DoneEvent, ExecutedEvent, ExitEvent, FailureEvent, ForkEvent, LibrariesEvent, StuckEvent
 from ..log import log
+from ..shared.events import (
+    DoneEvent,
+    ExecutedEvent,
+    ExitEvent,
+    FailureEvent,
+    ForkEvent,
+    LibrariesEvent,
+    StuckEvent,
+)
 from ..shared.lines import split_lines
 from ..shared.protocol import Request, Run
 from ..shared.workspace import in_workspace, lines_of, roots_of

@@ -15,8 +15,8 @@ from typing import Any
 
 import torch._dynamo
 
-from ..events import Event, StoppedEvent
 from ..log import log
+from ..shared.events import Event, StoppedEvent
 from .frames import WORKER_DIR
 
 DYNAMO_DIR = os.path.dirname(torch._dynamo.__file__) + os.sep

@@ -12,8 +12,8 @@ from typing import Any
 
 import torch
 
-from ..events import Event, SiteEvent, TargetEvent
 from ..log import log
+from ..shared.events import Event, SiteEvent, TargetEvent
 from ..shared.protocol import StaticTarget, TargetKind
 from .frames import RESUME_PREFIX, base_name, code_of, is_user_file
 

@@ -8,9 +8,9 @@ from typing import Any
 
 import torch
 
-from ..events import DiscardEvent, Event, StaticEvent, VerdictEvent, with_attempt
 from ..log import log
 from ..shared.directives import example_sources
+from ..shared.events import DiscardEvent, Event, StaticEvent, VerdictEvent, with_attempt
 from ..shared.protocol import Request, StaticTarget
 from . import inputs
 from .capture import Capture, Emit

@@ -14,11 +14,10 @@ import sys
 import tempfile
 import traceback
 
-from .. import events
 from ..analysis.tampering import replaced
-from ..events import DoneEvent, Event, FailureEvent, NoteEvent
 from ..log import log
-from ..shared import processes
+from ..shared import events, processes
+from ..shared.events import DoneEvent, Event, FailureEvent, NoteEvent
 from ..shared.protocol import Request
 from . import layers, limits
 

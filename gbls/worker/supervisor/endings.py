@@ -7,8 +7,8 @@ import re
 import signal
 from typing import TypeVar
 
-from ..events import DoneEvent, Event, ExitEvent, FailureEvent, ForkEvent, StuckEvent
 from ..fork import limits
+from ..shared.events import DoneEvent, Event, ExitEvent, FailureEvent, ForkEvent, StuckEvent
 from ..shared.protocol import CANCELLED, TIMEOUT, Failure, Request
 from ..shared.workspace import lines_of
 

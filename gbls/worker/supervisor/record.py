@@ -5,9 +5,9 @@ from __future__ import annotations
 import time
 from collections import deque
 
-from .. import events
-from ..events import BreakEvent, Event, ExecutedEvent, NoteEvent, StoppedEvent
-from ..shared import processes
+from ..shared import events, processes
+from ..shared.events import BreakEvent, Event, ExecutedEvent, NoteEvent, StoppedEvent
+from ..shared.merge import merge
 from ..shared.protocol import (
     CANCELLED,
     ERROR,
@@ -21,7 +21,6 @@ from ..shared.protocol import (
     Status,
 )
 from . import endings
-from .merge import merge
 
 TAIL_BYTES = 16 * 1024
 EVENTS_LIMIT = 64 * 1024 * 1024

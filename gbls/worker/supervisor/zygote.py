@@ -28,10 +28,10 @@ import tempfile
 import time
 from typing import Any
 
-from ..events import LibrariesEvent
 from ..fork import setup
 from ..log import log
 from ..shared import processes, protocol
+from ..shared.events import LibrariesEvent
 from ..shared.protocol import Request
 from . import endings, record
 from .record import Child

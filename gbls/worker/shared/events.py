@@ -16,7 +16,7 @@ import json
 from dataclasses import dataclass, replace
 from typing import Any, ClassVar
 
-from .shared.protocol import (
+from .protocol import (
     FailureKind,
     Frame,
     Guard,

@@ -26,7 +26,7 @@ import sys
 from collections.abc import Iterable
 from dataclasses import dataclass, replace
 
-from ..events import (
+from .events import (
     BreakEvent,
     CallEvent,
     DiscardEvent,
@@ -39,8 +39,8 @@ from ..events import (
     TargetEvent,
     VerdictEvent,
 )
-from ..shared.protocol import EAGER, SPLIT, Break, Code, Effect, Frame, Function, Graph, Recompile, Request
-from ..shared.workspace import in_workspace, roots_of
+from .protocol import EAGER, SPLIT, Break, Code, Effect, Frame, Function, Graph, Recompile, Request
+from .workspace import in_workspace, roots_of
 
 Chain = tuple[Frame, ...]
 GroupKey = tuple[int, str, Chain]
