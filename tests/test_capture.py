@@ -27,7 +27,7 @@ from gbls.worker.events import BreakEvent, DiscardEvent, Event, FrameEvent, Targ
 from gbls.worker.shared.protocol import Code, Frame, Guard, Message, ProtocolError
 from gbls.worker.supervisor.merge import merge
 
-from .conftest import FIXTURES
+from .support import FIXTURES
 from .test_engine import GENERATORS
 
 REGISTRY = os.path.join(os.path.dirname(dynamo_exc.__file__), "graph_break_registry.json")

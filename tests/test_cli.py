@@ -11,11 +11,10 @@ from pathlib import Path
 
 import pytest
 
-from .conftest import FIXTURES
-from .torchlog import logged_breaks
-from .torchlog_recompiles import COLUMNS
+from .support import FIXTURES, ROOT
+from .support.torchlog import logged_breaks
+from .support.torchlog_recompiles import COLUMNS
 
-ROOT = Path(__file__).parent.parent
 ENGINE = FIXTURES / "engine"
 RECOMPILES = FIXTURES / "recompiles"
 Runs = dict[str, subprocess.CompletedProcess[str]]

@@ -10,7 +10,7 @@ import pytest
 
 from gbls.engine.discovery import find_compiled
 
-from .conftest import FIXTURES
+from .support import FIXTURES
 
 # What an outer call's arguments and the loops around compiled calls are made of: never compiled.
 NOT_COMPILED = {"randn", "ones", "zeros", "Tensor", "tensor", "list", "zip", "range", "full", "arange", "re"}

@@ -21,8 +21,9 @@ from gbls.worker.analysis import hookpoints
 from gbls.worker.analysis.frames import base_name
 from gbls.worker.shared.protocol import EAGER, OK, SPLIT, Break, Frame, Function, Result
 
-from .conftest import FIXTURES, Analyse
-from .torchlog import LoggedBreak, LoggedCompile, LoggedFrame, logged_breaks, logged_compiles
+from .support import FIXTURES
+from .support.torchlog import LoggedBreak, LoggedCompile, LoggedFrame, logged_breaks, logged_compiles
+from .support.worker import Analyse
 
 ENGINE = FIXTURES / "engine"
 TORCH_DIR = os.path.dirname(torch.__file__)

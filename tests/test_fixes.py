@@ -18,8 +18,8 @@ from pytest_lsp import ClientServerConfig, LanguageClient, client_capabilities
 from gbls.engine.fixes.edits import Edit, apply
 from gbls.lsp.diagnostics import to_span
 
-from .conftest import FIXTURES
-from .lsp import Recorder, diagnostics_for
+from .support import FIXTURES
+from .support.lsp import Recorder, diagnostics_for
 
 FIXES = FIXTURES / "fixes"
 

@@ -17,9 +17,10 @@ from gbls.engine.sources import read_source
 from gbls.worker.analysis.frames import base_name
 from gbls.worker.shared.protocol import OK, Code, Frame, Function, Guard, Recompile, Result
 
-from .conftest import FIXTURES, Analyse
-from .lsp import close, open_and_wait, uri_of
-from .torchlog_recompiles import COLUMNS, LoggedRecompile, logged_recompiles
+from .support import FIXTURES
+from .support.lsp import close, open_and_wait, uri_of
+from .support.torchlog_recompiles import COLUMNS, LoggedRecompile, logged_recompiles
+from .support.worker import Analyse
 
 RECOMPILES = FIXTURES / "recompiles"
 # The config that limits recompilations: renamed in torch 2.7.

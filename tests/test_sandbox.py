@@ -30,10 +30,10 @@ from pytest_lsp import ClientServerConfig, LanguageClient, client_capabilities
 
 from gbls.runtime.sandbox import bwrap_support, worker_environment
 
-from .conftest import FIXTURES, Analyse
-from .lsp import Recorder, close, open_and_wait, published_after, until, uri_of
+from .support import FIXTURES, ROOT
+from .support.lsp import Recorder, close, open_and_wait, published_after, until, uri_of
+from .support.worker import Analyse
 
-ROOT = Path(__file__).parent.parent
 FAULTS = FIXTURES / "faults"
 CLEAN = FIXTURES / "engine" / "clean.py"
 TIMEOUT = 5

@@ -24,7 +24,8 @@ from gbls.lsp import server
 from gbls.lsp.codelens import SHOW_REPORT
 from gbls.settings import SANDBOX_MODES, SEVERITIES, Settings
 
-ROOT = Path(__file__).resolve().parent.parent
+from .support import ROOT
+
 EXTENSION = ROOT / "vscode-extension"
 TOOLS = EXTENSION / ".e2e"
 VSIX = EXTENSION / "gbls.vsix"
