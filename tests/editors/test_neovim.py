@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from .support import FIXTURES
+from ..support import FIXTURES
 
 SCRIPT = Path(__file__).parent / "nvim" / "diagnostics.lua"
 

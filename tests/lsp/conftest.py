@@ -1,3 +1,6 @@
+"""The LSP layer: one real gbls server over LSP (the ``client`` fixture), and the warm worker's
+fixtures for the tests that check the server against a direct analysis."""
+
 from __future__ import annotations
 
 import sys
@@ -7,9 +10,9 @@ import pytest_lsp
 from lsprotocol import types as lsp
 from pytest_lsp import ClientServerConfig, LanguageClient, client_capabilities
 
-from .support import FIXTURES
-from .support.lsp import Recorder, uri_of
-from .support.worker import _record_fixtures, analyse_file, worker  # noqa: F401 (fixtures)
+from ..support import FIXTURES
+from ..support.lsp import Recorder, uri_of
+from ..support.worker import _record_fixtures, analyse_file, worker  # noqa: F401 (fixtures)
 
 
 @pytest_lsp.fixture(

@@ -11,9 +11,9 @@ from pytest_lsp import LanguageClient
 
 from gbls.engine.model import FileReport
 
-from .support import FIXTURES
-from .support.lsp import close, diagnostics_for, open_and_wait, uri_of
-from .support.worker import Analyse
+from ..support import FIXTURES
+from ..support.lsp import close, diagnostics_for, open_and_wait, uri_of
+from ..support.worker import Analyse
 
 THREE = FIXTURES / "incremental" / "three.py"
 RECOMPILING = FIXTURES / "incremental" / "recompiling.py"
