@@ -87,6 +87,7 @@ def newest_input() -> float:
     return max(times)
 
 
+@pytest.mark.torch  # the server analyses the workspace's files
 def test_end_to_end_in_code_server() -> None:
     require(shutil.which("npm") is not None, "npm")
     require((EXTENSION / "node_modules").is_dir(), "vscode-extension/node_modules")
