@@ -8,7 +8,9 @@ from __future__ import annotations
 import ast
 from pathlib import Path
 
-PACKAGE = Path(__file__).resolve().parents[1] / "gbls"
+from ..support import ROOT
+
+PACKAGE = ROOT / "gbls"
 LIMIT = 500
 
 

@@ -22,9 +22,10 @@ from gbls.engine.model import BreakReport, FileReport
 from gbls.settings import Settings
 from gbls.worker.shared.protocol import EAGER, SPLIT
 
-from .conftest import FIXTURES, Analyse
+from ..support import FIXTURES
+from ..support.torchlog import logged_breaks, logged_compiles
+from ..support.worker import Analyse
 from .test_engine import GENERATORS, TORCH_DIR, assert_agrees_with_torch, root_of, same_break
-from .torchlog import logged_breaks, logged_compiles
 
 FIDELITY = FIXTURES / "fidelity"
 FIXTURE_NAMES = sorted(path.name for path in FIDELITY.glob("*.py"))

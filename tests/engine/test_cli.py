@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import re
 import subprocess
 import sys
 from collections.abc import Callable
@@ -11,11 +10,10 @@ from pathlib import Path
 
 import pytest
 
-from .conftest import FIXTURES
-from .torchlog import logged_breaks
-from .torchlog_recompiles import COLUMNS
+from ..support import FIXTURES, ROOT
+from ..support.torchlog import logged_breaks
+from ..support.torchlog_recompiles import COLUMNS
 
-ROOT = Path(__file__).parent.parent
 ENGINE = FIXTURES / "engine"
 RECOMPILES = FIXTURES / "recompiles"
 Runs = dict[str, subprocess.CompletedProcess[str]]
@@ -69,16 +67,6 @@ def test_readme_quick_start_output_is_what_gbls_prints(
         "examples/demo.py:20:9: GB0059 Failed to trace builtin operator (print)"
         " [in preprocess via normalize → log_stats]"
     )
-
-
-def test_ci_runs_the_readme_test_command_verbatim() -> None:
-    readme = (ROOT / "README.md").read_text()
-    blocks = re.findall(r"```sh\n(.*?)\n```", readme, re.S)
-    quick_start = [block for block in blocks if "\n" not in block]
-    assert quick_start[0].endswith("gbls check examples/demo.py")
-    test_command = quick_start[1]
-    assert "pytest" in test_command
-    assert test_command in (ROOT / ".ci" / "run").read_text().splitlines()
 
 
 def test_json_output(runs: Runs) -> None:
@@ -165,17 +153,6 @@ def test_gbls_runs_from_tmp(runs: Runs) -> None:
     assert result.stdout.splitlines()[-3] == (
         f"{ROOT}/examples/demo.py:39:16: GB0036 [*] Dynamic shape operator (torch.nonzero) [in Head]"
     )
-
-
-def test_folders_are_walked_for_files_that_compile(tmp_path: Path) -> None:
-    from gbls.cli import python_files
-
-    (tmp_path / "pkg").mkdir()
-    (tmp_path / "pkg" / "model.py").write_text("import torch\nf = torch.compile(lambda x: x)\n")
-    (tmp_path / "pkg" / "plain.py").write_text("x = 1\n")
-    (tmp_path / ".venv").mkdir()
-    (tmp_path / ".venv" / "site.py").write_text("torch.compile\n")
-    assert list(python_files([str(tmp_path)])) == [str(tmp_path / "pkg" / "model.py")]
 
 
 def test_no_interpreter_is_an_error_not_a_crash() -> None:

@@ -24,8 +24,8 @@ from gbls.runtime.workerclient import Worker
 from gbls.settings import Settings
 from gbls.worker.shared.protocol import Run
 
-from .conftest import FIXTURES
-from .torchlog_runs import RunLog, logged_run
+from ..support import FIXTURES
+from ..support.torchlog_runs import RunLog, logged_run
 
 PROJECTS = FIXTURES / "runs"
 CACHE = Path.home() / ".cache" / "gbls-fixture-trainer"  # what the trainer writes in the home folder

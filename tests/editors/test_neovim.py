@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from .conftest import FIXTURES
+from ..support import FIXTURES
 
 SCRIPT = Path(__file__).parent / "nvim" / "diagnostics.lua"
 
@@ -30,6 +30,7 @@ def neovim() -> str:
     return found
 
 
+@pytest.mark.torch  # the server analyses the file
 def test_neovim_receives_the_diagnostics(tmp_path: Path) -> None:
     nvim = neovim()
     out = tmp_path / "received.json"

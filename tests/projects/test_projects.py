@@ -16,9 +16,10 @@ from gbls.engine.model import FileReport, FunctionReport
 from gbls.lsp.diagnostics import file_diagnostics
 from gbls.settings import Settings
 
-from .conftest import FIXTURES, Analyse
-from .test_engine import assert_agrees_with_torch
-from .torchlog import logged_breaks
+from ..engine.test_engine import assert_agrees_with_torch
+from ..support import FIXTURES
+from ..support.torchlog import logged_breaks
+from ..support.worker import Analyse
 
 PROJECTS = FIXTURES / "projects"
 LIBRARIES = os.path.dirname(os.path.dirname(transformers.__file__)) + os.sep

@@ -27,7 +27,7 @@ from gbls.lsp.actions import code_actions
 from gbls.lsp.diagnostics import break_data
 from gbls.worker.shared.protocol import Break, Code, Frame, Function, Guard, Recompile
 
-from .conftest import FIXTURES
+from ..support import FIXTURES
 
 FIXES = FIXTURES / "fixes"
 REORDER = "Let Dynamo move print() after the graph (torch._dynamo.config.reorderable_logging_functions)"

@@ -20,8 +20,8 @@ import torch
 from lsprotocol import types as lsp
 from pytest_lsp import ClientServerConfig, LanguageClient, client_capabilities
 
-from .conftest import FIXTURES
-from .lsp import Recorder, open_and_wait, published_after, until, uri_of
+from ..support import FIXTURES
+from ..support.lsp import Recorder, open_and_wait, published_after, until, uri_of
 
 PROJECTS = FIXTURES / "runs"
 
@@ -52,8 +52,7 @@ async def client(lsp_client: LanguageClient, projects: Path) -> AsyncIterator[La
         lsp.InitializeParams(
             capabilities=client_capabilities("visual-studio-code"),
             workspace_folders=[
-                lsp.WorkspaceFolder(uri=uri_of(projects / name), name=name)
-                for name in ("twofile", "trainer")
+                lsp.WorkspaceFolder(uri=uri_of(projects / name), name=name) for name in ("twofile", "trainer")
             ],
             initialization_options={"gbls": settings},
         )

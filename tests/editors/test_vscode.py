@@ -1,6 +1,6 @@
-"""The VS Code extension (vscode-extension/): its contract with the server, its TypeScript unit tests
-under node and its lint, and the end-to-end test in real VS Code (code-server in Chromium,
-src/e2e/run.ts).
+"""The VS Code extension (vscode-extension/): its TypeScript unit tests under node and its lint, and
+the end-to-end test in real VS Code (code-server in Chromium, src/e2e/run.ts). Its contract with the
+server is in tests/unit/test_vscode.py.
 
 Locally a missing tool skips the test with the way to install it; with CI=true it fails.
 vscode-extension/scripts/ci-setup.sh installs everything.
@@ -8,31 +8,22 @@ vscode-extension/scripts/ci-setup.sh installs everything.
 
 from __future__ import annotations
 
-import dataclasses
-import json
 import os
 import re
 import shutil
 import subprocess
 import sys
 from pathlib import Path
-from typing import Any
 
 import pytest
 
-from gbls.lsp import analyses, server
-from gbls.lsp.codelens import SHOW_REPORT
-from gbls.settings import SANDBOX_MODES, SEVERITIES, Settings
+from ..support import ROOT
 
-ROOT = Path(__file__).resolve().parent.parent
 EXTENSION = ROOT / "vscode-extension"
 TOOLS = EXTENSION / ".e2e"
 VSIX = EXTENSION / "gbls.vsix"
 SCREENSHOT = ROOT / "docs" / "vscode-hover.png"
 SETUP = "vscode-extension/scripts/ci-setup.sh"
-# The extension's own settings, never sent to the server (CLIENT_SETTINGS in src/settings.ts):
-# vscode-languageclient reads gbls.trace.server itself.
-CLIENT_SETTINGS = {"gbls.trace.server"}
 # What goes into gbls.vsix: a change to any of these makes the built one stale.
 VSIX_INPUTS = [
     EXTENSION / "src",
@@ -44,10 +35,6 @@ VSIX_INPUTS = [
 ]
 
 
-def manifest() -> dict[str, Any]:
-    return json.loads((EXTENSION / "package.json").read_text())  # type: ignore[no-any-return]
-
-
 def require(present: bool, what: str) -> None:
     if present:
         return
@@ -55,11 +42,6 @@ def require(present: bool, what: str) -> None:
     if os.environ.get("CI") == "true":
         pytest.fail(message)
     pytest.skip(message)
-
-
-def camel(name: str) -> str:
-    head, *rest = name.split("_")
-    return head + "".join(part.title() for part in rest)
 
 
 def run(command: list[str], timeout: float, **environment: str) -> subprocess.CompletedProcess[str]:
@@ -77,31 +59,6 @@ def run(command: list[str], timeout: float, **environment: str) -> subprocess.Co
 def explain(result: subprocess.CompletedProcess[str]) -> str:
     stdout, stderr = result.stdout[-20000:], result.stderr[-20000:]
     return f"exit {result.returncode}\n--- stdout\n{stdout}\n--- stderr\n{stderr}"
-
-
-def test_every_server_setting_is_contributed_with_the_server_default() -> None:
-    contributed = manifest()["contributes"]["configuration"]["properties"]
-    assert CLIENT_SETTINGS <= set(contributed)
-    properties = {key: value for key, value in contributed.items() if key not in CLIENT_SETTINGS}
-    fields = {f"gbls.{camel(field.name)}": field.default for field in dataclasses.fields(Settings)}
-    assert sorted(properties) == sorted(fields)
-    for key, default in fields.items():
-        assert properties[key]["default"] == default, key
-    assert properties["gbls.severity"]["enum"] == list(SEVERITIES)
-    assert properties["gbls.sandbox"]["enum"] == list(SANDBOX_MODES)
-
-
-def test_the_client_speaks_the_server_protocol() -> None:
-    """Names the TypeScript uses for the server's commands and notification, and no command clash."""
-    source = "\n".join(path.read_text() for path in (EXTENSION / "src").glob("*.ts"))
-    assert f"SERVER_SHOW_REPORT = '{SHOW_REPORT}'" in source
-    assert f"SERVER_ANALYSE_FILE = '{server.ANALYSE_FILE}'" in source
-    assert f"STATUS_NOTIFICATION = '{analyses.STATUS}'" in source
-    # vscode-languageclient registers the server's commands as VS Code commands itself.
-    server_commands = set(server.create_server().protocol.fm.commands)
-    client_commands = {command["command"] for command in manifest()["contributes"]["commands"]}
-    client_commands |= set(re.findall(r"registerCommand\(\s*'([^']+)'", source))
-    assert not server_commands & client_commands
 
 
 def test_typescript_unit_tests() -> None:
@@ -130,6 +87,7 @@ def newest_input() -> float:
     return max(times)
 
 
+@pytest.mark.torch  # the server analyses the workspace's files
 def test_end_to_end_in_code_server() -> None:
     require(shutil.which("npm") is not None, "npm")
     require((EXTENSION / "node_modules").is_dir(), "vscode-extension/node_modules")

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import shutil
-import subprocess
 import sys
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -18,8 +17,8 @@ from pytest_lsp import ClientServerConfig, LanguageClient, client_capabilities
 from gbls.engine.fixes.edits import Edit, apply
 from gbls.lsp.diagnostics import to_span
 
-from .conftest import FIXTURES
-from .lsp import Recorder, diagnostics_for
+from ..support import FIXTURES
+from ..support.lsp import Recorder, diagnostics_for
 
 FIXES = FIXTURES / "fixes"
 
@@ -320,26 +319,6 @@ async def test_a_fix_applied_twice_never_duplicates_its_line(client: LanguageCli
     session.close()
 
 
-def test_check_fix_applies_the_safe_fixes(tmp_path: Path) -> None:
-    for name in ("item_call.py", "explicit_break.py", "print_call.py"):
-        shutil.copy(FIXES / name, tmp_path / name)
-    command = [sys.executable, "-m", "gbls", "check", "--fix", str(tmp_path)]
-    first = subprocess.run(command, capture_output=True, text=True, timeout=300, cwd=tmp_path)
-    assert (
-        "Fixed GB0124 in item_call.py:9: Enable torch._dynamo.config.capture_scalar_outputs" in first.stdout
-    )
-    assert (
-        "Fixed GB0025 in explicit_break.py:7: Remove the explicit torch._dynamo.graph_break()" in first.stdout
-    )
-    # Removing a print changes what the program does: not a safe fix, so it stays, and is reported.
-    assert "print_call.py:7:5: GB0059" in first.stdout
-    assert first.returncode == 1
-    assert "capture_scalar_outputs = True" in (tmp_path / "item_call.py").read_text()
-    second = subprocess.run(command, capture_output=True, text=True, timeout=300, cwd=tmp_path)
-    assert "Fixed" not in second.stdout
-    assert (tmp_path / "item_call.py").read_text().count("capture_scalar_outputs") == 1
-
-
 async def test_early_return_rewritten_with_cond(client: LanguageClient, workspace: Path) -> None:
     session, after = await fix_and_check(
         client, workspace, "return_cond.py", "GB0170", "Rewrite the early return with torch.cond"
@@ -362,25 +341,6 @@ async def test_other_branches_get_a_cond_skeleton(client: LanguageClient, worksp
     assert "    x = torch.cond(x.sum() > 0, _true_branch, _false_branch, (x,))\n" in text
     assert after == []
     session.close()
-
-
-def test_skeleton_placeholders_for_editors_that_take_snippets() -> None:
-    from gbls.engine.fixes.catalogue import fixes_for
-    from gbls.engine.model import BreakReport, Location
-    from gbls.engine.ranges import Span
-    from gbls.engine.sources import Sources, read_source
-    from gbls.worker.shared.protocol import Break, Frame
-
-    path = str(FIXES / "branch_skeleton.py")
-    root = Location(path, "accumulate", Span(6, 7, 6, 18))
-    cause = Break(
-        "accumulate", "Data-dependent branching", "GB0170", None, "", (), "", (Frame(path, "accumulate", 6),)
-    )
-    brk = BreakReport(cause, path, root.span, (root,), "x.sum() > 0")
-    (skeleton,) = fixes_for(brk, path, Sources(read_source))
-    (edit,) = skeleton.edits
-    assert edit.snippet and "def _true_branch(${1:x}):" in edit.text and "return ${3:x}" in edit.text
-    assert "${" not in edit.plain_text
 
 
 def recompile_problems(diagnostics: list[lsp.Diagnostic]) -> list[str]:

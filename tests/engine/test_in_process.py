@@ -10,9 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from .conftest import FIXTURES
+from ..support import FIXTURES, ROOT
 
-DEMO = Path(__file__).parents[1] / "examples" / "demo.py"
+DEMO = ROOT / "examples" / "demo.py"
 
 
 def check(*arguments: str) -> tuple[dict[str, object], str]:

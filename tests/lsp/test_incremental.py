@@ -11,8 +11,9 @@ from pytest_lsp import LanguageClient
 
 from gbls.engine.model import FileReport
 
-from .conftest import FIXTURES, Analyse
-from .lsp import close, diagnostics_for, open_and_wait, uri_of
+from ..support import FIXTURES
+from ..support.lsp import close, diagnostics_for, open_and_wait, uri_of
+from ..support.worker import Analyse
 
 THREE = FIXTURES / "incremental" / "three.py"
 RECOMPILING = FIXTURES / "incremental" / "recompiling.py"

@@ -10,7 +10,7 @@ import pytest
 
 from gbls.engine.discovery import find_compiled
 
-from .conftest import FIXTURES
+from ..support import FIXTURES, ROOT
 
 # What an outer call's arguments and the loops around compiled calls are made of: never compiled.
 NOT_COMPILED = {"randn", "ones", "zeros", "Tensor", "tensor", "list", "zip", "range", "full", "arange", "re"}
@@ -94,8 +94,7 @@ def test_a_file_that_does_not_import_torch_compiles_nothing() -> None:
 def test_discovery_imports_no_inference_library() -> None:
     """Syntax only: jedi is the fixes' (a definition across files), never imported for discovery."""
     code = "import sys, gbls.engine.discovery; print('jedi' in sys.modules)"
-    root = Path(__file__).parent.parent
-    found = subprocess.run([sys.executable, "-c", code], cwd=root, capture_output=True, text=True)
+    found = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True)
     assert found.stdout == "False\n", found.stderr
 
 

@@ -1,0 +1,5 @@
+"""The engine layer: torch's translator on the fixture files, through one warm worker."""
+
+from __future__ import annotations
+
+from ..support.worker import _record_fixtures, analyse_file, worker  # noqa: F401 (fixtures)

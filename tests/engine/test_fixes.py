@@ -1,0 +1,32 @@
+"""``gbls check --fix`` for real: the safe fixes applied on disk, the others reported."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+from ..support import FIXTURES
+
+FIXES = FIXTURES / "fixes"
+
+
+def test_check_fix_applies_the_safe_fixes(tmp_path: Path) -> None:
+    for name in ("item_call.py", "explicit_break.py", "print_call.py"):
+        shutil.copy(FIXES / name, tmp_path / name)
+    command = [sys.executable, "-m", "gbls", "check", "--fix", str(tmp_path)]
+    first = subprocess.run(command, capture_output=True, text=True, timeout=300, cwd=tmp_path)
+    assert (
+        "Fixed GB0124 in item_call.py:9: Enable torch._dynamo.config.capture_scalar_outputs" in first.stdout
+    )
+    assert (
+        "Fixed GB0025 in explicit_break.py:7: Remove the explicit torch._dynamo.graph_break()" in first.stdout
+    )
+    # Removing a print changes what the program does: not a safe fix, so it stays, and is reported.
+    assert "print_call.py:7:5: GB0059" in first.stdout
+    assert first.returncode == 1
+    assert "capture_scalar_outputs = True" in (tmp_path / "item_call.py").read_text()
+    second = subprocess.run(command, capture_output=True, text=True, timeout=300, cwd=tmp_path)
+    assert "Fixed" not in second.stdout
+    assert (tmp_path / "item_call.py").read_text().count("capture_scalar_outputs") == 1
