@@ -136,7 +136,7 @@ def test_the_editor_and_the_cli_prefer_the_same_fix_a_safe_one(monkeypatch: pyte
     sources = Sources(read_source)
     assert policy.preferred([report], sources, [])[(str(path), brk.key)].title == REORDER
     diagnostic = lsp.Diagnostic(lsp.Range(lsp.Position(6, 4), lsp.Position(6, 22)), "", source="gbls")
-    diagnostic.data = break_data(brk, str(path))
+    diagnostic.data = break_data(brk)
     actions = code_actions(str(path), [diagnostic], sources, lambda _: report, [])
     fixes = [a for a in actions if isinstance(a, lsp.CodeAction) and not a.title.startswith("Suppress")]
     assert [(a.title, a.is_preferred) for a in fixes] == [(REORDER, True), ("Remove the print() call", None)]
