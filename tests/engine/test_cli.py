@@ -64,7 +64,7 @@ def test_readme_quick_start_output_is_what_gbls_prints(
     printed = out.strip()
     assert printed in readme
     assert printed.splitlines()[0] == (
-        "examples/demo.py:20:9: GB0059 Failed to trace builtin operator (print)"
+        "examples/demo.py:8:5: GB0059 Failed to trace builtin operator (print)"
         " [in preprocess via normalize → log_stats]"
     )
 
@@ -94,8 +94,9 @@ def test_json_output(runs: Runs) -> None:
     (brk,) = deep["breaks"]
     assert (brk["function"], brk["gb_id"], brk["count"], brk["gaps"]) == ("g", "GB0059", 1, [])
     assert brk["url"].endswith("/gb/gb0059.html")
-    # `    z = normalize(y)`: 1-based columns, end exclusive.
-    assert brk["range"] == {"start": {"line": 17, "column": 9}, "end": {"line": 17, "column": 21}}
+    # On the print, where the cause is: 1-based columns, end exclusive; g splits at `normalize(y)`.
+    assert brk["range"] == {"start": {"line": 5, "column": 5}, "end": {"line": 5, "column": 28}}
+    assert (brk["split"]["function"], brk["split"]["line"], brk["split"]["column"]) == ("g", 17, 9)
     assert [(f["function"], f["line"], f["column"], f["end_column"]) for f in brk["chain"]] == [
         ("g", 17, 9, 21),
         ("normalize", 11, 12, 24),
@@ -114,10 +115,13 @@ def test_sarif_output(runs: Runs) -> None:
     assert run["tool"]["driver"]["rules"][0]["id"] == "GB0059"
     assert run["tool"]["driver"]["rules"][0]["helpUri"].endswith("gb0059.html")
     (finding,) = run["results"]
-    region = finding["locations"][0]["physicalLocation"]["region"]
-    assert (region["startLine"], region["startColumn"], region["endColumn"]) == (9, 12, 22)
+    # The print of helpers_lib.py, where the cause is; the chain from cross_module.py beside it.
+    location = finding["locations"][0]["physicalLocation"]
+    region = location["region"]
+    assert location["artifactLocation"]["uri"].endswith("helpers_lib.py")
+    assert (region["startLine"], region["startColumn"], region["endColumn"]) == (2, 5, 28)
     related = [r["physicalLocation"]["artifactLocation"]["uri"] for r in finding["relatedLocations"]]
-    assert related[-1].endswith("helpers_lib.py")
+    assert related[0].endswith("cross_module.py") and related[-1].endswith("helpers_lib.py")
 
 
 def test_github_annotations_with_an_explicit_interpreter(runs: Runs) -> None:

@@ -202,9 +202,17 @@ def summary(report: FileReport, qualname: str):  # type: ignore[no-untyped-def]
 
 
 def span_text(path: Path, brk: BreakReport) -> str:
+    """The code the break sits on: its root cause, in the file it belongs to (``path``)."""
     span = brk.span
-    assert span.line == span.end_line
+    assert span.line == span.end_line and brk.path == str(path)
     return path.read_text().splitlines()[span.line - 1][span.column : span.end_column]
+
+
+def split_text(path: Path, brk: BreakReport) -> str:
+    """The code where the compiled function's graph splits (in ``path``)."""
+    split = brk.splits_at
+    assert split.span.line == split.span.end_line and split.path == str(path)
+    return path.read_text().splitlines()[split.span.line - 1][split.span.column : split.span.end_column]
 
 
 async def test_print_in_compiled_body(analyse_file: Analyse) -> None:
@@ -229,13 +237,16 @@ async def test_print_in_compiled_body(analyse_file: Analyse) -> None:
     assert_agrees_with_torch(report, fixture)
 
 
-async def test_break_two_calls_deep_is_one_root_cause_at_the_split(analyse_file: Analyse) -> None:
+async def test_break_two_calls_deep_is_one_root_cause_at_the_print_beside_its_split(
+    analyse_file: Analyse,
+) -> None:
     fixture = ENGINE / "deep_helpers.py"
     report = await analyse_file(fixture)
     assert len(report.breaks) == 1
     brk = only(report, "g")
     assert brk.via == ("normalize", "log_stats") and brk.count == 1
-    assert span_text(fixture, brk) == "normalize(y)"
+    assert span_text(fixture, brk) == 'print("mean", x.mean())'
+    assert split_text(fixture, brk) == "normalize(y)"
     assert [(loc.function, loc.span.line) for loc in brk.chain] == [
         ("g", 17),
         ("normalize", 11),
@@ -257,8 +268,10 @@ async def test_break_through_a_helper_in_another_module(analyse_file: Analyse) -
         (lib, "via_lib", 7),
         (lib, "report", 2),
     ]
-    assert span_text(fixture, brk) == "via_lib(y)"
-    assert brk.root.span == brk.chain[-1].span and brk.root.span.column == 4
+    # The print belongs to helpers_lib.py, where it is; uses_lib's graph splits at via_lib(y).
+    assert span_text(ENGINE / "helpers_lib.py", brk).startswith("print(")
+    assert split_text(fixture, brk) == "via_lib(y)"
+    assert brk.root.span == brk.chain[-1].span == brk.span and brk.root.span.column == 4
     assert_agrees_with_torch(report, fixture)
 
 
@@ -395,9 +408,10 @@ async def test_frames_dropped_to_eager_are_reported_as_such(analyse_file: Analys
 async def test_helper_reached_from_two_compiled_functions_breaks_each(analyse_file: Analyse) -> None:
     fixture = ENGINE / "two_callers.py"
     report = await analyse_file(fixture)
-    assert [(b.function, b.via, b.span.line, b.count) for b in report.breaks] == [
-        ("first", ("middle", "shared"), 15, 1),
-        ("second", ("middle", "shared"), 21, 1),
+    # One print, a break of each compiled function there, each with its own split.
+    assert [(b.function, b.via, b.span.line, b.splits_at.span.line, b.count) for b in report.breaks] == [
+        ("first", ("middle", "shared"), 5, 15, 1),
+        ("second", ("middle", "shared"), 5, 21, 1),
     ]
     assert_agrees_with_torch(report, fixture)
 
