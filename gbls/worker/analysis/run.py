@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import faulthandler
 import importlib
+import importlib.abc
 import importlib.machinery
 import linecache
 import os
@@ -19,11 +20,12 @@ from typing import Any, NoReturn
 
 from torch._dynamo.symbolic_convert import InstructionTranslatorBase
 
-from ..events import DoneEvent, ExitEvent, FailureEvent, ForkEvent, StuckEvent
+from ..events import CudaOnlyEvent, DoneEvent, ExitEvent, FailureEvent, ForkEvent, NoteEvent, StuckEvent
 from ..log import log
 from ..shared.lines import split_lines
 from ..shared.protocol import Request
 from .capture import Capture, Emit
+from .cuda import ToCpu, cap_gpu_memory, why_mapped
 from .failures import (
     disabled_by_environment,
     disabled_by_module,
@@ -51,8 +53,13 @@ def run(request: Request, emit: Emit, offline: bool, startup: frozenset[str] = f
         emit(disabled)
     attempts = Attempts(emit)
     capture = Capture(attempts.emit, path, request.reuse, request.targets).install()
+    why = why_mapped(request.settings.device)
+    log(f"CUDA mapped to the CPU: {why}" if why else "analysing on the GPU")
+    to_cpu = ToCpu(why).install() if why else None
+    if to_cpu is None:
+        cap_gpu_memory(request.settings.memory_mb)
     workspace = os.path.abspath(request.workspace or os.path.dirname(path))
-    _fresh_imports([workspace])
+    _fresh_imports([workspace], to_cpu)
     module, roots = _new_module(path, request.settings.run_main, workspace)
     log(f"running {path} as module {module.__name__}, sys.path starting {roots}")
     sys.argv = [path]  # as ``python file.py`` has it: argparse sees no arguments, and its own name
@@ -60,7 +67,7 @@ def run(request: Request, emit: Emit, offline: bool, startup: frozenset[str] = f
     shadowing = shadowed(roots, startup, source)
     if shadowing is not None:
         emit(shadowing)
-    failure = encoding_failure(path) or _execute(request, module, offline)
+    failure = encoding_failure(path) or _execute(request, module, offline, to_cpu, emit)
     capture.steady.disarm()
     log(f"the module ended: {f'{failure.kind}: {failure.message}' if failure else 'ok'}")
     if failure is not None:
@@ -69,7 +76,7 @@ def run(request: Request, emit: Emit, offline: bool, startup: frozenset[str] = f
     if disabled:
         emit(disabled)
     lines = split_lines(source)
-    runner = Runner(capture, attempts, module, path, lines, request)
+    runner = Runner(capture, attempts, module, path, lines, request, to_cpu)
     targets = capture.registry.targets
     for target in list(targets):
         if path in (target.path, target.call_path) and not target.called and not target.reused:
@@ -82,6 +89,8 @@ def run(request: Request, emit: Emit, offline: bool, startup: frozenset[str] = f
         disabled = disabled_by_module(source)
         if disabled:
             emit(disabled)
+    if to_cpu is not None and to_cpu.mapped:
+        emit(NoteEvent(text=to_cpu.note()))
     sabotaged = replaced()
     if sabotaged:
         emit(
@@ -142,11 +151,19 @@ def _where(frame: types.FrameType | None, path: str) -> tuple[int | None, str]:
     return line, ""
 
 
-def _execute(request: Request, module: types.ModuleType, offline: bool) -> FailureEvent | None:
-    """Run the module body; the failure that stopped it, if any."""
+def _execute(
+    request: Request, module: types.ModuleType, offline: bool, to_cpu: ToCpu | None, emit: Emit
+) -> FailureEvent | None:
+    """Run the module body, CUDA mapped to the CPU by ``to_cpu`` if given; the failure that stopped it,
+    if any. The analysed file's CUDA-only calls that ``to_cpu`` does not run are emitted."""
     source, path = request.source, request.path
     try:
-        code = compile(source, path, "exec", dont_inherit=True)
+        if to_cpu is None:
+            code = compile(source, path, "exec", dont_inherit=True)
+        else:
+            code, cuda_only = to_cpu.compile(source, path)
+            for call in cuda_only:
+                emit(CudaOnlyEvent(call=call))
     except SyntaxError as error:
         line = error.lineno or 1
         lines = split_lines(source)
@@ -174,10 +191,23 @@ class _FreshSourceLoader(importlib.machinery.SourceFileLoader):
         raise OSError("gbls reads workspace sources, not their bytecode caches")
 
 
-def _fresh_imports(roots: list[str]) -> None:
+def _fresh_imports(roots: list[str], to_cpu: ToCpu | None) -> None:
+    """Workspace modules imported from their sources, CUDA mapped to the CPU by ``to_cpu`` if given."""
     roots = [os.path.abspath(root) for root in roots if root]
-    loaders = [
-        (_FreshSourceLoader, importlib.machinery.SOURCE_SUFFIXES),
+    source_loader: type[importlib.abc.Loader] = _FreshSourceLoader
+    if to_cpu is not None:
+        mapping = to_cpu
+
+        class MappedSourceLoader(_FreshSourceLoader):
+            # typeshed has InspectLoader's static one; SourceLoader's, which get_code calls, is this.
+            def source_to_code(  # type: ignore[override]
+                self, data: Any, path: Any, *, _optimize: int = -1
+            ) -> types.CodeType:
+                return mapping.compile(data, path)[0]
+
+        source_loader = MappedSourceLoader
+    loaders: list[tuple[type[importlib.abc.Loader], list[str]]] = [
+        (source_loader, importlib.machinery.SOURCE_SUFFIXES),
         (importlib.machinery.SourcelessFileLoader, importlib.machinery.BYTECODE_SUFFIXES),
         (importlib.machinery.ExtensionFileLoader, importlib.machinery.EXTENSION_SUFFIXES),
     ]
