@@ -63,6 +63,8 @@ def text(reports: list[FileReport], fixes: Fixes) -> str:
             lines.append(f"{path}:{_where(report.failure_span)}: error: {report.message}")
         if report.stopped is not None:
             lines.append(f"{path}:{_where(report.stopped)}: note: {STOPPED}")
+        for call in report.cuda_only:
+            lines.append(f"{path}:{_where(call.span)}: note: {call.message}")
     breaks = sum(len(r.breaks) for r in reports)
     failed = sum(1 for r in reports if _status(r) != "ok")
     files = len(reports)
@@ -192,6 +194,15 @@ def to_json(reports: list[FileReport], torch_version: str, fixes: Fixes) -> str:
                 ],
                 "recompiles": [
                     _recompile_json(r, fixes.get((report.path, r.key))) for r in report.recompiles
+                ],
+                "cuda_only": [
+                    {
+                        "call": call.call,
+                        "skipped": call.skipped,
+                        "message": call.message,
+                        "range": _range(call.span),
+                    }
+                    for call in report.cuda_only
                 ],
             }
         )

@@ -148,6 +148,7 @@ def shifted(report: FileReport, lines: Lines) -> FileReport:
         recompiles=tuple(shifted_recompile(r, report.path, maps) for r in report.recompiles),
         failure_span=_maybe(report.failure_span, lines),
         stopped=_maybe(report.stopped, lines),
+        cuda_only=tuple(dataclasses.replace(call, span=_span(call.span, lines)) for call in report.cuda_only),
     )
 
 

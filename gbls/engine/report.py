@@ -22,7 +22,7 @@ from ..worker.shared import directives
 from ..worker.shared.lines import split_lines
 from ..worker.shared.protocol import ERROR, OK, Break, Failure, Frame, Function, Graph, Result
 from .discovery import CompiledSite
-from .model import BreakReport, FileReport, FunctionReport, Location
+from .model import BreakReport, CudaOnlyReport, FileReport, FunctionReport, Location
 from .ranges import Span, byte_to_char, line_text, span_of
 from .recompiles import recompile_reports
 from .sources import TextOf
@@ -107,6 +107,13 @@ def checked(path: str, source: str, result: Result) -> Result:
             problems.append(problem)
         else:
             functions.append(function)
+    cuda_only = []
+    for call in result.cuda_only:
+        problem = _frame_problem(Frame(path, call.call, call.line, call.column, call.end_column), path, lines)
+        if problem:
+            problems.append(problem)
+        else:
+            cuda_only.append(call)
     graphs = tuple(
         g
         if g.first_line is None or 0 < g.first_line <= POSITION_LIMIT
@@ -131,6 +138,7 @@ def checked(path: str, source: str, result: Result) -> Result:
         breaks=tuple(breaks),
         recompiles=tuple(recompiles),
         functions=tuple(functions),
+        cuda_only=tuple(cuda_only),
         graphs=graphs,
         failure=failure,
         status=status,
@@ -177,6 +185,10 @@ def build(
         notes=result.notes,
         stopped=stopped,
         recompiles=recompile_reports(path, source, result.recompiles, functions, text),
+        cuda_only=tuple(
+            CudaOnlyReport(call.call, span_of(source, call.line, call.column, call.end_column), call.skipped)
+            for call in result.cuda_only
+        ),
     )
 
 
