@@ -23,7 +23,7 @@ from .engine.sources import Sources, read_source, source_encoding, why_unreadabl
 from .runtime.errors import WorkerError
 from .runtime.sandbox import not_dumpable
 from .runtime.session import Session, analyse
-from .settings import SANDBOX_MODES, Settings
+from .settings import DEVICES, SANDBOX_MODES, Settings
 from .worker.shared.lines import split_lines
 
 SKIPPED_FOLDERS = {"__pycache__", "node_modules", "site-packages", "build", "dist"}
@@ -177,6 +177,13 @@ def _parser() -> argparse.ArgumentParser:
         help="run the `__main__` block, as `python file.py` does (default: on)",
     )
     check_parser.add_argument("--sandbox", choices=SANDBOX_MODES, default="auto")
+    check_parser.add_argument(
+        "--device",
+        choices=DEVICES,
+        default=Settings.device,
+        help="where the code's CUDA runs: on the CPU when CUDA cannot be used (auto), always on the CPU "
+        "(cpu), or on the GPU (cuda, experimental)",
+    )
     fixing = check_parser.add_mutually_exclusive_group()
     fixing.add_argument(
         "--in-process",
@@ -207,6 +214,7 @@ def main(argv: list[str] | None = None) -> int:
         memory_mb=arguments.memory_mb,
         run_main=arguments.run_main,
         sandbox=arguments.sandbox,
+        device=arguments.device,
     )
     if arguments.in_process:
         return asyncio.run(check_in_process(arguments.paths, settings, arguments.format))
