@@ -39,8 +39,8 @@ PLACEHOLDER = "__gbls_no_cuda__"
 DEVICE = re.compile(r"cuda(:\d+)?")
 # torch.cuda's names that run without a GPU and answer truthfully there.
 RUN_WITHOUT_GPU = frozenset(
-    {"is_available", "device_count", "is_initialized", "manual_seed", "manual_seed_all", "seed", "seed_all"}
-    | {"empty_cache", "amp"}
+    {"is_available", "device_count", "is_initialized", "is_bf16_supported"}
+    | {"manual_seed", "manual_seed_all", "seed", "seed_all", "empty_cache", "amp"}
 )
 
 
