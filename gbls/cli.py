@@ -25,7 +25,7 @@ from .engine.sources import Sources, read_source, source_encoding, why_unreadabl
 from .runtime.errors import WorkerError
 from .runtime.sandbox import not_dumpable
 from .runtime.session import Session, analyse
-from .settings import SANDBOX_MODES, Settings
+from .settings import DEVICES, SANDBOX_MODES, Settings
 from .worker.shared.lines import split_lines
 from .worker.shared.protocol import Run
 
@@ -208,6 +208,13 @@ def _analysis_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--timeout", type=float, default=Settings.timeout, help="seconds per analysis")
     parser.add_argument("--memory-mb", type=int, default=Settings.memory_mb, help="memory per analysis")
     parser.add_argument("--sandbox", choices=SANDBOX_MODES, default="auto")
+    parser.add_argument(
+        "--device",
+        choices=DEVICES,
+        default=Settings.device,
+        help="where the code's CUDA runs: on the CPU when CUDA cannot be used (auto), always on the CPU "
+        "(cpu), or on the GPU (cuda, experimental)",
+    )
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -285,6 +292,7 @@ def main(argv: list[str] | None = None) -> int:
         memory_mb=arguments.memory_mb,
         run_main=getattr(arguments, "run_main", Settings.run_main),
         sandbox=arguments.sandbox,
+        device=arguments.device,
     )
     if arguments.command == "run":
         run = _run_of(arguments)

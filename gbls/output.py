@@ -88,6 +88,8 @@ def text(
             lines.append(f"{path}:{_where(report.failure_span)}: error: {report.message}")
         if report.stopped is not None:
             lines.append(f"{path}:{_where(report.stopped)}: note: {STOPPED}")
+        for call in report.cuda_only:
+            lines.append(f"{path}:{_where(call.span)}: note: {call.message}")
         if report.path in (missed or []):
             lines.append(f"{path}:1:1: {UNREACHED}")
     breaks = sum(len(r.breaks) for r in reports)
@@ -230,6 +232,15 @@ def to_json(
                 ],
                 "recompiles": [
                     _recompile_json(r, fixes.get((report.path, r.key))) for r in report.recompiles
+                ],
+                "cuda_only": [
+                    {
+                        "call": call.call,
+                        "skipped": call.skipped,
+                        "message": call.message,
+                        "range": _range(call.span),
+                    }
+                    for call in report.cuda_only
                 ],
             }
         )

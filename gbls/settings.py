@@ -12,6 +12,7 @@ Severity = Literal["error", "warning", "information", "hint"]
 SandboxMode = Literal["auto", "bwrap", "off"]
 SEVERITIES: tuple[Severity, ...] = get_args(Severity)
 SANDBOX_MODES: tuple[SandboxMode, ...] = get_args(SandboxMode)
+DEVICES: tuple[protocol.Device, ...] = get_args(protocol.Device)
 
 
 @dataclass(frozen=True)
@@ -25,13 +26,21 @@ class Settings:
     analyse_on_change: bool = True
     run_main: bool = True  # run the `__main__` block, as `python file.py` does
     sandbox: SandboxMode = "auto"
+    device: protocol.Device = "auto"  # where the code's CUDA goes: see protocol.Device
 
     def for_worker(self) -> protocol.Settings:
-        return protocol.Settings(timeout=self.timeout, memory_mb=self.memory_mb, run_main=self.run_main)
+        return protocol.Settings(
+            timeout=self.timeout, memory_mb=self.memory_mb, run_main=self.run_main, device=self.device
+        )
 
-    def worker_key(self) -> tuple[str, str]:
+    @property
+    def gpu(self) -> bool:
+        """Whether the worker is shown the GPU: only for the device setting "cuda"."""
+        return self.device == "cuda"
+
+    def worker_key(self) -> tuple[str, str, bool]:
         """What a running worker was started with; a change restarts it."""
-        return (self.interpreter, self.sandbox)
+        return (self.interpreter, self.sandbox, self.gpu)
 
 
 # LSP clients send camelCase; the snake_case field names are accepted too.
@@ -71,6 +80,8 @@ def from_options(options: Any, base: Settings | None = None) -> Settings:
             if name == "severity" and value.lower() not in SEVERITIES:
                 continue
             if name == "sandbox" and value not in SANDBOX_MODES:
+                continue
+            if name == "device" and value not in DEVICES:
                 continue
             changes[name] = value.lower() if name == "severity" else value
     return dataclasses.replace(base, **changes)

@@ -53,6 +53,7 @@ TESTS = [
     "tests/unit/test_engine.py",
     "tests/unit/test_capture.py",
     "tests/unit/test_recompiles.py",
+    "tests/engine/test_cuda.py",
     # What static discovery lists does not depend on torch: the suite checks it once.
     "--deselect=tests/engine/test_fidelity.py::test_every_break_is_what_dynamo_did[phantom_targets.py]",
 ]

@@ -141,6 +141,7 @@ def shifted(report: FileReport, lines: Lines) -> FileReport:
         recompiles=tuple(shifted_recompile(r, maps) for r in report.recompiles),
         failure_span=_maybe(report.failure_span, maps.get(report.failure_path or report.path, {})),
         stopped=_maybe(report.stopped, maps.get(report.stopped_path or report.path, {})),
+        cuda_only=tuple(dataclasses.replace(call, span=_span(call.span, lines)) for call in report.cuda_only),
     )
 
 

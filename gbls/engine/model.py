@@ -258,6 +258,24 @@ class FunctionReport:
 
 
 @dataclass(frozen=True)
+class CudaOnlyReport:
+    """A call that needs a GPU, which gbls did not run because CUDA was mapped to the CPU."""
+
+    call: str  # "torch.cuda.synchronize()", "torch.cuda.Event(...)"
+    span: Span
+    skipped: bool  # a statement of its own, left out; else a placeholder stood in for its value
+
+    @property
+    def message(self) -> str:
+        done = (
+            "gbls left it out"
+            if self.skipped
+            else "gbls did not run it, and a placeholder stood in for its value"
+        )
+        return f"not checkable here: `{self.call}` needs a GPU, and CUDA was mapped to the CPU: {done}"
+
+
+@dataclass(frozen=True)
 class FileReport:
     path: str
     status: str
@@ -287,6 +305,7 @@ class FileReport:
     # Dynamo translated code of this file (a compiled function, or code one of them called): its
     # findings are real, even when there are none. A file only executed eagerly is not analysed.
     translated: bool = True
+    cuda_only: tuple[CudaOnlyReport, ...] = ()  # calls not run, CUDA being mapped to the CPU
 
     def find(self, key: BreakKey) -> BreakReport | None:
         return next((brk for brk in self.breaks + self.splits if brk.key == key), None)

@@ -24,7 +24,7 @@ from ..worker.shared.lines import split_lines
 from ..worker.shared.protocol import ERROR, OK, Break, Failure, Frame, Function, Graph, Result
 from ..worker.shared.workspace import in_workspace
 from .discovery import CompiledSite
-from .model import BreakReport, FileReport, FunctionReport, Location
+from .model import BreakReport, CudaOnlyReport, FileReport, FunctionReport, Location
 from .ranges import Span, byte_to_char, line_text, span_of
 from .recompiles import recompile_reports
 from .sources import TextOf
@@ -109,6 +109,13 @@ def checked(path: str, source: str, result: Result) -> Result:
             problems.append(problem)
         else:
             functions.append(function)
+    cuda_only = []
+    for call in result.cuda_only:
+        problem = _frame_problem(Frame(path, call.call, call.line, call.column, call.end_column), path, lines)
+        if problem:
+            problems.append(problem)
+        else:
+            cuda_only.append(call)
     graphs = tuple(
         g
         if g.first_line is None or 0 < g.first_line <= POSITION_LIMIT
@@ -133,6 +140,7 @@ def checked(path: str, source: str, result: Result) -> Result:
         breaks=tuple(breaks),
         recompiles=tuple(recompiles),
         functions=tuple(functions),
+        cuda_only=tuple(cuda_only),
         graphs=graphs,
         failure=failure,
         status=status,
@@ -209,6 +217,10 @@ def build(
         stopped_path=stopped_path,
         executed=result.executed,
         origin=origin,
+        cuda_only=tuple(
+            CudaOnlyReport(call.call, span_of(source, call.line, call.column, call.end_column), call.skipped)
+            for call in result.cuda_only
+        ),
     )
 
 

@@ -61,6 +61,7 @@ def by_file(report: FileReport) -> dict[str, FileReport]:
             stopped_path="",
             notes=report.notes if path == report.path else (),
             translated=path in translated,
+            cuda_only=report.cuda_only if path == report.path else (),
         )
     return files
 
@@ -101,6 +102,7 @@ def combined(views: list[FileReport]) -> FileReport:
         notes=tuple(dict.fromkeys(note for view in views for note in view.notes)),
         executed=tuple(dict.fromkeys(path for view in views for path in view.executed)),
         translated=any(view.translated for view in views),
+        cuda_only=_unique([c for view in views for c in view.cuda_only], lambda call: (call.call, call.span)),
     )
 
 

@@ -182,6 +182,17 @@ def file_diagnostics(
                 data={"kind": "stopped"},
             )
         )
+    for call in report.cuda_only:
+        found.append(
+            lsp.Diagnostic(
+                range=to_range(call.span, lines),
+                message=call.message,
+                severity=lsp.DiagnosticSeverity.Information,
+                source=SOURCE,
+                code="not-checkable",
+                data={"kind": "cuda-only"},
+            )
+        )
     return found
 
 

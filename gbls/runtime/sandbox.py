@@ -10,6 +10,7 @@ namespace where the kernel allows one), and gbls says once that it runs without 
 
 from __future__ import annotations
 
+import glob
 import os
 import re
 import shutil
@@ -54,8 +55,8 @@ class Launch:
     note: str  # what the user should know about the sandbox, said once
 
 
-def worker_environment(base: dict[str, str] | None = None) -> dict[str, str]:
-    """The variables the analysed code plausibly needs, without secrets.
+def worker_environment(base: dict[str, str] | None = None, gpu: bool = False) -> dict[str, str]:
+    """The variables the analysed code plausibly needs, without secrets; the GPU hidden unless ``gpu``.
 
     The workspace is not on ``PYTHONPATH`` here: a workspace ``random.py`` would replace the
     standard library's for the worker itself. Each analysis puts it first once the worker's own
@@ -69,7 +70,12 @@ def worker_environment(base: dict[str, str] | None = None) -> dict[str, str]:
         and not SECRET.search(name)
         and name not in DROPPED
     }
-    environment["CUDA_VISIBLE_DEVICES"] = ""
+    if gpu:
+        # Asked through NVML, torch.cuda.is_available() does not initialize CUDA, which a forked
+        # analysis could not use had the warm worker initialized it.
+        environment["PYTORCH_NVML_BASED_CUDA_CHECK"] = "1"
+    else:
+        environment["CUDA_VISIBLE_DEVICES"] = ""
     environment["PYTHONDONTWRITEBYTECODE"] = "1"
     environment["PYTHONUNBUFFERED"] = "1"
     environment.setdefault("OMP_NUM_THREADS", "1")
@@ -103,7 +109,7 @@ def bwrap_support() -> Bwrap | None:
     return None
 
 
-def _bwrap_arguments(folders: list[str], support: Bwrap) -> list[str]:
+def _bwrap_arguments(folders: list[str], support: Bwrap, gpu: bool = False) -> list[str]:
     def tmpfs(path: str, size: int) -> list[str]:
         return ["--size", str(size), "--tmpfs", path] if support.sized else ["--tmpfs", path]
 
@@ -119,6 +125,8 @@ def _bwrap_arguments(folders: list[str], support: Bwrap) -> list[str]:
         "--ro-bind", "/", "/",
         "--proc", "/proc",
         "--dev", "/dev",
+        # The bare /dev bwrap makes has no GPU: CUDA opens /dev/nvidiactl, /dev/nvidia-uvm, /dev/nvidia0.
+        *[argument for node in (_gpu_devices() if gpu else []) for argument in ("--dev-bind", node, node)],
         *tmpfs("/dev/shm", SHM_BYTES),
         "--remount-ro", "/dev",
         # Writable space is RAM: bounded, and only in /tmp (where the scratch directories are).
@@ -135,14 +143,21 @@ def _bwrap_arguments(folders: list[str], support: Bwrap) -> list[str]:
     return [*arguments, "--chdir", "/"]
 
 
-def launch(interpreter: str | None, folders: list[str], mode: SandboxMode = "auto") -> Launch:
-    """The command and environment that start the worker; ``mode`` is auto, bwrap or off.
+def _gpu_devices() -> list[str]:
+    return sorted(glob.glob("/dev/nvidia*"))
+
+
+def launch(
+    interpreter: str | None, folders: list[str], mode: SandboxMode = "auto", gpu: bool = False
+) -> Launch:
+    """The command and environment that start the worker; ``mode`` is auto, bwrap or off; ``gpu``:
+    the analyses are shown the GPU.
 
     ``folders`` are the workspace folders: visible (read-only) to the analysed code and importable.
     """
     python = interpreter or sys.executable
     folders = [os.path.abspath(folder) for folder in folders] or [os.getcwd()]
-    environment = worker_environment()
+    environment = worker_environment(gpu=gpu)
     worker = [python, str(WORKER_MAIN)]
     support = bwrap_support() if mode != "off" else None
     if support is not None:
@@ -154,7 +169,7 @@ def launch(interpreter: str | None, folders: list[str], mode: SandboxMode = "aut
             os.path.dirname(os.path.dirname(os.path.abspath(python))),
             str(WORKER_MAIN.parent),
         ]
-        return Launch((bwrap, *_bwrap_arguments(visible, support), *worker), environment, "bwrap", "")
+        return Launch((bwrap, *_bwrap_arguments(visible, support, gpu), *worker), environment, "bwrap", "")
     if mode == "bwrap":
         raise SandboxError(
             "the sandbox setting asks for bwrap, but bubblewrap is missing or does not work here"

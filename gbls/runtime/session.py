@@ -119,20 +119,22 @@ class Session:
         self._documents: dict[str, Document] = {}
         self._runs: dict[str, Analysed] = {}
         self._worker: Worker | None = None
-        self._worker_key: tuple[str, str] | None = None
+        self._worker_key: tuple[str, str, bool] | None = None
         self._stopping: set[asyncio.Task[None]] = set()
 
     # -- the worker -------------------------------------------------------------------------
 
     @property
     def worker(self) -> Worker:
-        """The warm worker for the current settings; a change of interpreter or sandbox replaces it."""
+        """The warm worker for the current settings; a change of interpreter, sandbox or GPU replaces it."""
         key = self.settings.worker_key()
         if self._worker is None or key != self._worker_key:
             if self._worker is not None:
                 self._stop_later(self._worker)
             settings, folders = self.settings, self.folders or [os.getcwd()]
-            self._worker = Worker(lambda: launch(settings.interpreter or None, folders, settings.sandbox))
+            self._worker = Worker(
+                lambda: launch(settings.interpreter or None, folders, settings.sandbox, settings.gpu)
+            )
             self._worker_key = key
         return self._worker
 

@@ -4,6 +4,7 @@
 
 export type Severity = 'error' | 'warning' | 'information' | 'hint';
 export type Sandbox = 'auto' | 'bwrap' | 'off';
+export type Device = 'auto' | 'cpu' | 'cuda';
 
 export interface ServerSettings {
     enable: boolean;
@@ -15,6 +16,7 @@ export interface ServerSettings {
     analyseOnChange: boolean;
     runMain: boolean;
     sandbox: Sandbox;
+    device: Device;
 }
 
 // Settings of the extension alone, never sent: gbls.trace.server is read by vscode-languageclient.
@@ -48,6 +50,7 @@ export function readSettings(configuration: Configuration): ServerSettings {
         analyseOnChange: contributed<boolean>(configuration, 'analyseOnChange'),
         runMain: contributed<boolean>(configuration, 'runMain'),
         sandbox: contributed<Sandbox>(configuration, 'sandbox'),
+        device: contributed<Device>(configuration, 'device'),
     };
 }
 

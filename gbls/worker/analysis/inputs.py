@@ -19,16 +19,20 @@ from typing import Any
 
 import torch
 
+from .cuda import ToCpu
+
 Call = tuple[tuple[Any, ...], dict[str, Any]]
 
 TENSOR_RANKS = ((8,), (8, 8), (2, 8, 8), (2, 3, 8, 8))
 
 
-def evaluate_example(arguments: str, namespace: dict[str, Any]) -> Call:
-    """Evaluate ``arguments`` as the inside of a call, in the module's namespace."""
+def evaluate_example(arguments: str, namespace: dict[str, Any], to_cpu: ToCpu | None) -> Call:
+    """Evaluate ``arguments`` as the inside of a call, in the module's namespace, CUDA mapped to the
+    CPU by ``to_cpu`` if given."""
     scope = dict(namespace)
     scope["__gbls_call__"] = lambda *args, **kwargs: (args, kwargs)
-    call: Call = eval(f"__gbls_call__({arguments})", scope)
+    text = f"__gbls_call__({arguments})"
+    call: Call = eval(text if to_cpu is None else to_cpu.expression(text), scope)
     return call
 
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import faulthandler
 import importlib
+import importlib.abc
 import importlib.machinery
 import linecache
 import os
@@ -25,18 +26,21 @@ from torch._dynamo.symbolic_convert import InstructionTranslatorBase
 
 from ..log import log
 from ..shared.events import (
+    CudaOnlyEvent,
     DoneEvent,
     ExecutedEvent,
     ExitEvent,
     FailureEvent,
     ForkEvent,
     LibrariesEvent,
+    NoteEvent,
     StuckEvent,
 )
 from ..shared.lines import split_lines
 from ..shared.protocol import Request, Run
 from ..shared.workspace import in_workspace, lines_of, roots_of
 from .capture import Capture, Emit
+from .cuda import ToCpu, cap_gpu_memory, why_mapped
 from .failures import (
     SOURCE_LIMIT,
     disabled_by_environment,
@@ -65,8 +69,13 @@ def run(request: Request, emit: Emit, offline: bool, startup: frozenset[str] = f
         emit(disabled)
     attempts = Attempts(emit)
     capture = Capture(attempts.emit, path, request.reuse, request.targets, own).install()
+    why = why_mapped(request.settings.device)
+    log(f"CUDA mapped to the CPU: {why}" if why else "analysing on the GPU")
+    to_cpu = ToCpu(why).install() if why else None
+    if to_cpu is None:
+        cap_gpu_memory(request.settings.memory_mb)
     roots = roots_of(request)
-    _fresh_imports(roots)
+    _fresh_imports(roots, to_cpu)
     if request.run is None:
         source = request.source
         # Tracebacks and Dynamo read the buffer's lines, not the file's: it may be unsaved or deleted.
@@ -83,9 +92,9 @@ def run(request: Request, emit: Emit, offline: bool, startup: frozenset[str] = f
     if shadowing is not None:
         emit(shadowing)
     if request.run is None:
-        failure = encoding_failure(path) or _execute(request, module, offline)
+        failure = encoding_failure(path) or _execute(request, module, offline, to_cpu, emit)
     else:
-        failure = _start(request.run, request.settings.memory_mb, offline, own)
+        failure = _start(request.run, request.settings.memory_mb, offline, own, to_cpu, emit)
     capture.steady.disarm()
     log(f"the program ended: {f'{failure.kind}: {failure.message}' if failure else 'ok'}")
     if failure is not None:
@@ -100,11 +109,13 @@ def run(request: Request, emit: Emit, offline: bool, startup: frozenset[str] = f
     if disabled:
         emit(disabled)
     if request.run is None:  # a run is analysed as it runs: what it never called, it never compiles
-        _call_uncalled(request, capture, attempts, module, failure)
+        _call_uncalled(request, capture, attempts, module, failure, to_cpu)
     if not disabled:
         disabled = disabled_by_module(source)
         if disabled:
             emit(disabled)
+    if to_cpu is not None and to_cpu.mapped:
+        emit(NoteEvent(text=to_cpu.note()))
     sabotaged = replaced()
     if sabotaged:
         emit(
@@ -123,10 +134,11 @@ def _call_uncalled(
     attempts: Attempts,
     module: types.ModuleType,
     failure: FailureEvent | None,
+    to_cpu: ToCpu | None,
 ) -> None:
     """Run the analysed file's compiled targets that nothing called, with examples or synthesized inputs."""
     path = request.path
-    runner = Runner(capture, attempts, module, path, split_lines(request.source), request)
+    runner = Runner(capture, attempts, module, path, split_lines(request.source), request, to_cpu)
     targets = capture.registry.targets
     for target in list(targets):
         if path in (target.path, target.call_path) and not target.called and not target.reused:
@@ -156,15 +168,21 @@ def _program_path(run: Run) -> list[str]:
     return folders
 
 
-def _start(run: Run, memory_mb: int, offline: bool, own: Callable[[str], bool]) -> FailureEvent | None:
-    """Run the program as ``python`` would; the failure that stopped it, if any."""
+def _start(
+    run: Run, memory_mb: int, offline: bool, own: Callable[[str], bool], to_cpu: ToCpu | None, emit: Emit
+) -> FailureEvent | None:
+    """Run the program as ``python`` would, CUDA mapped to the CPU by ``to_cpu`` if given (a module
+    run's own modules are, through the import hook); the failure that stopped it, if any."""
     try:
         if run.module:
             sys.argv = [run.module, *run.args]  # runpy puts the module's file in argv[0], as -m does
             runpy.run_module(run.module, run_name="__main__", alter_sys=True)
-        else:
+        elif to_cpu is None:
             sys.argv = [run.script, *run.args]
             runpy.run_path(run.script, run_name="__main__")
+        else:
+            sys.argv = [run.script, *run.args]
+            _run_mapped(run.script, to_cpu, emit)
     except ProgramStopped:  # it repeated itself: what is left shows Dynamo nothing new
         return None
     except SystemExit as error:
@@ -175,6 +193,23 @@ def _start(run: Run, memory_mb: int, offline: bool, own: Callable[[str], bool]) 
         kind, message = explain(error, memory_mb, offline)
         return failure_at(kind, message, error, own)
     return None
+
+
+def _run_mapped(script: str, to_cpu: ToCpu, emit: Emit) -> None:
+    """``runpy.run_path(script, run_name="__main__")``, its code CUDA mapped to the CPU; the script's
+    CUDA-only calls that are not run are emitted."""
+    with open(script, "rb") as handle:
+        code, cuda_only = to_cpu.compile(handle.read(), script)
+    for call in cuda_only:
+        emit(CudaOnlyEvent(call=call))
+    module = types.ModuleType("__main__")
+    module.__file__ = script
+    saved = sys.modules["__main__"]
+    sys.modules["__main__"] = module
+    try:
+        exec(code, module.__dict__)
+    finally:
+        sys.modules["__main__"] = saved
 
 
 def _libraries(warm: frozenset[str], roots: list[str]) -> tuple[str, ...]:
@@ -253,11 +288,19 @@ def _where(frame: types.FrameType | None, own: Callable[[str], bool]) -> tuple[s
     return path, line, ""
 
 
-def _execute(request: Request, module: types.ModuleType, offline: bool) -> FailureEvent | None:
-    """Run the module body; the failure that stopped it, if any."""
+def _execute(
+    request: Request, module: types.ModuleType, offline: bool, to_cpu: ToCpu | None, emit: Emit
+) -> FailureEvent | None:
+    """Run the module body, CUDA mapped to the CPU by ``to_cpu`` if given; the failure that stopped it,
+    if any. The analysed file's CUDA-only calls that ``to_cpu`` does not run are emitted."""
     source, path = request.source, request.path
     try:
-        code = compile(source, path, "exec", dont_inherit=True)
+        if to_cpu is None:
+            code = compile(source, path, "exec", dont_inherit=True)
+        else:
+            code, cuda_only = to_cpu.compile(source, path)
+            for call in cuda_only:
+                emit(CudaOnlyEvent(call=call))
     except SyntaxError as error:
         line = error.lineno or 1
         lines = split_lines(source)
@@ -283,10 +326,23 @@ class _FreshSourceLoader(importlib.machinery.SourceFileLoader):
         raise OSError("gbls reads workspace sources, not their bytecode caches")
 
 
-def _fresh_imports(roots: list[str]) -> None:
+def _fresh_imports(roots: list[str], to_cpu: ToCpu | None) -> None:
+    """Workspace modules imported from their sources, CUDA mapped to the CPU by ``to_cpu`` if given."""
     roots = [os.path.abspath(root) for root in roots if root]
-    loaders = [
-        (_FreshSourceLoader, importlib.machinery.SOURCE_SUFFIXES),
+    source_loader: type[importlib.abc.Loader] = _FreshSourceLoader
+    if to_cpu is not None:
+        mapping = to_cpu
+
+        class MappedSourceLoader(_FreshSourceLoader):
+            # typeshed has InspectLoader's static one; SourceLoader's, which get_code calls, is this.
+            def source_to_code(  # type: ignore[override]
+                self, data: Any, path: Any, *, _optimize: int = -1
+            ) -> types.CodeType:
+                return mapping.compile(data, path)[0]
+
+        source_loader = MappedSourceLoader
+    loaders: list[tuple[type[importlib.abc.Loader], list[str]]] = [
+        (source_loader, importlib.machinery.SOURCE_SUFFIXES),
         (importlib.machinery.SourcelessFileLoader, importlib.machinery.BYTECODE_SUFFIXES),
         (importlib.machinery.ExtensionFileLoader, importlib.machinery.EXTENSION_SUFFIXES),
     ]

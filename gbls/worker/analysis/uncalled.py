@@ -14,6 +14,7 @@ from ..shared.events import DiscardEvent, Event, StaticEvent, VerdictEvent, with
 from ..shared.protocol import Request, StaticTarget
 from . import inputs
 from .capture import Capture, Emit
+from .cuda import ToCpu
 from .failures import describe_error
 from .targets import Target
 
@@ -46,8 +47,10 @@ class Runner:
         path: str,
         lines: list[str],
         request: Request,
+        to_cpu: ToCpu | None,
     ) -> None:
         self.capture = capture
+        self.to_cpu = to_cpu
         self.attempts = attempts
         self.namespace = module.__dict__
         self.path = path
@@ -180,7 +183,7 @@ class Runner:
         for line, text in examples:
             self.attempts.next()
             try:
-                args, kwargs = inputs.evaluate_example(text, self.namespace)
+                args, kwargs = inputs.evaluate_example(text, self.namespace, self.to_cpu)
                 callee(*args, **kwargs)
             except BaseException as error:  # KeyboardInterrupt and the like too: the user's code raised it
                 self.attempts.discard()

@@ -17,6 +17,7 @@ from dataclasses import dataclass, replace
 from typing import Any, ClassVar
 
 from .protocol import (
+    CudaOnly,
     FailureKind,
     Frame,
     Guard,
@@ -212,6 +213,14 @@ class StoppedEvent(Event):
 
 
 @dataclass(frozen=True)
+class CudaOnlyEvent(Event):
+    """A call of the analysed file that needs a GPU, which gbls did not run (CUDA mapped to the CPU)."""
+
+    KIND: ClassVar[str] = "cuda_only"
+    call: CudaOnly | None = None
+
+
+@dataclass(frozen=True)
 class ForkEvent(Event):
     KIND: ClassVar[str] = "fork"
     line: int | None = None
@@ -257,6 +266,7 @@ KINDS: dict[str, type[Event]] = {
         StoppedEvent,
         ExecutedEvent,
         LibrariesEvent,
+        CudaOnlyEvent,
     )
 }
 

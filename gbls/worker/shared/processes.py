@@ -137,11 +137,12 @@ def owner(pid: str) -> int:
         return -1
 
 
-def vm_size() -> int:
-    """This process's mapped address space, in bytes."""
+def vm_size(field: str = "VmSize") -> int:
+    """This process's mapped address space (``VmData``: its data segment and private writable
+    mappings), in bytes."""
     with open("/proc/self/status") as status:
         for line in status:
-            if line.startswith("VmSize:"):
+            if line.startswith(f"{field}:"):
                 return int(line.split()[1]) * 1024
     return 0
 

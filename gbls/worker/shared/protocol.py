@@ -18,7 +18,7 @@ import typing
 from dataclasses import dataclass, field
 from typing import Any, Final, Literal, TypeVar, Union
 
-PROTOCOL_VERSION = 6
+PROTOCOL_VERSION = 7
 
 # The fixed values of the wire, each checked by ``from_dict`` like any other field.
 Status = Literal["ok", "error", "timeout", "cancelled"]
@@ -33,6 +33,9 @@ SPLIT: Final = "split"
 EAGER: Final = "eager"
 
 TargetKind = Literal["function", "method", "module"]
+# Where the analysed code's CUDA goes: the CPU when CUDA cannot be used (auto), always (cpu), or the
+# GPU, shown to the analysis, when torch can use it (cuda).
+Device = Literal["auto", "cpu", "cuda"]
 InputSource = Literal["", "module", "example", "synthesized"]
 GuardKind = Literal[
     "value",
@@ -208,6 +211,20 @@ class Failure:
 
 
 @dataclass(frozen=True)
+class CudaOnly:
+    """A call of the analysed file that needs a GPU, not run because CUDA was mapped to the CPU.
+
+    Columns are UTF-8 byte offsets, as the syntax tree gives them.
+    """
+
+    call: str  # "torch.cuda.synchronize()", "torch.cuda.Event(...)"
+    line: int
+    column: int
+    end_column: int  # on its last line
+    skipped: bool  # a statement of its own, left out; else a placeholder stood in for its value
+
+
+@dataclass(frozen=True)
 class StaticTarget:
     """A compiled target the server found in the source, sent so that none is skipped silently."""
 
@@ -227,6 +244,7 @@ class Settings:
     timeout: float = 20.0
     memory_mb: int = 4096
     run_main: bool = True
+    device: Device = "auto"
     max_processes: int = 64
     max_output: int = 64 * 1024
 
@@ -276,6 +294,8 @@ class Result:
     # The workspace files the analysis executed (the analysed file, the modules it imported from the
     # workspace): an edit of any of them can change the result.
     executed: tuple[str, ...] = ()
+    # CUDA-only calls of the analysed file that gbls did not run, CUDA being mapped to the CPU.
+    cuda_only: tuple[CudaOnly, ...] = ()
 
 
 T = TypeVar("T")

@@ -6,7 +6,7 @@ import time
 from collections import deque
 
 from ..shared import events, processes
-from ..shared.events import BreakEvent, Event, ExecutedEvent, NoteEvent, StoppedEvent
+from ..shared.events import BreakEvent, CudaOnlyEvent, Event, ExecutedEvent, NoteEvent, StoppedEvent
 from ..shared.merge import merge
 from ..shared.protocol import (
     CANCELLED,
@@ -219,4 +219,7 @@ def result_of(
         stopped_line=stopped.line or 0 if stopped else 0,
         stopped_path=stopped.path if stopped else "",
         executed=tuple(dict.fromkeys(e.path for e in events if isinstance(e, ExecutedEvent))),
+        cuda_only=tuple(
+            dict.fromkeys(e.call for e in events if isinstance(e, CudaOnlyEvent) and e.call is not None)
+        ),
     )

@@ -42,15 +42,19 @@ test('the defaults are the server defaults', () => {
         analyseOnChange: true,
         runMain: true,
         sandbox: 'auto',
+        device: 'auto',
     });
 });
 
 test("the user's values are sent as they are", () => {
-    const settings = readSettings(configuration({ severity: 'error', timeout: 5, runMain: false, sandbox: 'off' }));
+    const settings = readSettings(
+        configuration({ severity: 'error', timeout: 5, runMain: false, sandbox: 'off', device: 'cpu' }),
+    );
     assert.equal(settings.severity, 'error');
     assert.equal(settings.timeout, 5);
     assert.equal(settings.runMain, false);
     assert.equal(settings.sandbox, 'off');
+    assert.equal(settings.device, 'cpu');
 });
 
 test('the server is told the interpreter it runs with, whatever gbls.interpreter says', () => {
