@@ -14,8 +14,11 @@ import difflib
 import os
 import sys
 from collections.abc import Iterator
+from dataclasses import dataclass
 
 from . import __version__, output
+from .engine import baseline
+from .engine.baseline import Entry
 from .engine.fixes import policy
 from .engine.fixes.edits import apply
 from .engine.model import FileReport, failure_report
@@ -61,8 +64,18 @@ def diff(path: str, old: str, new: str) -> str:
     return "".join(lines)
 
 
+@dataclass(frozen=True)
+class Reporting:
+    """How ``gbls check`` reports what it found."""
+
+    format: str = "text"
+    baseline: str = ""  # a baseline file: only what it does not hold fails
+    entries: tuple[Entry, ...] = ()  # what it holds, read before anything is analysed
+    update_baseline: bool = False  # write what was found into the baseline first
+
+
 async def check(
-    paths: list[str], settings: Settings, fmt: str, fix: bool = False, show_diff: bool = False
+    paths: list[str], settings: Settings, reporting: Reporting, fix: bool = False, show_diff: bool = False
 ) -> int:
     files = list(python_files(paths))
     workspace = os.getcwd()
@@ -108,7 +121,7 @@ async def check(
                     f"Fixed {brk.code} in {output.relative(path)}:{brk.span.line}: {chosen.title}"
                     for path, brk, chosen in taken
                 ]
-                print("\n".join(said), file=sys.stdout if fmt == "text" else sys.stderr)
+                print("\n".join(said), file=sys.stdout if reporting.format == "text" else sys.stderr)
                 # Only a file that changed, or whose breaks run through one, can have other breaks now.
                 again = [index for index, report in enumerate(reports) if _touches(report, set(changed))]
                 fresh = await asyncio.gather(*(one(files[index]) for index in again))
@@ -118,28 +131,45 @@ async def check(
                 fixes = policy.preferred(reports, sources, session.folders)
     finally:
         await session.stop()
-    return print_reports(reports, info.torch, fixes, fmt)
+    return print_reports(reports, info.torch, fixes, reporting)
 
 
-def print_reports(reports: list[FileReport], torch: str, fixes: policy.Fixes, fmt: str) -> int:
-    """Print the reports in ``fmt``; the exit status."""
+def against_baseline(reports: list[FileReport], reporting: Reporting) -> baseline.Applied:
+    """``reports`` without what the baseline holds, the baseline updated first if asked."""
+    path = os.path.abspath(reporting.baseline)
+    entries = list(reporting.entries)
+    if reporting.update_baseline:
+        entries = baseline.updated(entries, reports, path, read_source)
+        baseline.dump(path, entries)
+        print(f"gbls: wrote {len(entries)} entries to {output.relative(path)}", file=sys.stderr)
+    return baseline.apply(reports, entries, path, read_source)
+
+
+def print_reports(reports: list[FileReport], torch: str, fixes: policy.Fixes, reporting: Reporting) -> int:
+    """Print the reports as ``reporting`` says; the exit status."""
     for note in dict.fromkeys(note for report in reports for note in report.notes):
         print(f"gbls: {note}", file=sys.stderr)
-    if fmt == "json":
-        sys.stdout.write(output.to_json(reports, torch, fixes))
-    elif fmt == "sarif":
+    baselined = None
+    if reporting.baseline:
+        baselined = against_baseline(reports, reporting)
+        reports = baselined.reports
+        if baselined.removable and reporting.format not in ("text", "json"):
+            print(output.removable(baselined.path, baselined.removable), file=sys.stderr)
+    if reporting.format == "json":
+        sys.stdout.write(output.to_json(reports, torch, fixes, baselined))
+    elif reporting.format == "sarif":
         sys.stdout.write(output.sarif(reports))
-    elif fmt == "github":
+    elif reporting.format == "github":
         sys.stdout.write(output.github(reports))
     else:
-        sys.stdout.write(output.text(reports, fixes))
+        sys.stdout.write(output.text(reports, fixes, baselined))
     if any(report.status != "ok" for report in reports) or output.unanalysed(reports):
         return 2  # CI never stays green on code gbls did not run
     limit_hit = any(problem.limit is not None for report in reports for problem in report.problems)
     return 1 if limit_hit or any(report.breaks for report in reports) else 0
 
 
-async def check_in_process(paths: list[str], settings: Settings, fmt: str) -> int:
+async def check_in_process(paths: list[str], settings: Settings, reporting: Reporting) -> int:
     """``gbls check --in-process``: each analysis in this process, one after the other, its events on
     stderr, so that a debugger stops in the capture code. For debugging gbls, not for CI: no sandbox,
     no limits, and the analysed code can change this process."""
@@ -154,7 +184,7 @@ async def check_in_process(paths: list[str], settings: Settings, fmt: str) -> in
         found = await analyse(debug.InProcess(), path, source, settings, os.path.dirname(path), read_source)
         reports.append(found)
     fixes = policy.preferred(reports, Sources(read_source), [os.getcwd()])
-    return print_reports(reports, debug.torch_version(), fixes, fmt)
+    return print_reports(reports, debug.torch_version(), fixes, reporting)
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -168,6 +198,12 @@ def _parser() -> argparse.ArgumentParser:
     check_parser.add_argument("paths", nargs="+", metavar="PATH")
     check_parser.add_argument("--python", default="", help="interpreter with the torch to analyse with")
     check_parser.add_argument("--format", choices=("text", "json", "sarif", "github"), default="text")
+    check_parser.add_argument(
+        "--baseline", default="", metavar="FILE", help="fail only on what the baseline FILE does not hold"
+    )
+    check_parser.add_argument(
+        "--update-baseline", action="store_true", help="write what is found into the --baseline FILE first"
+    )
     check_parser.add_argument("--timeout", type=float, default=Settings.timeout, help="seconds per file")
     check_parser.add_argument("--memory-mb", type=int, default=Settings.memory_mb, help="memory per analysis")
     check_parser.add_argument(
@@ -192,6 +228,15 @@ def _parser() -> argparse.ArgumentParser:
     return parser
 
 
+def read_baseline(path: str, update: bool) -> tuple[Entry, ...]:
+    """The entries of the baseline ``path``; none for a baseline about to be written."""
+    if update and not path:
+        raise baseline.BaselineError("--update-baseline needs the baseline file: --baseline FILE")
+    if not path or (update and not os.path.exists(path)):
+        return ()
+    return tuple(baseline.load(path))
+
+
 def main(argv: list[str] | None = None) -> int:
     arguments = _parser().parse_args(argv)
     if arguments.command == "serve":
@@ -208,9 +253,15 @@ def main(argv: list[str] | None = None) -> int:
         run_main=arguments.run_main,
         sandbox=arguments.sandbox,
     )
+    try:
+        entries = read_baseline(arguments.baseline, arguments.update_baseline)
+    except baseline.BaselineError as error:
+        print(f"gbls: {error}", file=sys.stderr)
+        return 2
+    reporting = Reporting(arguments.format, arguments.baseline, entries, arguments.update_baseline)
     if arguments.in_process:
-        return asyncio.run(check_in_process(arguments.paths, settings, arguments.format))
-    return asyncio.run(check(arguments.paths, settings, arguments.format, arguments.fix, arguments.diff))
+        return asyncio.run(check_in_process(arguments.paths, settings, reporting))
+    return asyncio.run(check(arguments.paths, settings, reporting, arguments.fix, arguments.diff))
 
 
 if __name__ == "__main__":
