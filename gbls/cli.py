@@ -33,11 +33,18 @@ SKIPPED_FOLDERS = {"__pycache__", "node_modules", "site-packages", "build", "dis
 PARALLEL = max(1, min(4, os.cpu_count() or 1))
 
 
-def python_files(paths: list[str]) -> Iterator[str]:
-    """Named files as given; in folders, the .py files that mention compile (the only ones with targets)."""
+def mentions_compile(path: str) -> bool:
+    """Whether the file can have a compile site: the only files with something to analyse."""
+    return b"compile" in (read_source(path) or "").encode()
+
+
+def python_files(paths: list[str], only_compiling: bool = False) -> Iterator[str]:
+    """Named files as given (with ``only_compiling``, those that mention compile); in folders, the .py
+    files that mention compile."""
     for path in paths:
         if not os.path.isdir(path):
-            yield os.path.abspath(path)
+            if not only_compiling or mentions_compile(path):
+                yield os.path.abspath(path)
             continue
         for folder, subfolders, files in os.walk(path):
             subfolders[:] = sorted(
@@ -48,7 +55,7 @@ def python_files(paths: list[str]) -> Iterator[str]:
             for name in sorted(files):
                 if name.endswith(".py"):
                     full = os.path.abspath(os.path.join(folder, name))
-                    if b"compile" in (read_source(full) or "").encode():
+                    if mentions_compile(full):
                         yield full
 
 
@@ -72,12 +79,14 @@ class Reporting:
     baseline: str = ""  # a baseline file: only what it does not hold fails
     entries: tuple[Entry, ...] = ()  # what it holds, read before anything is analysed
     update_baseline: bool = False  # write what was found into the baseline first
+    sarif_file: str = ""  # the report as SARIF in this file too, from the same analysis
 
 
 async def check(
-    paths: list[str], settings: Settings, reporting: Reporting, fix: bool = False, show_diff: bool = False
+    files: list[str], settings: Settings, reporting: Reporting, fix: bool = False, show_diff: bool = False
 ) -> int:
-    files = list(python_files(paths))
+    if not files:  # nothing to run (pre-commit's files none of which compiles): no worker to start
+        return print_reports([], "", {}, reporting)
     workspace = os.getcwd()
     session = Session(settings, [workspace, *sorted({os.path.dirname(path) for path in files})], read_source)
     try:
@@ -163,20 +172,23 @@ def print_reports(reports: list[FileReport], torch: str, fixes: policy.Fixes, re
         sys.stdout.write(output.github(reports))
     else:
         sys.stdout.write(output.text(reports, fixes, baselined))
+    if reporting.sarif_file:
+        with open(reporting.sarif_file, "w", encoding="utf-8") as handle:
+            handle.write(output.sarif(reports))
     if any(report.status != "ok" for report in reports) or output.unanalysed(reports):
         return 2  # CI never stays green on code gbls did not run
     limit_hit = any(problem.limit is not None for report in reports for problem in report.problems)
     return 1 if limit_hit or any(report.breaks for report in reports) else 0
 
 
-async def check_in_process(paths: list[str], settings: Settings, reporting: Reporting) -> int:
+async def check_in_process(files: list[str], settings: Settings, reporting: Reporting) -> int:
     """``gbls check --in-process``: each analysis in this process, one after the other, its events on
     stderr, so that a debugger stops in the capture code. For debugging gbls, not for CI: no sandbox,
     no limits, and the analysed code can change this process."""
     from .worker import debug  # noqa: TID251 - the explicit debugging mode analyses here, with torch
 
     reports = []
-    for path in python_files(paths):
+    for path in files:
         source = read_source(path)
         if source is None:
             reports.append(failure_report(path, "io", f"cannot read the file: {why_unreadable(path)}"))
@@ -195,9 +207,19 @@ def _parser() -> argparse.ArgumentParser:
     commands = parser.add_subparsers(dest="command", required=True)
 
     check_parser = commands.add_parser("check", help="analyse files or folders and report graph breaks")
-    check_parser.add_argument("paths", nargs="+", metavar="PATH")
+    check_parser.add_argument(
+        "paths", nargs="*", metavar="PATH", help="files and folders (default: the current folder, as ruff)"
+    )
     check_parser.add_argument("--python", default="", help="interpreter with the torch to analyse with")
     check_parser.add_argument("--format", choices=("text", "json", "sarif", "github"), default="text")
+    check_parser.add_argument(
+        "--sarif-file", default="", metavar="FILE", help="also write the report as SARIF to FILE"
+    )
+    check_parser.add_argument(
+        "--only-compiling",
+        action="store_true",
+        help="named files too only if they mention `compile`, as in folders (for pre-commit)",
+    )
     check_parser.add_argument(
         "--baseline", default="", metavar="FILE", help="fail only on what the baseline FILE does not hold"
     )
@@ -258,10 +280,13 @@ def main(argv: list[str] | None = None) -> int:
     except baseline.BaselineError as error:
         print(f"gbls: {error}", file=sys.stderr)
         return 2
-    reporting = Reporting(arguments.format, arguments.baseline, entries, arguments.update_baseline)
+    reporting = Reporting(
+        arguments.format, arguments.baseline, entries, arguments.update_baseline, arguments.sarif_file
+    )
+    files = list(python_files(arguments.paths or ["."], arguments.only_compiling))
     if arguments.in_process:
-        return asyncio.run(check_in_process(arguments.paths, settings, reporting))
-    return asyncio.run(check(arguments.paths, settings, reporting, arguments.fix, arguments.diff))
+        return asyncio.run(check_in_process(files, settings, reporting))
+    return asyncio.run(check(files, settings, reporting, arguments.fix, arguments.diff))
 
 
 if __name__ == "__main__":
