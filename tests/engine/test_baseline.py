@@ -9,6 +9,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+from ..schema import gbls_json
+
 ROOT = Path(__file__).parents[2]
 DEMO = ROOT / "examples" / "demo.py"
 PRINT = '    print("normalizing", x.shape)  # a print two calls deep breaks the caller\'s graph\n'
@@ -75,7 +77,7 @@ def test_only_what_the_baseline_does_not_hold_fails(tmp_path: Path) -> None:
 
     # Only the new break fails; the one fixed is removable; the ones moved down still match.
     assert every_run.returncode == 1, every_run.stderr
-    document = json.loads(every_run.stdout)
+    document = gbls_json(every_run.stdout)
     breaks = {Path(f["path"]).parent.name: f["breaks"] for f in document["files"]}
     assert {name: [(b["function"], b["gb_type"]) for b in found] for name, found in breaks.items()} == {
         "new": [("fused", "Failed to trace builtin operator")],

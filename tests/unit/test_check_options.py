@@ -3,13 +3,14 @@ names, a baseline read before anything runs."""
 
 from __future__ import annotations
 
-import json
 import os
 import subprocess
 import sys
 from pathlib import Path
 
 from gbls.cli import python_files
+
+from ..schema import gbls_json
 
 ROOT = Path(__file__).parents[2]
 
@@ -44,7 +45,7 @@ def test_with_nothing_to_analyse_no_worker_starts(tmp_path: Path) -> None:
         "check", "--python", "/nonexistent", "--only-compiling", "--format", "json", str(plain), cwd=tmp_path
     )
     assert result.returncode == 0, result.stderr
-    assert json.loads(result.stdout)["files"] == []
+    assert gbls_json(result.stdout)["files"] == []
 
 
 def test_a_baseline_is_read_before_anything_is_analysed(tmp_path: Path) -> None:
