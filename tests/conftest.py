@@ -20,6 +20,9 @@ from .lsp import Recorder, uri_of
 
 FIXTURES = Path(__file__).parent / "fixtures"
 
+# pytest's own fixture for running pytest on small projects (gbls's plugin's tests).
+pytest_plugins = ["pytester"]
+
 Analyse = Callable[..., Awaitable[FileReport]]
 
 
