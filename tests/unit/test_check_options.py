@@ -1,12 +1,15 @@
 """``gbls check``'s options around CI and hooks that need no analysis to test: the files pre-commit
-names, a baseline read before anything runs."""
+names, a baseline read before anything runs, the hooks pre-commit reads."""
 
 from __future__ import annotations
 
 import os
+import shlex
 import subprocess
 import sys
 from pathlib import Path
+
+import yaml
 
 from gbls.cli import python_files
 
@@ -65,3 +68,17 @@ def test_a_baseline_is_read_before_anything_is_analysed(tmp_path: Path) -> None:
         result = gbls("check", "--python", "/nonexistent", *arguments, str(model), cwd=tmp_path)
         assert (result.returncode, result.stdout) == (2, ""), result.stderr
         assert result.stderr.startswith(said)
+
+
+def test_the_pre_commit_hooks_run_gbls_check(tmp_path: Path) -> None:
+    """Each hook's command, run as pre-commit runs it (its entry, then the changed files)."""
+    hooks = {hook["id"]: hook for hook in yaml.safe_load((ROOT / ".pre-commit-hooks.yaml").read_text())}
+    assert set(hooks) == {"gbls-check", "gbls-check-project"}
+    for hook in hooks.values():
+        assert (hook["language"], hook["types"], hook["require_serial"]) == ("system", ["python"], True)
+        assert shlex.split(hook["entry"])[:2] == ["gbls", "check"]
+    assert hooks["gbls-check-project"]["pass_filenames"] is False
+    _, plain = files(tmp_path)
+    command = shlex.split(hooks["gbls-check"]["entry"])[1:]
+    result = gbls(*command, "--python", "/nonexistent", str(plain), cwd=tmp_path)
+    assert (result.returncode, result.stdout) == (0, "Found 0 graph breaks in 0 files.\n"), result.stderr
