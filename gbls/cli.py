@@ -15,9 +15,11 @@ import difflib
 import os
 import sys
 from collections.abc import Iterator
+from dataclasses import dataclass
 
 from . import __version__, output
-from .engine import runs, views
+from .engine import baseline, runs, views
+from .engine.baseline import Entry
 from .engine.fixes import policy
 from .engine.fixes.edits import apply
 from .engine.model import FileReport, failure_report
@@ -33,11 +35,18 @@ SKIPPED_FOLDERS = {"__pycache__", "node_modules", "site-packages", "build", "dis
 PARALLEL = max(1, min(4, os.cpu_count() or 1))
 
 
-def python_files(paths: list[str]) -> Iterator[str]:
-    """Named files as given; in folders, the .py files that mention compile (the only ones with targets)."""
+def mentions_compile(path: str) -> bool:
+    """Whether the file can have a compile site: the only files with something to analyse."""
+    return b"compile" in (read_source(path) or "").encode()
+
+
+def python_files(paths: list[str], only_compiling: bool = False) -> Iterator[str]:
+    """Named files as given (with ``only_compiling``, those that mention compile); in folders, the .py
+    files that mention compile."""
     for path in paths:
         if not os.path.isdir(path):
-            yield os.path.abspath(path)
+            if not only_compiling or mentions_compile(path):
+                yield os.path.abspath(path)
             continue
         for folder, subfolders, files in os.walk(path):
             subfolders[:] = sorted(
@@ -48,7 +57,7 @@ def python_files(paths: list[str]) -> Iterator[str]:
             for name in sorted(files):
                 if name.endswith(".py"):
                     full = os.path.abspath(os.path.join(folder, name))
-                    if b"compile" in (read_source(full) or "").encode():
+                    if mentions_compile(full):
                         yield full
 
 
@@ -77,16 +86,28 @@ def diff(path: str, old: str, new: str) -> str:
     return "".join(lines)
 
 
+@dataclass(frozen=True)
+class Reporting:
+    """How ``gbls check`` and ``gbls run`` report what they found."""
+
+    format: str = "text"
+    baseline: str = ""  # a baseline file: only what it does not hold fails
+    entries: tuple[Entry, ...] = ()  # what it holds, read before anything is analysed
+    update_baseline: bool = False  # write what was found into the baseline first
+    sarif_file: str = ""  # the report as SARIF in this file too, from the same analysis
+
+
 async def check(
-    paths: list[str],
+    files: list[str],
     settings: Settings,
-    fmt: str,
+    reporting: Reporting,
     fix: bool = False,
     show_diff: bool = False,
     runs: tuple[Run, ...] = (),
 ) -> int:
-    """Analyse the files ``paths`` name and the project ``runs``; print what each file holds."""
-    files = list(python_files(paths))
+    """Analyse ``files`` and the project ``runs``; print what each file holds."""
+    if not files and not runs:  # nothing to run (pre-commit's files none of which compiles): no worker
+        return print_reports([], "", {}, reporting)
     workspace = os.getcwd()
     folders = [workspace, *sorted({os.path.dirname(path) for path in files} | {run.cwd for run in runs})]
     session = Session(settings, folders, read_source)
@@ -136,7 +157,7 @@ async def check(
                     f"Fixed {brk.code} in {output.relative(path)}:{brk.span.line}: {chosen.title}"
                     for path, brk, chosen in taken
                 ]
-                print("\n".join(said), file=sys.stdout if fmt == "text" else sys.stderr)
+                print("\n".join(said), file=sys.stdout if reporting.format == "text" else sys.stderr)
                 # Only an analysis that executed a changed file, or whose breaks run through one, can
                 # have other breaks now.
                 again = [index for index, found in enumerate(analyses) if _touches(found, set(changed))]
@@ -149,31 +170,51 @@ async def check(
     finally:
         await session.stop()
     ran = [(run, analyses[len(files) + index]) for index, run in enumerate(runs)]
-    return print_reports(reports, info.torch, fixes, fmt, ran, named=files)
+    return print_reports(reports, info.torch, fixes, reporting, ran, named=files)
+
+
+def against_baseline(reports: list[FileReport], reporting: Reporting) -> baseline.Applied:
+    """``reports`` without what the baseline holds, the baseline updated first if asked."""
+    path = os.path.abspath(reporting.baseline)
+    entries = list(reporting.entries)
+    if reporting.update_baseline:
+        entries = baseline.updated(entries, reports, path, read_source)
+        baseline.dump(path, entries)
+        print(f"gbls: wrote {len(entries)} entries to {output.relative(path)}", file=sys.stderr)
+    return baseline.apply(reports, entries, path, read_source)
 
 
 def print_reports(
     reports: list[FileReport],
     torch: str,
     fixes: policy.Fixes,
-    fmt: str,
-    runs: list[tuple[Run, FileReport]] | None = None,
+    reporting: Reporting,
+    runs: output.Ran | None = None,
     named: list[str] | None = None,
 ) -> int:
-    """Print the reports in ``fmt``; the exit status. ``runs``: each project run and its analysis;
-    ``named``: the files given, each of which must have been analysed."""
+    """Print the reports as ``reporting`` says; the exit status. ``runs``: each project run and its
+    analysis; ``named``: the files given, each of which must have been analysed."""
     runs = runs or []
     for note in dict.fromkeys(note for report in reports for note in report.notes):
         print(f"gbls: {note}", file=sys.stderr)
     unreached = output.unreached(reports, named or [])
-    if fmt == "json":
-        sys.stdout.write(output.to_json(reports, torch, fixes, runs, unreached))
-    elif fmt == "sarif":
+    baselined = None
+    if reporting.baseline:
+        baselined = against_baseline(reports, reporting)
+        reports = baselined.reports
+        if baselined.removable and reporting.format not in ("text", "json"):
+            print(output.removable(baselined.path, baselined.removable), file=sys.stderr)
+    if reporting.format == "json":
+        sys.stdout.write(output.to_json(reports, torch, fixes, baselined, runs, unreached))
+    elif reporting.format == "sarif":
         sys.stdout.write(output.sarif(reports, unreached))
-    elif fmt == "github":
+    elif reporting.format == "github":
         sys.stdout.write(output.github(reports, unreached))
     else:
-        sys.stdout.write(output.text(reports, fixes, runs, unreached))
+        sys.stdout.write(output.text(reports, fixes, baselined, runs, unreached))
+    if reporting.sarif_file:
+        with open(reporting.sarif_file, "w", encoding="utf-8") as handle:
+            handle.write(output.sarif(reports, unreached))
     failed = any(report.status != "ok" for report in reports) or any(r.status != "ok" for _, r in runs)
     if failed or output.unanalysed(reports) or unreached:
         return 2  # CI never stays green on code gbls did not run
@@ -181,13 +222,12 @@ def print_reports(
     return 1 if limit_hit or any(report.breaks for report in reports) else 0
 
 
-async def check_in_process(paths: list[str], settings: Settings, fmt: str) -> int:
+async def check_in_process(files: list[str], settings: Settings, reporting: Reporting) -> int:
     """``gbls check --in-process``: each analysis in this process, one after the other, its events on
     stderr, so that a debugger stops in the capture code. For debugging gbls, not for CI: no sandbox,
     no limits, and the analysed code can change this process."""
     from .worker import debug  # noqa: TID251 - the explicit debugging mode analyses here, with torch
 
-    files = list(python_files(paths))
     analyses = []
     for path in files:
         source = read_source(path)
@@ -198,13 +238,22 @@ async def check_in_process(paths: list[str], settings: Settings, fmt: str) -> in
         analyses.append(found)
     reports = files_of(analyses, files)
     fixes = policy.preferred(reports, Sources(read_source), [os.getcwd()])
-    return print_reports(reports, debug.torch_version(), fixes, fmt, named=files)
+    return print_reports(reports, debug.torch_version(), fixes, reporting, named=files)
 
 
 def _analysis_options(parser: argparse.ArgumentParser) -> None:
-    """The options of every command that analyses."""
+    """The options of every command that analyses, and reports."""
     parser.add_argument("--python", default="", help="interpreter with the torch to analyse with")
     parser.add_argument("--format", choices=("text", "json", "sarif", "github"), default="text")
+    parser.add_argument(
+        "--sarif-file", default="", metavar="FILE", help="also write the report as SARIF to FILE"
+    )
+    parser.add_argument(
+        "--baseline", default="", metavar="FILE", help="fail only on what the baseline FILE does not hold"
+    )
+    parser.add_argument(
+        "--update-baseline", action="store_true", help="write what is found into the --baseline FILE first"
+    )
     parser.add_argument("--timeout", type=float, default=Settings.timeout, help="seconds per analysis")
     parser.add_argument("--memory-mb", type=int, default=Settings.memory_mb, help="memory per analysis")
     parser.add_argument("--sandbox", choices=SANDBOX_MODES, default="auto")
@@ -231,6 +280,11 @@ def _parser() -> argparse.ArgumentParser:
     )
     check_parser.add_argument("paths", nargs="*", metavar="PATH")
     _analysis_options(check_parser)
+    check_parser.add_argument(
+        "--only-compiling",
+        action="store_true",
+        help="named files too only if they mention `compile`, as in folders (for pre-commit)",
+    )
     check_parser.add_argument(
         "--run-main",
         action=argparse.BooleanOptionalAction,
@@ -266,6 +320,15 @@ def _parser() -> argparse.ArgumentParser:
     return parser
 
 
+def read_baseline(path: str, update: bool) -> tuple[Entry, ...]:
+    """The entries of the baseline ``path``; none for a baseline about to be written."""
+    if update and not path:
+        raise baseline.BaselineError("--update-baseline needs the baseline file: --baseline FILE")
+    if not path or (update and not os.path.exists(path)):
+        return ()
+    return tuple(baseline.load(path))
+
+
 def _run_of(arguments: argparse.Namespace) -> Run | str:
     """The run ``gbls run`` describes, or what is wrong with its arguments."""
     target = arguments.module or arguments.program
@@ -294,14 +357,20 @@ def main(argv: list[str] | None = None) -> int:
         sandbox=arguments.sandbox,
         device=arguments.device,
     )
+    try:
+        entries = read_baseline(arguments.baseline, arguments.update_baseline)
+    except baseline.BaselineError as error:
+        print(f"gbls: {error}", file=sys.stderr)
+        return 2
+    reporting = Reporting(
+        arguments.format, arguments.baseline, entries, arguments.update_baseline, arguments.sarif_file
+    )
     if arguments.command == "run":
         run = _run_of(arguments)
         if isinstance(run, str):
             print(f"gbls: {run}", file=sys.stderr)
             return 2
-        return asyncio.run(check([], settings, arguments.format, runs=(run,)))
-    if arguments.in_process:
-        return asyncio.run(check_in_process(arguments.paths or ["."], settings, arguments.format))
+        return asyncio.run(check([], settings, reporting, runs=(run,)))
     paths: list[str] = arguments.paths
     configured: tuple[Run, ...] = ()
     if not paths:
@@ -312,9 +381,10 @@ def main(argv: list[str] | None = None) -> int:
             return 2
         configured = found.runs
         paths = [] if configured else ["."]
-    return asyncio.run(
-        check(paths, settings, arguments.format, arguments.fix, arguments.diff, runs=configured)
-    )
+    files = list(python_files(paths, arguments.only_compiling))
+    if arguments.in_process:
+        return asyncio.run(check_in_process(files, settings, reporting))
+    return asyncio.run(check(files, settings, reporting, arguments.fix, arguments.diff, runs=configured))
 
 
 if __name__ == "__main__":

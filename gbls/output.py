@@ -11,9 +11,10 @@ from typing import Any
 
 from . import __version__
 from .engine import views
+from .engine.baseline import Applied, Entry
 from .engine.fixes.edits import Fix
 from .engine.fixes.policy import Fixes
-from .engine.model import STOPPED, BreakReport, FileReport, Location, RecompileReport
+from .engine.model import LIMIT_CODE, STOPPED, BreakReport, FileReport, Location, RecompileReport
 from .engine.ranges import Span
 from .worker.shared.protocol import Run
 
@@ -23,8 +24,6 @@ UNREACHED = (
     "not analysed: nothing compiled runs code of this file (it has no compile site of its own, and no "
     "analysed run reaches it); configure a run: [[tool.gbls.run]] in pyproject.toml, or gbls run SCRIPT ARGS"
 )
-
-LIMIT_CODE = "recompile-limit"  # the SARIF rule of a recompilation that hit the recompile limit
 
 
 def relative(path: str) -> str:
@@ -60,9 +59,15 @@ def command(run: Run) -> str:
 
 
 def text(
-    reports: list[FileReport], fixes: Fixes, runs: Ran | None = None, missed: list[str] | None = None
+    reports: list[FileReport],
+    fixes: Fixes,
+    baselined: Applied | None = None,
+    runs: Ran | None = None,
+    missed: list[str] | None = None,
 ) -> str:
-    """ruff's shape: ``path:line:col: CODE [*] message``, ``[*]`` where ``--fix`` would fix it."""
+    """ruff's shape: ``path:line:col: CODE [*] message``, ``[*]`` where ``--fix`` would fix it; with a
+    baseline, what it held and which of its entries no longer occur; each run first, and the files
+    asked for that nothing reached."""
     lines: list[str] = []
     for run, analysis in runs or []:
         how = "ok" if analysis.status == "ok" else analysis.status
@@ -108,10 +113,24 @@ def text(
         limited = sum(1 for problem in problems if problem.limit is not None)
         summary += f"; {len(problems)} recompiling function{'s' * (len(problems) != 1)}"
         summary += f" ({limited} hit the recompile limit)" if limited else ""
+    if baselined is not None:
+        summary += f"; {baselined.matched} more in the baseline {relative(baselined.path)}"
     lines.append(summary + ".")
     if fixable:
         lines.append(f"[*] {fixable} fixable with `gbls check --fix`.")
+    if baselined is not None and baselined.removable:
+        lines.append(removable(baselined.path, baselined.removable))
     return "\n".join(lines) + "\n"
+
+
+def removable(path: str, entries: list[Entry], option: str = "--update-baseline") -> str:
+    """The entries of the baseline ``path`` that no longer occur, and the ``option`` that removes them:
+    each one left in could let its finding come back unnoticed."""
+    if len(entries) == 1:
+        said = f"1 entry no longer occurs; `{option}` removes it"
+    else:
+        said = f"{len(entries)} entries no longer occur; `{option}` removes them"
+    return "\n".join([f"{relative(path)}: {said}:", *(f"  {entry.describe()}" for entry in entries)])
 
 
 def _text_message(brk: BreakReport) -> str:
@@ -174,9 +193,11 @@ def to_json(
     reports: list[FileReport],
     torch_version: str,
     fixes: Fixes,
+    baselined: Applied | None = None,
     runs: Ran | None = None,
     missed: list[str] | None = None,
 ) -> str:
+    """The report as ``gbls.schema.json`` describes it."""
     files = []
     for report in reports:
         reached = report.path not in (missed or [])
@@ -259,8 +280,22 @@ def to_json(
         }
         for run, analysis in runs or []
     ]
-    document = {"gbls": __version__, "torch": torch_version, "runs": ran, "files": files}
+    document = {
+        "gbls": __version__,
+        "torch": torch_version,
+        "runs": ran,
+        "files": files,
+        "baseline": _baseline_json(baselined) if baselined is not None else None,
+    }
     return json.dumps(document, indent=2) + "\n"
+
+
+def _baseline_json(baselined: Applied) -> dict[str, Any]:
+    return {
+        "path": baselined.path,
+        "matched": baselined.matched,
+        "removable": [entry.as_json() for entry in baselined.removable],
+    }
 
 
 def _recompile_json(found: RecompileReport, fix: Fix | None) -> dict[str, Any]:

@@ -11,6 +11,8 @@ import pytest
 TESTS = Path(__file__).parent
 # tests/editors marks its own: its TypeScript tests need node, not torch.
 TORCH_LAYERS = {"engine", "lsp", "sandbox", "projects"}
+# pytest's own fixture for running pytest on small projects (gbls's plugin's tests).
+pytest_plugins = ["pytester"]
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:

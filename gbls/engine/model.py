@@ -28,6 +28,8 @@ BreakKey = tuple[str, str, int, int, int, int]
 RecompileKey = tuple[str, str, int, int]
 
 RECOMPILE_CODE = "recompile"
+# A recompilation that hit the recompile limit: its SARIF rule, its type in a baseline.
+LIMIT_CODE = "recompile-limit"
 RECOMPILATION_DOCS = "https://docs.pytorch.org/docs/main/user_guide/torch_compiler/compile/programming_model.recompilation.html"
 
 

@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from ..support import FIXTURES, ROOT
+from ..support.schema import gbls_json
 from ..support.torchlog import logged_breaks
 from ..support.torchlog_recompiles import COLUMNS
 
@@ -72,7 +73,7 @@ def test_readme_quick_start_output_is_what_gbls_prints(
 def test_json_output(runs: Runs) -> None:
     result = runs["json"]
     assert result.returncode == 1, result.stderr
-    document = json.loads(result.stdout)
+    document = gbls_json(result.stdout)
     assert document["gbls"] and document["torch"].startswith("2.")
     deep, clean = document["files"]
     assert (deep["status"], clean["status"], clean["breaks"]) == ("ok", "ok", [])
@@ -186,7 +187,7 @@ def test_a_function_that_hits_the_recompile_limit_fails_the_check(runs: Runs) ->
 def test_recompilations_in_json_below_the_limit_do_not_fail_the_check(runs: Runs) -> None:
     result = runs["recompiles json"]
     assert result.returncode == 0, result.stderr
-    (file,) = json.loads(result.stdout)["files"]
+    (file,) = gbls_json(result.stdout)["files"]
     assert [(f["name"], f["compilations"], f["graphs"]) for f in file["functions"]] == [
         ("grow", 2, 2),
         ("fixed", 4, 4),

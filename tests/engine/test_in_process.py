@@ -3,7 +3,6 @@ forked worker makes: the same report for the same file."""
 
 from __future__ import annotations
 
-import json
 import subprocess
 import sys
 from pathlib import Path
@@ -11,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from ..support import FIXTURES, ROOT
+from ..support.schema import gbls_json
 
 DEMO = ROOT / "examples" / "demo.py"
 
@@ -23,7 +23,7 @@ def check(*arguments: str) -> tuple[dict[str, object], str]:
         timeout=300,
     )
     assert completed.returncode in (0, 1), completed.stderr
-    return json.loads(completed.stdout), completed.stderr
+    return gbls_json(completed.stdout), completed.stderr
 
 
 @pytest.mark.parametrize("fixture", [DEMO, FIXTURES / "recompiles" / "switch.py"], ids=lambda p: p.name)

@@ -32,6 +32,7 @@ from gbls.runtime.sandbox import bwrap_support
 
 from ..support import FIXTURES, ROOT, SECRETS
 from ..support.lsp import Recorder, close, open_and_wait, published_after, until, uri_of
+from ..support.schema import gbls_json
 from ..support.worker import Analyse
 
 FAULTS = FIXTURES / "faults"
@@ -364,7 +365,7 @@ def finish_faults(
 ) -> CliRun:
     out, err = process.communicate(timeout=900)
     assert out, err
-    entries = {str(Path(entry["path"]).relative_to(folder)): entry for entry in json.loads(out)["files"]}
+    entries = {str(Path(entry["path"]).relative_to(folder)): entry for entry in gbls_json(out)["files"]}
     return CliRun(entries, process.returncode, folder, originals, marker)
 
 
@@ -419,7 +420,7 @@ def cli(tmp_path_factory: pytest.TempPathFactory, bait: Path) -> CliRuns:
     }
     notes |= finished(started)
     killers = {
-        mode: {Path(e["path"]).name: e for e in json.loads(notes[f"killers-{sandbox}"].stdout)["files"]}
+        mode: {Path(e["path"]).name: e for e in gbls_json(notes[f"killers-{sandbox}"].stdout)["files"]}
         for mode, sandbox in (("bwrap", "auto"), ("off", "off"))
     }
     return CliRuns(runs, killers, notes)
@@ -488,7 +489,7 @@ def test_fix_writes_only_the_workspace_file_the_source_confirms(cli: CliRuns, sa
 
 def test_columns_where_python_and_the_editor_count_them(cli: CliRuns) -> None:
     """The .item() on line 7 of odd_lines.py, after U+2028 and a form feed, behind a tab: columns 10-30."""
-    (entry,) = json.loads(cli.notes["odd"].stdout)["files"]
+    (entry,) = gbls_json(cli.notes["odd"].stdout)["files"]
     (brk,) = entry["breaks"]
     assert brk["range"] == {"start": {"line": 7, "column": 10}, "end": {"line": 7, "column": 30}}
 
@@ -508,19 +509,19 @@ def test_the_analysis_sees_no_secret_and_no_gpu(cli: CliRuns, sandbox: str) -> N
 
 def test_a_workspace_that_shadows_the_standard_library(cli: CliRuns) -> None:
     shadowed = cli.notes["shadowed"]
-    (entry,) = json.loads(shadowed.stdout)["files"]
+    (entry,) = gbls_json(shadowed.stdout)["files"]
     check_cli_entry(entry, FAULT_TABLE["shadowing/shadows_random.py"], FAULTS)
     assert "(also shadowing: torch.py)" in entry["message"]
 
 
 def test_dynamo_disabled_by_the_environment_is_said(cli: CliRuns) -> None:
-    (entry,) = json.loads(cli.notes["disabled"].stdout)["files"]
+    (entry,) = gbls_json(cli.notes["disabled"].stdout)["files"]
     assert entry["failure"]["kind"] == "disabled"
     assert entry["message"].startswith("Dynamo was disabled by TORCH_COMPILE_DISABLE=1 in the environment")
 
 
 def test_a_stopped_worker_alone_is_answered(cli: CliRuns) -> None:
-    (entry,) = json.loads(cli.notes["stopped"].stdout)["files"]
+    (entry,) = gbls_json(cli.notes["stopped"].stdout)["files"]
     check_cli_entry(entry, FAULT_TABLE["stops_worker.py"], FAULTS)
 
 

@@ -88,5 +88,9 @@ def test_the_server_side_imports_only_the_shared_part_of_the_worker() -> None:
         )
         for name, path in server_side.items()
     }
-    # Only the CLI's explicit debugging mode runs the analysis in its own process.
-    assert {name: found for name, found in crossing.items() if found} == {"gbls.cli": ["gbls.worker.debug"]}
+    # Two run the analysis in their own process: the CLI's explicit debugging mode (``--in-process``),
+    # and the pytest plugin's session, in the project's own test process.
+    assert {name: found for name, found in crossing.items() if found} == {
+        "gbls.cli": ["gbls.worker.debug"],
+        "gbls.testing.session": ["gbls.worker.analysis.capture", "gbls.worker.supervisor.record"],
+    }

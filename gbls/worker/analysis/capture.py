@@ -44,7 +44,7 @@ from ..shared.events import (
     ReachEvent,
 )
 from ..shared.protocol import Frame, InputSource, Message, StaticTarget
-from . import hookpoints
+from . import hookpoints, patches
 from .columns import of_instruction as columns_from_syntax
 from .compilations import (
     Recompilations,
@@ -111,7 +111,7 @@ class Capture:
 
     def install(self) -> Capture:
         """Patch torch.compile and hook Dynamo where this torch has each hook point."""
-        torch.compile = self.compile
+        patches.replace(torch, "compile", self.compile)
         guard, messages, steady = self.guarded, self.messages, self.steady
         hooks: list[tuple[str, Callable[[], None]]] = [
             ("the message structure", lambda: hookpoints.wrap_messages(guard, messages.remember_message)),
@@ -141,6 +141,10 @@ class Capture:
                 )
         self.last_metric = newest_metric()
         return self
+
+    def uninstall(self) -> None:
+        """Put torch back as ``install`` found it: for a capture in a process that goes on."""
+        patches.restore()
 
     def note(self, text: str) -> None:
         try:

@@ -49,7 +49,7 @@ import torch._dynamo.exc as dynamo_exc
 import torch._dynamo.guards as dynamo_guards
 import torch._dynamo.symbolic_convert as symbolic_convert
 
-from . import columns
+from . import columns, patches
 
 # What the wrappers run gbls's bookkeeping through: (what it is about, the work).
 Guard = Callable[[str, Callable[[], None]], None]
@@ -143,7 +143,7 @@ def wrap_messages(guard: Guard, record: Callable[[str, str, str, str, list[str]]
             namespace = vars(module)
             for key, value in list(namespace.items()):
                 if value is original:
-                    namespace[key] = format_graph_break_message
+                    patches.replace(module, key, format_graph_break_message)
 
 
 # -- the break log ---------------------------------------------------------------------------
@@ -169,7 +169,7 @@ def wrap_break_log(guard: Guard, record: BreakRecorder) -> None:
             guard("graph-break log", remember)
             return method(self, *args, **kwargs)
 
-        translator.log_graph_break = log_graph_break  # type: ignore[method-assign]
+        patches.replace(translator, "log_graph_break", log_graph_break)
         return
     function = getattr(symbolic_convert, "log_graph_break", None)
     if not callable(function):
@@ -190,7 +190,7 @@ def wrap_break_log(guard: Guard, record: BreakRecorder) -> None:
         guard("graph-break log", remember)
         return function(*args, **kwargs)
 
-    symbolic_convert.log_graph_break = log_graph_break_function  # type: ignore[attr-defined]
+    patches.replace(symbolic_convert, "log_graph_break", log_graph_break_function)
 
 
 def handled_exception(caller: Any) -> Any:
@@ -220,7 +220,7 @@ def wrap_error_messages(guard: Guard, record: Callable[[Any], None]) -> None:
             guard("error message", lambda: record(exc))
         return original(exc, *args, **kwargs)  # type: ignore[no-any-return]
 
-    convert_frame.format_error_msg = format_error_msg  # type: ignore[attr-defined]
+    patches.replace(convert_frame, "format_error_msg", format_error_msg)
 
 
 def drops_loops_with_skip_frame() -> bool:
@@ -243,7 +243,7 @@ def wrap_loop_skips(guard: Guard, record: Callable[[str], None]) -> None:
         if message.startswith(LOOP_SKIP):
             guard("loop skip", lambda: record(message))
 
-    skip_frame.__init__ = __init__
+    patches.replace(skip_frame, "__init__", __init__)
 
 
 # -- columns ---------------------------------------------------------------------------------
@@ -272,7 +272,7 @@ def wrap_unsupported(guard: Guard, record: Callable[[Any, list[Columns]], None])
 
         guard("columns", remember)
 
-    unsupported.__init__ = __init__  # type: ignore[method-assign]
+    patches.replace(unsupported, "__init__", __init__)
 
 
 def translators_on_stack() -> list[Any]:
@@ -334,7 +334,7 @@ def wrap_frame_callback(translate: Translate) -> None:
     def __call__(self: Any, frame: Any, *args: Any) -> Any:
         return translate(functools.partial(original, self), frame, args, sys._getframe(1))
 
-    wrapper.__call__ = __call__  # type: ignore[method-assign]
+    patches.replace(wrapper, "__call__", __call__)
 
 
 def produced_code(result: Any) -> bool:
@@ -380,7 +380,7 @@ def wrap_compiled_calls(guard: Guard, record: Callable[[Any], None]) -> None:
             guard("compiled call", lambda: record(callback))
         return original(callback)
 
-    eval_frame._callback_from_stance = callback_from_stance
+    patches.replace(eval_frame, "_callback_from_stance", callback_from_stance)
 
 
 def _convert_frame_function(names: tuple[str, ...]) -> str:
@@ -401,7 +401,7 @@ def wrap_recompile_limit(guard: Guard, record: Callable[[Any, tuple[bool, str]],
         guard("recompile limit", lambda: record(compile_id, decision))
         return decision
 
-    setattr(convert_frame, name, exceeds)
+    patches.replace(convert_frame, name, exceeds)
 
 
 def wrap_recompile_reasons(guard: Guard, record: Callable[[list[str], list[Any]], None]) -> bool:
@@ -421,7 +421,7 @@ def wrap_recompile_reasons(guard: Guard, record: Callable[[list[str], list[Any]]
         guard("recompilation", lambda: record(list(found or []), stacks))
         return found
 
-    setattr(convert_frame, name, explained)
+    patches.replace(convert_frame, name, explained)
     formatter = getattr(dynamo_guards, "format_user_stack_trace", None)
     if formatter is None:
         return False
@@ -432,7 +432,7 @@ def wrap_recompile_reasons(guard: Guard, record: Callable[[list[str], list[Any]]
             collecting[-1].append(stack)
         return formatter(stack, *args, **kwargs)
 
-    dynamo_guards.format_user_stack_trace = format_user_stack_trace  # type: ignore[assignment]
+    patches.replace(dynamo_guards, "format_user_stack_trace", format_user_stack_trace)
     return True
 
 
@@ -455,11 +455,12 @@ def wrap_inlining(guard: Guard, record: Callable[[Any], None]) -> None:
         guard("inlining", lambda: record(func))
         return original(parent, func, *args, **kwargs)
 
-    setattr(inlining, name, staticmethod(inline))
+    patches.replace(inlining, name, staticmethod(inline))
 
 
 def register_bytecode_hook(hook: Callable[[types.CodeType, types.CodeType], None]) -> None:
-    _find(convert_frame, "register_bytecode_hook", "torch._dynamo.convert_frame")(hook)
+    handle = _find(convert_frame, "register_bytecode_hook", "torch._dynamo.convert_frame")(hook)
+    patches.on_restore(handle.remove)
 
 
 # -- GB ids ----------------------------------------------------------------------------------
