@@ -1,9 +1,9 @@
 """The fix catalogue as pure functions: which fixes a break's source shape gets, what each one writes,
 and which one the editor and the CLI prefer.
 
-test_fixes.py applies every fix through the real server and re-runs the real translator; these pin
-down the catalogue's own rules (when it offers a fix, when it refuses, what text it produces) on the
-same fixture files, without Dynamo.
+tests/lsp/test_fixes.py applies every fix through the real server and re-runs the real translator;
+these pin down the catalogue's own rules (when it offers a fix, when it refuses, what text it
+produces) on the same fixture files, without Dynamo.
 """
 
 from __future__ import annotations
