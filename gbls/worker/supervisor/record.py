@@ -6,7 +6,7 @@ import time
 from collections import deque
 
 from .. import events
-from ..events import BreakEvent, Event, NoteEvent, StoppedEvent
+from ..events import BreakEvent, Event, NoteEvent, StoppedEvent, TorchEvent
 from ..shared import processes
 from ..shared.protocol import (
     CANCELLED,
@@ -217,4 +217,5 @@ def result_of(
         seconds=seconds,
         notes=tuple(dict.fromkeys(event.text for event in events if isinstance(event, NoteEvent))),
         stopped_line=next((e.line or 0 for e in events if isinstance(e, StoppedEvent)), 0),
+        features=next((e.features for e in events if isinstance(e, TorchEvent)), ()),
     )
