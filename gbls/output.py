@@ -12,7 +12,7 @@ from typing import Any
 from . import __version__
 from .engine.fixes.edits import Fix
 from .engine.fixes.policy import Fixes
-from .engine.model import STOPPED, BreakReport, FileReport, Location, RecompileReport
+from .engine.model import STOPPED, BreakReport, FileReport, Location, RecompileReport, costliest_first
 from .engine.ranges import Span
 
 LIMIT_CODE = "recompile-limit"  # the SARIF rule of a recompilation that hit the recompile limit
@@ -66,7 +66,11 @@ def text(reports: list[FileReport], fixes: Fixes) -> str:
     breaks = sum(len(r.breaks) for r in reports)
     failed = sum(1 for r in reports if _status(r) != "ok")
     files = len(reports)
-    summary = f"Found {breaks} graph break{'s' * (breaks != 1)} in {files} file{'s' * (files != 1)}"
+    summary = f"Found {breaks} graph break{'s' * (breaks != 1)}"
+    raising = sum(1 for r in reports for brk in r.breaks if brk.raises)
+    if raising:
+        summary += f" ({raising} raise{'s' * (raising == 1)} at run time)"
+    summary += f" in {files} file{'s' * (files != 1)}"
     if failed:
         summary += f" ({failed} could not be fully analysed)"
     missed = unanalysed(reports)
@@ -89,8 +93,11 @@ def _text_message(brk: BreakReport) -> str:
         where += f" via {' → '.join(brk.via)}"
     if brk.eager:
         where += f"; {brk.function} {brk.eager}"
+    if brk.nested:
+        where += f"; nested graph break: {brk.nested}"
     count = f" (hit {brk.count} times)" if brk.count > 1 else ""
-    return f"{brk.title} [{where}]{count}"
+    text = f"{brk.title} [{where}]{count}"
+    return f"{brk.raises}: {text}" if brk.raises else text
 
 
 def _range(span: Span) -> dict[str, Any]:
@@ -142,6 +149,7 @@ def _fix(fix: Fix | None) -> dict[str, Any] | None:
 def to_json(reports: list[FileReport], torch_version: str, fixes: Fixes) -> str:
     files = []
     for report in reports:
+        ranks = _ranks(report)
         files.append(
             {
                 "path": report.path,
@@ -187,6 +195,11 @@ def to_json(reports: list[FileReport], torch_version: str, fixes: Fixes) -> str:
                         "count": b.count,
                         "gaps": list(b.cause.gaps),
                         "fix": _fix(fixes.get((report.path, b.key))),
+                        "split": b.cause.split,
+                        "raises": b.cause.raises or None,
+                        "classes": list(b.cause.classes),
+                        "owner": {"kind": b.owner, "library": b.library or None},
+                        "rank": ranks[id(b)],
                     }
                     for b in report.breaks
                 ],
@@ -196,6 +209,24 @@ def to_json(reports: list[FileReport], torch_version: str, fixes: Fixes) -> str:
             }
         )
     return json.dumps({"gbls": __version__, "torch": torch_version, "files": files}, indent=2) + "\n"
+
+
+def _ranks(report: FileReport) -> dict[int, int]:
+    """Each break's place among its function's, the one to fix first 1 (by ``id`` of the break)."""
+    ranks: dict[int, int] = {}
+    for function in {brk.function for brk in report.breaks}:
+        own = costliest_first(tuple(brk for brk in report.breaks if brk.function == function))
+        ranks.update((id(brk), rank) for rank, brk in enumerate(own, start=1))
+    return ranks
+
+
+def _tags(brk: BreakReport) -> list[str]:
+    """SARIF tags: the hint classes, who can act, how the break behaves under the user's settings."""
+    tags = [*brk.cause.classes, f"owner:{brk.owner}"]
+    tags += [f"library:{brk.library}"] if brk.owner == "library" else []
+    tags += [f"raises:{brk.cause.raises}"] if brk.cause.raises else []
+    tags += ["nested"] if brk.nested else []
+    return tags
 
 
 def _recompile_json(found: RecompileReport, fix: Fix | None) -> dict[str, Any]:
@@ -264,8 +295,9 @@ def sarif(reports: list[FileReport]) -> str:
             results.append(
                 {
                     "ruleId": brk.code,
-                    "level": "warning",
+                    "level": "error" if brk.raises else "warning",
                     "message": {"text": f"{brk.message}. {brk.cause.explanation}"},
+                    "properties": {"tags": _tags(brk)},
                     "locations": [_physical(report.path, brk.span)],
                     "relatedLocations": [
                         {
@@ -352,8 +384,9 @@ def github(reports: list[FileReport]) -> str:
         path = relative(report.path)
         for brk in report.breaks:
             s = brk.span
+            level = "error" if brk.raises else "warning"
             lines.append(
-                f"::warning title=gbls ({brk.code}),file={path},line={s.line},col={s.column + 1},"
+                f"::{level} title=gbls ({brk.code}),file={path},line={s.line},col={s.column + 1},"
                 f"endLine={s.end_line},endColumn={s.end_column + 1}::"
                 + _escape(f"{path}:{_where(s)}: {brk.code} {_text_message(brk)}")
             )

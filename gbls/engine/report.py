@@ -206,6 +206,8 @@ def _break_report(
 ) -> BreakReport:
     chain = tuple(_location(frame, text) for frame in brk.chain)
     in_file = [location for location in chain if location.path == path]
+    # This file's innermost frame at or above the split: a nested graph break splits in a callee.
+    up_to_split = [location for location in chain[: brk.split + 1] if location.path == path]
     function = next((f for f in functions if f.qualname == brk.function and f.site), None)
     site = sites.get(function.site) if function else None
     owner = function or next((f for f in functions if f.qualname == brk.function), None)
@@ -222,7 +224,7 @@ def _break_report(
     )
     called_at = None
     if in_file and not (whole_function and site is not None):
-        span = in_file[0].span
+        span = (up_to_split[-1] if up_to_split else in_file[0]).span
     else:
         # The code is not in this file (a library model compiled here), or Dynamo refused the whole
         # function before its first instruction: the break sits on the compile site.
