@@ -48,6 +48,7 @@ TESTS = [
     # Nested graph breaks, fullgraph and error_on_graph_break, hint classes, torch's escape hatches.
     "tests/engine/test_nested.py",
     "tests/engine/test_triage.py",
+    "tests/engine/test_hatches.py",
     "tests/test_fidelity.py::test_every_break_is_what_dynamo_did",
     "tests/test_cli.py::test_readme_quick_start_output_is_what_gbls_prints",
     # What static discovery lists does not depend on torch: the suite checks it once.

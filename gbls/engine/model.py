@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ..worker.shared.protocol import EAGER, Break, Code, Function, Graph, Guard, Recompile
+from ..worker.shared.protocol import EAGER, Break, Code, Feature, Function, Graph, Guard, Recompile
 from .ranges import Span
 
 STOPPED = (
@@ -50,6 +50,8 @@ class BreakReport:
     # Where the analysed file called the compiled code, when its chain never enters the file (a
     # library model compiled here): the break sits on the compile call, this says who ran it.
     called_at: Location | None = None
+    # What the analysing torch offers as escape hatches (the result's), for the fixes that need one.
+    features: tuple[Feature, ...] = ()
 
     @property
     def function(self) -> str:

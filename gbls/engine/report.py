@@ -150,7 +150,7 @@ def build(
 
     by_id = {site.id: site for site in sites}
     every = sorted(
-        (_break_report(path, brk, text, by_id, result.functions) for brk in result.breaks),
+        (_break_report(path, brk, text, by_id, result) for brk in result.breaks),
         key=lambda b: (b.span.line, b.span.column, b.gb_type),
     )
     ignored = directives.suppressions(source)
@@ -202,8 +202,9 @@ def _break_report(
     brk: Break,
     text: TextOf,
     sites: dict[str, CompiledSite],
-    functions: tuple[Function, ...],
+    result: Result,
 ) -> BreakReport:
+    functions = result.functions
     chain = tuple(_location(frame, text) for frame in brk.chain)
     in_file = [location for location in chain if location.path == path]
     # This file's innermost frame at or above the split: a nested graph break splits in a callee.
@@ -236,7 +237,9 @@ def _break_report(
             reason = ""
         if brk.called_at is not None and brk.called_at.path == path:
             called_at = _location(brk.called_at, text)
-    return BreakReport(cause=brk, span=span, chain=chain, reason=reason, called_at=called_at)
+    return BreakReport(
+        cause=brk, span=span, chain=chain, reason=reason, called_at=called_at, features=result.features
+    )
 
 
 def _call_line_span(path: str, text: TextOf, functions: tuple[Function, ...], brk: Break) -> Span:
