@@ -13,8 +13,12 @@ from pathlib import Path
 
 import pytest
 import torch
+from lsprotocol import types as lsp
 
 from gbls.engine.model import BreakReport, FileReport
+from gbls.lsp.diagnostics import file_diagnostics
+from gbls.lsp.hover import break_markdown
+from gbls.output import text
 from gbls.worker.analysis.frames import base_name
 from gbls.worker.shared.protocol import SPLIT
 
@@ -103,6 +107,8 @@ async def test_the_readme_example_splits_at_the_print(analyse_file: Analyse) -> 
         "Failed to trace builtin operator (print) (via normalize → log_stats); nested graph break: "
         "splits in log_stats, keeping the code of preprocess → normalize in the graphs"
     )
+    hover = break_markdown(brk, None)
+    assert "Nested graph break: the graph splits in log_stats" in hover and "splits at step 3" in hover
     assert_agrees_with_torch(report, fixture)
     assert_split_as_torch_logs(brk, fixture)
     # Dynamo compiled the function and its resume function only: no callee became a frame of its own.
@@ -206,6 +212,13 @@ async def test_a_break_under_fullgraph_raises(analyse_file: Analyse, tmp_path: P
     assert strict.message.startswith("fullgraph=True: this break raises at run time: ")
     # The program stops at strict's break; without the flag it goes on to relaxed's, and so does gbls.
     assert (relaxed.function, relaxed.cause.raises, relaxed.raises) == ("relaxed", "", "")
+    lines = fixture.read_text().splitlines()
+    diagnostics = file_diagnostics(report, fixture.read_text(), "warning", lambda _: lines)
+    assert [(d.range.start.line + 1, d.severity) for d in diagnostics if d.code == "GB0059"] == [
+        (9, lsp.DiagnosticSeverity.Error),
+        (15, lsp.DiagnosticSeverity.Warning),
+    ]
+    assert text([report], {}).endswith("Found 2 graph breaks (1 raises at run time) in 1 file.\n")
     await assert_breaks_as_without_the_flag(report, fixture, tmp_path / "fullgraph.py")
 
 

@@ -65,9 +65,8 @@ class _Group:
 
     def add(self, event: BreakEvent) -> None:
         self.raises = self.raises or event.raises
-        if event.direct:  # where the function's own graph splits, not a re-entered callee's
-            self.split = event.split
         if event.direct:
+            self.split = event.split  # where the function's own graph splits, not a re-entered callee's
             self.skipped = self.skipped or event.skipped
             self.reason = self.reason or (event.reason if event.skipped else "")
         (self.direct if event.direct else self.reentries).add(event.compile_id)
