@@ -46,7 +46,7 @@ def break_markdown(brk: BreakReport, function: FunctionReport | None) -> str:
     code = f"[{brk.code}]({brk.url})" if brk.url else brk.code
     parts = [f"{heading} · {code}" + (f" · hit {brk.count} times" if brk.count > 1 else "")]
     if brk.raises:
-        parts.append(f"⛔ {brk.raises[0].upper()}{brk.raises[1:]}: the program stops at this break.")
+        parts.append(f"⛔ `{brk.raises.split(':')[0]}`: this break raises at run time.")
     kinds = ", ".join(CLASSES[kind] for kind in brk.cause.classes)
     parts.append(f"Who can act: {brk.who}" + (f" · torch classes it as {kinds}" if kinds else ""))
     if brk.nested:
