@@ -16,7 +16,7 @@ from gbls.worker.shared.protocol import EAGER, Break, Frame, HintClass
 from ..conftest import FIXTURES, Analyse
 from ..torchlog import logged_breaks
 
-# Feature detection, as the worker does it: torch classes its hints from 2.10 (graph_break_hints).
+# Feature detection, as the worker does it: torch 2.9+ classes its hints (graph_break_hints), 2.6 not.
 HINTS_MODULE = "torch._dynamo.graph_break_hints"
 CLASS_LISTS = (
     ("USER_ERROR", "user_error"),

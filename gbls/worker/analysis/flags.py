@@ -3,7 +3,7 @@ found by feature detection (never by version number), as ``hookpoints`` finds th
 
 - Where a break splits the graph: in the frame of the translator that handles it. Without nested
   graph breaks that is always the compiled frame (an inlined translator cannot compile a partial
-  graph). With them (``torch._dynamo.config.nested_graph_breaks``, 2.10+; not below a callee under
+  graph). With them (``torch._dynamo.config.nested_graph_breaks``, 2.9+; not below a callee under
   ``torch._dynamo.disable_nested_graph_breaks``) it is the innermost frame that can resume, and its
   callers' code around the break stays in the graphs. gbls reads no flag: it sees where Dynamo split.
 - Whether the program raises at a break: ``torch._dynamo.error_on_graph_break(True)`` sets a global

@@ -113,7 +113,7 @@ class Message:
     url: str | None = None
     # What the user's torch or Python does not say about it, and what gbls filled in instead.
     gaps: tuple[str, ...] = ()
-    # The classes of its hints, as torch classes them (2.10+; none before).
+    # The classes of its hints, as torch classes them (2.9+; none in 2.6).
     classes: tuple[HintClass, ...] = ()
 
 
