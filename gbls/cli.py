@@ -17,7 +17,7 @@ import sys
 from collections.abc import Iterator
 from dataclasses import dataclass
 
-from . import __version__, output
+from . import __version__, output, scanning
 from .engine import baseline, runs, views
 from .engine.baseline import Entry
 from .engine.fixes import policy
@@ -207,14 +207,14 @@ def print_reports(
     if reporting.format == "json":
         sys.stdout.write(output.to_json(reports, torch, fixes, baselined, runs, unreached))
     elif reporting.format == "sarif":
-        sys.stdout.write(output.sarif(reports, unreached))
+        sys.stdout.write(scanning.sarif(reports, unreached))
     elif reporting.format == "github":
-        sys.stdout.write(output.github(reports, unreached))
+        sys.stdout.write(scanning.github(reports, unreached))
     else:
         sys.stdout.write(output.text(reports, fixes, baselined, runs, unreached))
     if reporting.sarif_file:
         with open(reporting.sarif_file, "w", encoding="utf-8") as handle:
-            handle.write(output.sarif(reports, unreached))
+            handle.write(scanning.sarif(reports, unreached))
     failed = any(report.status != "ok" for report in reports) or any(r.status != "ok" for _, r in runs)
     if failed or output.unanalysed(reports) or unreached:
         return 2  # CI never stays green on code gbls did not run

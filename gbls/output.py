@@ -1,4 +1,5 @@
-"""``gbls check`` output formats: text (like ruff), JSON, SARIF 2.1.0 and GitHub annotations.
+"""``gbls check`` output formats: text (like ruff) and JSON; SARIF and GitHub annotations are in
+``scanning.py``.
 
 Lines and columns are 1-based here; ends are exclusive.
 """
@@ -14,7 +15,14 @@ from .engine import views
 from .engine.baseline import Applied, Entry
 from .engine.fixes.edits import Fix
 from .engine.fixes.policy import Fixes
-from .engine.model import LIMIT_CODE, STOPPED, BreakReport, FileReport, Location, RecompileReport
+from .engine.model import (
+    STOPPED,
+    BreakReport,
+    FileReport,
+    Location,
+    RecompileReport,
+    costliest_first,
+)
 from .engine.ranges import Span
 from .worker.shared.protocol import Run
 
@@ -34,11 +42,11 @@ def relative(path: str) -> str:
     return path if relative.startswith("..") else relative
 
 
-def _where(span: Span) -> str:
+def where(span: Span) -> str:
     return f"{span.line}:{span.column + 1}"
 
 
-def _status(report: FileReport) -> str:
+def status(report: FileReport) -> str:
     return report.status if report.status in ("ok", "timeout") else "error"
 
 
@@ -81,26 +89,30 @@ def text(
             if fix is not None and fix.safe:
                 mark = "[*] "
                 fixable += 1
-            lines.append(f"{path}:{_where(brk.span)}: {brk.code} {mark}{_text_message(brk)}")
+            lines.append(f"{path}:{where(brk.span)}: {brk.code} {mark}{message_of(brk)}")
         for problem in report.problems:
-            lines.append(f"{path}:{_where(problem.span)}: {problem.code} {problem.message}")
+            lines.append(f"{path}:{where(problem.span)}: {problem.code} {problem.message}")
         for function in report.functions:
             if not function.analysed:
                 lines.append(
-                    f"{path}:{_where(function.span)}: not analysed: {function.qualname}: {function.reason}"
+                    f"{path}:{where(function.span)}: not analysed: {function.qualname}: {function.reason}"
                 )
         if report.message and report.failure_span is not None:
-            lines.append(f"{path}:{_where(report.failure_span)}: error: {report.message}")
+            lines.append(f"{path}:{where(report.failure_span)}: error: {report.message}")
         if report.stopped is not None:
-            lines.append(f"{path}:{_where(report.stopped)}: note: {STOPPED}")
+            lines.append(f"{path}:{where(report.stopped)}: note: {STOPPED}")
         for call in report.cuda_only:
-            lines.append(f"{path}:{_where(call.span)}: note: {call.message}")
+            lines.append(f"{path}:{where(call.span)}: note: {call.message}")
         if report.path in (missed or []):
             lines.append(f"{path}:1:1: {UNREACHED}")
     breaks = sum(len(r.breaks) for r in reports)
-    failed = sum(1 for r in reports if _status(r) != "ok")
+    failed = sum(1 for r in reports if status(r) != "ok")
     files = len(reports)
-    summary = f"Found {breaks} graph break{'s' * (breaks != 1)} in {files} file{'s' * (files != 1)}"
+    summary = f"Found {breaks} graph break{'s' * (breaks != 1)}"
+    raising = sum(1 for r in reports for brk in r.breaks if brk.raises)
+    if raising:
+        summary += f" ({raising} raise{'s' * (raising == 1)} at run time)"
+    summary += f" in {files} file{'s' * (files != 1)}"
     if failed:
         summary += f" ({failed} could not be fully analysed)"
     functions = unanalysed(reports)
@@ -133,14 +145,17 @@ def removable(path: str, entries: list[Entry], option: str = "--update-baseline"
     return "\n".join([f"{relative(path)}: {said}:", *(f"  {entry.describe()}" for entry in entries)])
 
 
-def _text_message(brk: BreakReport) -> str:
+def message_of(brk: BreakReport) -> str:
     where = f"in {brk.function}"
     if brk.via:
         where += f" via {' → '.join(brk.via)}"
     if brk.eager:
         where += f"; {brk.function} {brk.eager}"
+    if brk.nested:
+        where += f"; nested graph break: {brk.nested}"
     count = f" (hit {brk.count} times)" if brk.count > 1 else ""
-    return f"{brk.title} [{where}]{count}"
+    text = f"{brk.title} [{where}]{count}"
+    return f"{brk.raises}: {text}" if brk.raises else text
 
 
 def _range(span: Span) -> dict[str, Any]:
@@ -201,10 +216,11 @@ def to_json(
     files = []
     for report in reports:
         reached = report.path not in (missed or [])
+        ranks = _ranks(report)
         files.append(
             {
                 "path": report.path,
-                "status": _status(report),
+                "status": status(report),
                 "analysed": reached,
                 "message": report.message if reached else UNREACHED,
                 "notes": list(report.notes),
@@ -248,6 +264,11 @@ def to_json(
                         "count": b.count,
                         "gaps": list(b.cause.gaps),
                         "fix": _fix(fixes.get((report.path, b.key))),
+                        "split_index": b.cause.split,
+                        "raises": b.cause.raises or None,
+                        "classes": list(b.cause.classes),
+                        "owner": {"kind": b.owner, "library": b.library or None},
+                        "rank": ranks[id(b)],
                     }
                     for b in report.breaks
                 ],
@@ -273,7 +294,7 @@ def to_json(
             "args": list(run.args),
             "cwd": run.cwd,
             "env": dict(run.env),
-            "status": _status(analysis),
+            "status": status(analysis),
             "message": analysis.message,
             "seconds": analysis.seconds,
             "files": [path for path in views.by_file(analysis) if path],
@@ -296,6 +317,15 @@ def _baseline_json(baselined: Applied) -> dict[str, Any]:
         "matched": baselined.matched,
         "removable": [entry.as_json() for entry in baselined.removable],
     }
+
+
+def _ranks(report: FileReport) -> dict[int, int]:
+    """Each break's place among its function's, the one to fix first 1 (by ``id`` of the break)."""
+    ranks: dict[int, int] = {}
+    for function in {brk.function for brk in report.breaks}:
+        own = costliest_first(tuple(brk for brk in report.breaks if brk.function == function))
+        ranks.update((id(brk), rank) for rank, brk in enumerate(own, start=1))
+    return ranks
 
 
 def _recompile_json(found: RecompileReport, fix: Fix | None) -> dict[str, Any]:
@@ -332,153 +362,3 @@ def _recompile_json(found: RecompileReport, fix: Fix | None) -> dict[str, Any]:
         "url": found.url,
         "fix": _fix(fix),
     }
-
-
-def _region(span: Span) -> dict[str, int]:
-    return {
-        "startLine": span.line,
-        "startColumn": span.column + 1,
-        "endLine": span.end_line,
-        "endColumn": span.end_column + 1,
-    }
-
-
-def _physical(path: str, span: Span) -> dict[str, Any]:
-    return {"physicalLocation": {"artifactLocation": {"uri": relative(path)}, "region": _region(span)}}
-
-
-def sarif(reports: list[FileReport], missed: list[str] | None = None) -> str:
-    rules: dict[str, dict[str, Any]] = {}
-    results = []
-    for report in reports:
-        for brk in report.breaks:
-            rules.setdefault(
-                brk.code,
-                {
-                    "id": brk.code,
-                    "name": brk.gb_type,
-                    "shortDescription": {"text": brk.gb_type},
-                    **({"helpUri": brk.url} if brk.url else {}),
-                },
-            )
-            results.append(
-                {
-                    "ruleId": brk.code,
-                    "level": "warning",
-                    "message": {"text": f"{brk.message}. {brk.cause.explanation}"},
-                    "locations": [_physical(report.path, brk.span)],
-                    "relatedLocations": [
-                        {
-                            "id": index,
-                            **_physical(location.path, location.span),
-                            "message": {"text": location.function},
-                        }
-                        for index, location in enumerate(brk.chain)
-                    ],
-                }
-            )
-        for problem in report.problems:
-            rule = LIMIT_CODE if problem.limit else problem.code
-            rules.setdefault(
-                rule,
-                {
-                    "id": rule,
-                    "name": "recompile limit hit" if problem.limit else "recompilation",
-                    "shortDescription": {
-                        "text": (
-                            "A function hit the recompile limit: Dynamo compiles it no more"
-                            if problem.limit
-                            else "A function recompiles: a guard fails between calls"
-                        )
-                    },
-                    "helpUri": problem.url,
-                },
-            )
-            results.append(
-                {
-                    "ruleId": rule,
-                    "level": "error" if problem.limit else "warning",
-                    "message": {"text": problem.message},
-                    "locations": [_physical(report.path, problem.span)],
-                    "relatedLocations": (
-                        [
-                            {
-                                "id": 0,
-                                **_physical(problem.guard_at.path, problem.guard_at.span),
-                                "message": {"text": f"the guard, in {problem.guard_at.function}"},
-                            }
-                        ]
-                        if problem.guard_at
-                        else []
-                    ),
-                }
-            )
-        if report.message and report.failure_span is not None:
-            results.append(
-                {
-                    "ruleId": "analysis-failed",
-                    "level": "error",
-                    "message": {"text": report.message},
-                    "locations": [_physical(report.path, report.failure_span)],
-                }
-            )
-        if report.path in (missed or []):
-            results.append(
-                {
-                    "ruleId": "not-analysed",
-                    "level": "error",
-                    "message": {"text": UNREACHED},
-                    "locations": [_physical(report.path, Span(1, 0, 1, 0))],
-                }
-            )
-    document = {
-        "$schema": "https://json.schemastore.org/sarif-2.1.0.json",
-        "version": "2.1.0",
-        "runs": [
-            {
-                "tool": {
-                    "driver": {
-                        "name": "gbls",
-                        "version": __version__,
-                        "rules": sorted(rules.values(), key=lambda rule: rule["id"]),
-                    }
-                },
-                "columnKind": "unicodeCodePoints",
-                "results": results,
-            }
-        ],
-    }
-    return json.dumps(document, indent=2) + "\n"
-
-
-def _escape(value: str) -> str:
-    return value.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
-
-
-def github(reports: list[FileReport], missed: list[str] | None = None) -> str:
-    lines = []
-    for report in reports:
-        path = relative(report.path)
-        for brk in report.breaks:
-            s = brk.span
-            lines.append(
-                f"::warning title=gbls ({brk.code}),file={path},line={s.line},col={s.column + 1},"
-                f"endLine={s.end_line},endColumn={s.end_column + 1}::"
-                + _escape(f"{path}:{_where(s)}: {brk.code} {_text_message(brk)}")
-            )
-        for problem in report.problems:
-            s = problem.span
-            level = "error" if problem.limit else "warning"
-            lines.append(
-                f"::{level} title=gbls ({problem.code}),file={path},line={s.line},col={s.column + 1},"
-                f"endLine={s.end_line},endColumn={s.end_column + 1}::"
-                + _escape(f"{path}:{_where(s)}: {problem.code} {problem.message}")
-            )
-        if report.message and report.failure_span is not None:
-            s = report.failure_span
-            lines.append(
-                f"::error title=gbls,file={path},line={s.line},col={s.column + 1}::" + _escape(report.message)
-            )
-        if report.path in (missed or []):
-            lines.append(f"::error title=gbls,file={path},line=1,col=1::" + _escape(UNREACHED))
-    return "\n".join(lines) + ("\n" if lines else "")

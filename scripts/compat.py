@@ -54,6 +54,10 @@ TESTS = [
     "tests/unit/test_capture.py",
     "tests/unit/test_recompiles.py",
     "tests/engine/test_cuda.py",
+    # Nested graph breaks, fullgraph and error_on_graph_break, hint classes, torch's escape hatches.
+    "tests/engine/test_nested.py",
+    "tests/engine/test_triage.py",
+    "tests/engine/test_hatches.py",
     # What static discovery lists does not depend on torch: the suite checks it once.
     "--deselect=tests/engine/test_fidelity.py::test_every_break_is_what_dynamo_did[phantom_targets.py]",
 ]

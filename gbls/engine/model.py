@@ -14,12 +14,20 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ..worker.shared.protocol import EAGER, Break, Code, Function, Graph, Guard, Recompile
+from ..worker.shared.protocol import EAGER, Break, Code, Feature, Function, Graph, Guard, Recompile
 from .ranges import Span
 
 STOPPED = (
     "gbls stopped the program here once it repeated itself: its compiled calls had nothing new to translate"
 )
+
+# How each setting that makes a break raise is written in the user's code.
+RAISING_SETTINGS = {"fullgraph": "fullgraph=True", "error_on_graph_break": "error_on_graph_break(True)"}
+
+# Where installed packages live: a root cause there is its library's to remove.
+INSTALLED = ("site-packages", "dist-packages")
+# Hint classes that say Dynamo could trace the code, or is wrong about it: PyTorch's to act on.
+PYTORCH_CLASSES = ("dynamo_bug", "supportable", "difficult")
 
 # What identifies a break across publications, for code actions on a diagnostic: its function,
 # gb_type, the line and column of its root cause and of its split site (one cause, two call paths).
@@ -53,6 +61,8 @@ class BreakReport:
     # Where the workspace called the compiled code, when its chain never enters the workspace (a
     # library model compiled here): the break sits on the compile call, this says who ran it.
     called_at: Location | None = None
+    # What the analysing torch offers as escape hatches (the result's), for the fixes that need one.
+    features: tuple[Feature, ...] = ()
 
     @property
     def function(self) -> str:
@@ -101,6 +111,54 @@ class BreakReport:
         return self.chain[-1]
 
     @property
+    def split_frame(self) -> Location:
+        """The chain's frame where the graph splits: the compiled function's, or the callee's for a
+        nested graph break (in whatever file; ``split`` is the same place in the workspace)."""
+        return self.chain[min(self.cause.split, len(self.chain) - 1)]
+
+    @property
+    def nested(self) -> str:
+        """For a nested graph break: ``splits in log_stats, keeping the code of g → normalize in the
+        graphs``; else ""."""
+        if self.cause.split <= 0:
+            return ""
+        callers = " → ".join(location.function for location in self.chain[: self.cause.split])
+        return f"splits in {self.split_frame.function}, keeping the code of {callers} in the graphs"
+
+    @property
+    def raises(self) -> str:
+        """``fullgraph=True: this break raises at run time``, or "" when the program goes on past it."""
+        setting = RAISING_SETTINGS.get(self.cause.raises)
+        return f"{setting}: this break raises at run time" if setting else ""
+
+    @property
+    def library(self) -> str:
+        """The installed package the root cause is in (``transformers``, ``torch``), or ""."""
+        parts = self.root.path.replace("\\", "/").split("/")
+        found = [index for index, part in enumerate(parts) if part in INSTALLED]
+        return parts[found[-1] + 1].removesuffix(".py") if found and found[-1] + 1 < len(parts) else ""
+
+    @property
+    def owner(self) -> str:
+        """Who can act on it: ``pytorch`` (its hints say Dynamo could trace the code or is wrong, or the
+        cause is in torch), ``library`` (the cause is in an installed package: ``library``), or ``user``."""
+        if any(kind in PYTORCH_CLASSES for kind in self.cause.classes) or self.library == "torch":
+            return "pytorch"
+        return "library" if self.library else "user"
+
+    @property
+    def who(self) -> str:
+        """``your code``, ``the library transformers``, or ``PyTorch``."""
+        return {"pytorch": "PyTorch", "library": f"the library {self.library}"}.get(self.owner, "your code")
+
+    @property
+    def cost(self) -> tuple[int, int]:
+        """What it costs, to order a function's breaks by: the function's frame left to eager mode (all
+        of it, then the rest after a line) above a split, then how many compilations it split."""
+        eager = 0 if self.effect != EAGER else 1 if self.cause.eager_from is not None else 2
+        return (eager, self.count)
+
+    @property
     def title(self) -> str:
         """``Failed to trace builtin operator (print)``"""
         return f"{self.gb_type} ({self.reason})" if self.reason else self.gb_type
@@ -123,7 +181,14 @@ class BreakReport:
             reason = self.cause.eager_reason
             why = f": {reason.split(':')[0]}" if reason else ""
             text += f"; {self.function} {self.eager}{why}"
-        return text
+        if self.nested:
+            text += f"; nested graph break: {self.nested}"
+        return f"{self.raises}: {text}" if self.raises else text
+
+
+def costliest_first(breaks: tuple[BreakReport, ...]) -> tuple[BreakReport, ...]:
+    """Breaks in the order to fix them: the costliest first, then by line."""
+    return tuple(sorted(breaks, key=lambda brk: (-brk.cost[0], -brk.cost[1], brk.span.line, brk.span.column)))
 
 
 def leading_guard(recompiles: tuple[Recompile, ...]) -> Guard | None:

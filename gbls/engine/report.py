@@ -172,7 +172,7 @@ def build(
 
     by_id = {site.id: site for site in sites}
     every = sorted(
-        (_break_report(path, brk, text, own, by_id, result.functions) for brk in result.breaks),
+        (_break_report(path, brk, text, own, by_id, result) for brk in result.breaks),
         key=lambda b: (b.path, b.span.line, b.span.column, b.gb_type),
     )
     ignores = {other: directives.suppressions(text(other)) for other in {b.path for b in every}}
@@ -247,12 +247,15 @@ def _break_report(
     text: TextOf,
     own: Callable[[str], bool],
     sites: dict[str, CompiledSite],
-    functions: tuple[Function, ...],
+    result: Result,
 ) -> BreakReport:
     """A break where it belongs: on its root cause's last frame in the workspace (the ``print`` in a
-    helper of ``model.py``), beside the place its compiled function's graph splits (``chain[0]``)."""
+    helper of ``model.py``), beside the place its compiled function's graph splits: ``chain[0]``, or
+    with nested graph breaks the innermost frame of the workspace at or above ``brk.split``."""
+    functions = result.functions
     chain = tuple(_location(frame, text) for frame in brk.chain)
     mine = [location for location in chain if own(location.path)]
+    splits = [location for location in chain[: brk.split + 1] if own(location.path)]
     function = next((f for f in functions if f.qualname == brk.function and f.site), None)
     site = sites.get(function.site) if function else None
     owner = function or next((f for f in functions if f.qualname == brk.function), None)
@@ -278,7 +281,7 @@ def _break_report(
         called_at = _location(brk.called_at, text)
     if mine and not (whole_function and site is not None):
         home = mine[-1]
-        split = chain[0] if own(chain[0].path) and chain[0] != home else None
+        split = splits[-1] if splits and splits[-1] != home else None
         return BreakReport(
             cause=brk,
             path=home.path,
@@ -287,6 +290,7 @@ def _break_report(
             reason=reason,
             split=split,
             called_at=called_at,
+            features=result.features,
         )
     # The code is not in the workspace (a library model compiled here), or Dynamo refused the whole
     # function before its first instruction: the break sits on the compile site.
@@ -302,7 +306,15 @@ def _break_report(
         where, span = path, Span(1, 0, 1, 0)
     if whole_function:
         reason = ""
-    return BreakReport(cause=brk, path=where, span=span, chain=chain, reason=reason, called_at=called_at)
+    return BreakReport(
+        cause=brk,
+        path=where,
+        span=span,
+        chain=chain,
+        reason=reason,
+        called_at=called_at,
+        features=result.features,
+    )
 
 
 def short_reason(source: str, span: Span, whole_line: bool = False) -> str:

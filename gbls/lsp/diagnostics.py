@@ -75,8 +75,10 @@ def _related(brk: BreakReport, lines_of: LinesOf) -> list[lsp.DiagnosticRelatedI
     related = []
     last = len(brk.chain) - 1
     for index, location in enumerate(brk.chain):
-        if index == 0:
+        if index == brk.cause.split:
             text = f"the graph of {brk.function} splits here"
+        elif index == 0:
+            text = f"{brk.function} calls here: a nested graph break keeps its code in the graphs"
         elif index == last:
             text = f"root cause in {location.function}: {brk.gb_type}"
         else:
@@ -123,7 +125,8 @@ def file_diagnostics(
             lsp.Diagnostic(
                 range=to_range(brk.span, lines),
                 message=brk.message,
-                severity=level,
+                # The program raises there (fullgraph=True, error_on_graph_break): always an error.
+                severity=lsp.DiagnosticSeverity.Error if brk.raises else level,
                 code=brk.code,
                 code_description=lsp.CodeDescription(href=brk.url) if brk.url else None,
                 source=SOURCE,

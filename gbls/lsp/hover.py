@@ -9,9 +9,26 @@ import os
 
 from pygls import uris
 
-from ..engine.model import BreakReport, FileReport, FunctionReport, Location, RecompileReport
+from ..engine.model import (
+    BreakReport,
+    FileReport,
+    FunctionReport,
+    Location,
+    RecompileReport,
+    costliest_first,
+)
 from ..engine.recompiles import remedies
 from ..worker.shared.protocol import EAGER, Graph
+
+# What each hint class torch gives means, for the hover.
+CLASSES = {
+    "user_error": "an error in the code",
+    "dynamo_bug": "a Dynamo bug",
+    "difficult": "hard to debug",
+    "fundamental": "fundamental",
+    "supportable": "something Dynamo could support",
+    "caused_by_earlier_break": "possibly caused by an earlier break",
+}
 
 
 def _link(location: Location) -> str:
@@ -28,6 +45,12 @@ def break_markdown(brk: BreakReport, function: FunctionReport | None) -> str:
     heading = f"**{brk.gb_type}**"
     code = f"[{brk.code}]({brk.url})" if brk.url else brk.code
     parts = [f"{heading} · {code}" + (f" · hit {brk.count} times" if brk.count > 1 else "")]
+    if brk.raises:
+        parts.append(f"⛔ `{brk.raises.split(':')[0]}`: this break raises at run time.")
+    kinds = ", ".join(CLASSES[kind] for kind in brk.cause.classes)
+    parts.append(f"Who can act: {brk.who}" + (f" · torch classes it as {kinds}" if kinds else ""))
+    if brk.nested:
+        parts.append(f"Nested graph break: the graph {brk.nested}.")
     if brk.eager:
         why = brk.cause.eager_reason or "Dynamo skipped the frame"
         parts.append(f"⚠ `{brk.function}` {brk.eager}: {why}")
@@ -37,7 +60,8 @@ def break_markdown(brk: BreakReport, function: FunctionReport | None) -> str:
     if len(brk.chain) > 1:
         steps = "\n".join(f"{index}. {_link(location)}" for index, location in enumerate(brk.chain, start=1))
         parts.append(
-            f"**Inline chain** (the graph splits at step 1, the cause is step {len(brk.chain)})\n{steps}"
+            f"**Inline chain** (the graph splits at step {brk.cause.split + 1}, the cause is step "
+            f"{len(brk.chain)})\n{steps}"
         )
     if function is not None and function.graphs:
         parts.append(f"**How `{function.qualname}` splits**\n" + split_story(function, brk))
@@ -128,7 +152,7 @@ def function_markdown(function: FunctionReport, report: FileReport) -> str:
         lines.append(f"Not analysed: {function.reason}.")
         lines.append("Declare inputs with a comment above it: `# gbls: example(torch.randn(4, 8))`")
         return "\n\n".join(lines)
-    breaks = report.breaks_of(function.qualname)
+    breaks = costliest_first(report.breaks_of(function.qualname))
     counts = " · ".join(
         (_plural(len(function.graphs), "graph"), _plural(len(breaks), "break"), _plural(function.ops, "op"))
     )
@@ -148,6 +172,9 @@ def function_markdown(function: FunctionReport, report: FileReport) -> str:
     lines.append(f"Inputs ({source.get(target.input_source, 'unknown')}): `{target.inputs or 'none'}`")
     if function.graphs:
         lines.append("**Graphs**: " + split_story(function, breaks))
+    if len(breaks) > 1:
+        order = " → ".join(f"line {brk.span.line} ({brk.title})" for brk in breaks)
+        lines.append(f"**Fix first**: {order}")
     if any(b.effect == EAGER and b.cause.eager_from is None for b in breaks):
         lines.append("⚠ Dynamo gives up on this function: it runs entirely in eager mode.")
     for line in sorted({b.cause.eager_from for b in breaks if b.cause.eager_from is not None}):
@@ -166,7 +193,7 @@ def function_report(report: FileReport, qualname: str | None) -> str:
         sections.append(f"**Analysis stopped**: {report.message}")
     for function in chosen:
         sections.append(f"## {function.qualname}\n\n" + function_markdown(function, report))
-        for brk in report.breaks_of(function.qualname):
+        for brk in costliest_first(report.breaks_of(function.qualname)):
             where = (
                 f"line {brk.span.line}"
                 if brk.path == report.path

@@ -150,10 +150,9 @@ def user_frames(stack: list[LoggedFrame]) -> list[LoggedFrame]:
 
 
 def root_of(entry: LoggedBreak) -> tuple[str, int]:
-    """Where a logged break's cause is in the user's code: torch's own frames below it (a polyfill
-    of ``sum``, a context manager's wrapper) are not part of a chain."""
-    if not entry.at[0].startswith(TORCH_DIR):
-        return entry.at
+    """Where a logged break's cause is in the user's code: the innermost frame of its stack (torch
+    logs a nested graph break "at" the frame that splits), torch's own frames below it (a polyfill
+    of ``sum``, a context manager's wrapper) not part of a chain."""
     users = [frame for frame in entry.stack if not frame.path.startswith(TORCH_DIR)]
     return (users[-1].path, users[-1].line) if users else entry.at
 

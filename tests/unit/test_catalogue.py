@@ -146,7 +146,8 @@ def test_a_root_cause_in_another_file_is_fixed_there() -> None:
     here = at(FIXES / "propagated.py", "outer", 9, "announce(y)")
     root = at(FIXES / "fix_helpers.py", "announce", 5, 'print("announcing", x)')
     sources = Sources(read_source)
-    removal, _ = fixes_for(broken("GB0059", here, root), here.path, sources)
+    removal, _, eager = fixes_for(broken("GB0059", here, root), here.path, sources)
+    assert eager.title.startswith("Run announce eagerly with @torch.compiler.disable")  # the fallback
     assert applied(removal, sources) == {
         "fix_helpers.py": sources.text(root.path).replace(  # type: ignore[union-attr]
             '    print("announcing", x)\n', ""

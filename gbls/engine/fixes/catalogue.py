@@ -19,7 +19,7 @@ from ...worker.shared.lines import split_lines
 from ..model import BreakReport
 from ..ranges import Span, line_text
 from ..sources import Sources, parse
-from . import branches
+from . import branches, hatches
 from .edits import Edit, Fix, Maker
 from .syntax import (
     insert_after_imports,
@@ -182,9 +182,15 @@ def drop_disable_decorator(brk: BreakReport, here: str, sources: Sources) -> Fix
 
 
 CATALOGUE: dict[str, tuple[Maker, ...]] = {
-    "GB0059": (remove_logging_call, register_reorderable_print),  # Failed to trace builtin operator
-    "GB0296": (remove_logging_call,),  # a debugging function that can't be reordered
-    "GB0291": (remove_logging_call,),  # logging.Logger method
+    "GB0059": (  # Failed to trace builtin operator
+        remove_logging_call,
+        register_reorderable_print,
+        hatches.print_in_graph,
+        hatches.ignore_logging,
+    ),
+    # a debugging function that can't be reordered
+    "GB0296": (remove_logging_call, hatches.print_in_graph, hatches.ignore_logging),
+    "GB0291": (remove_logging_call, hatches.ignore_logging),  # logging.Logger method
     "GB0124": (config_flag("capture_scalar_outputs", "item"),),  # Tensor.item()
     "GB0036": (config_flag("capture_dynamic_output_shape_ops"),),  # Dynamic shape operator
     "GB0025": (remove_graph_break,),  # torch._dynamo.graph_break()
@@ -205,7 +211,7 @@ BY_GB_TYPE = {
 def fixes_for(brk: BreakReport, here: str, sources: Sources) -> list[Fix]:
     """The fixes for ``brk``, a break of the analysed file ``here``, that the source's shape allows."""
     key = brk.gb_id or BY_GB_TYPE.get(brk.gb_type, "")
-    found = [maker(brk, here, sources) for maker in CATALOGUE.get(key, ())]
+    found = [maker(brk, here, sources) for maker in (*CATALOGUE.get(key, ()), *hatches.FALLBACKS)]
     return [fix for fix in found if fix is not None]
 
 

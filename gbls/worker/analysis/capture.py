@@ -11,15 +11,9 @@ note of the result, and never reaches Dynamo or the analysed code (whose own exc
 through untouched). What Dynamo did to each frame (compiled it, or gave up and ran it eagerly)
 is read from Dynamo itself (what its frame callback returned), not guessed from the breaks.
 
-Where the hooks sit, in each torch from 2.6 on, is ``hookpoints``'s concern: structured break
-messages, the break log (each break that splits a graph or drops a frame, with its user stack),
-frame-level errors (breaks that never reach the log: a compiled generator), the frame callback
-(which compiled target a frame runs under, the eager call chain leading to it, and what Dynamo
-made of it), inlined functions, the bytecode hook (which generated code belongs to which
-target), every call of compiled code, and recompilations (the recompile-limit check Dynamo makes
-before every compilation, with its compile id; the check each compiled version failed, read by
-``reasons``; where in the source it was installed, from 2.12). A hook point this torch lacks is
-said once ("torch X.Y: … is not captured"); the others still report what they see.
+Where the hooks sit, in each torch from 2.6 on, is ``hookpoints``'s concern (its docstring lists
+them). A hook point this torch lacks is said once ("torch X.Y: … is not captured"); the others
+still report what they see.
 """
 
 from __future__ import annotations
@@ -42,9 +36,10 @@ from ..shared.events import (
     GraphEvent,
     NoteEvent,
     ReachEvent,
+    TorchEvent,
 )
-from ..shared.protocol import Frame, InputSource, Message, StaticTarget
-from . import hookpoints, patches
+from ..shared.protocol import Frame, InputSource, Message, Raises, StaticTarget
+from . import flags, hookpoints, patches
 from .columns import of_instruction as columns_from_syntax
 from .compilations import (
     Recompilations,
@@ -94,6 +89,7 @@ class Capture:
         self.input_source: InputSource = "module"
         self.reaches = True
         self.original_compile = torch.compile
+        self.error_on_graph_break: Callable[[], bool] = flags.never  # until installed
 
     def guarded(self, hook: str, work: Callable[[], None]) -> None:
         """Run gbls's bookkeeping for ``hook``: its failure is gbls's, never Dynamo's nor the user's."""
@@ -112,6 +108,7 @@ class Capture:
     def install(self) -> Capture:
         """Patch torch.compile and hook Dynamo where this torch has each hook point."""
         patches.replace(torch, "compile", self.compile)
+        self.error_on_graph_break = flags.wrap_error_on_graph_break()
         guard, messages, steady = self.guarded, self.messages, self.steady
         hooks: list[tuple[str, Callable[[], None]]] = [
             ("the message structure", lambda: hookpoints.wrap_messages(guard, messages.remember_message)),
@@ -140,6 +137,7 @@ class Capture:
                     "gbls reports what its other hooks see"
                 )
         self.last_metric = newest_metric()
+        self.guarded("torch's features", lambda: self.emit(TorchEvent(features=flags.features())))
         return self
 
     def uninstall(self) -> None:
@@ -214,7 +212,8 @@ class Capture:
             columns = hookpoints.columns_of(frames[-1:], translators) if frames else []
             columns = [(None, None)] * (len(frames) - len(columns)) + columns
         skipped = bool(getattr(exc, "skip_frame", False))
-        self.record_break(text, frames, columns, skipped, True, reason)
+        raises: Raises = "error_on_graph_break" if self.error_on_graph_break() else ""
+        self.record_break(text, frames, columns, skipped, True, reason, flags.split_depth(translator), raises)
 
     def error_break(self, exc: Any) -> None:
         """A break that reached Dynamo's frame-level error handling without being logged (a generator)."""
@@ -262,7 +261,7 @@ class Capture:
         target = found[0] if found else None
         if target is not None and target.reused:
             return model  # its last results still hold: run it eagerly, translate nothing
-        # Every break is wanted, so fullgraph=True is reported, not enforced.
+        # Every break is wanted: fullgraph=True is not enforced, each break of the target raises.
         compiled = self.original_compile(model, backend=self.backend, **options)
         if target is not None and target.compiled is None:
             target.compiled = model if is_compiled_call_impl(model) else compiled
@@ -419,8 +418,11 @@ class Capture:
         skipped: bool,
         logged: bool,
         reason: str,
+        depth: int = 0,
+        raises: Raises = "",
     ) -> None:
-        """One break: its (possibly nested) message text and Dynamo's user stack, innermost last."""
+        """One break: its (possibly nested) message text and Dynamo's user stack, innermost last;
+        ``depth``: how many inlined calls below the translated frame the graph splits."""
         translation = self.translations[-1] if self.translations else None
         if translation is None or translation.target is None or translation.limit:
             return  # a recompile limit is not a graph break: the frame's record says it
@@ -438,6 +440,8 @@ class Capture:
         translation.compile_ids.append(this_compile)
         messages = [self.messages.message(part) for part in text.split(NESTED_BREAK_SEPARATOR)]
         chain = collapse(frames)
+        # The frame that splits, as collapsed: a chain's prefix collapses to a prefix of the chain.
+        split = len(collapse(frames[: len(translation.prefix) + depth + 1])) - 1
         log(
             f"break {messages[0].gb_type} at {chain[-1].path}:{chain[-1].line}, split at "
             f"{chain[0].path}:{chain[0].line}, target {translation.target.number}"
@@ -459,6 +463,8 @@ class Capture:
                 messages=tuple(messages),
                 chain=chain,
                 called_at=collapse([caller])[0] if caller else None,
+                split=min(split, len(chain) - 1),
+                raises=raises,
             )
         )
 

@@ -78,7 +78,7 @@ LEGACY_GB_TYPES = (
         re.compile(r"^call torch\._dynamo\.disable\(\) wrapped function"),
         "Skip calling `torch.compiler.disable()`d function",
     ),
-    (re.compile(r"^" + re.escape(LOOP_SKIP)), "graph break in loop"),
+    (re.compile(r"^(SKIPPED INLINING .*: )?" + re.escape(LOOP_SKIP)), "graph break in loop"),  # or a callee's
 )
 
 

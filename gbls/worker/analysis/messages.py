@@ -12,7 +12,7 @@ import weakref
 from dataclasses import replace
 
 from ..shared.protocol import Message
-from . import hookpoints
+from . import flags, hookpoints
 
 NESTED_BREAK_SEPARATOR = "\n\n*** While handling this graph break, another graph break occurred: ***\n\n"
 
@@ -74,7 +74,11 @@ class Messages:
             )
             gaps.append(f"the GB id is from gbls's table, not from your torch ({why})")
         return replace(
-            structured, gb_id=gb_id, url=hookpoints.documentation_link(gb_type, gb_id), gaps=tuple(gaps)
+            structured,
+            gb_id=gb_id,
+            url=hookpoints.documentation_link(gb_type, gb_id),
+            gaps=tuple(gaps),
+            classes=flags.hint_classes(structured.hints),
         )
 
 

@@ -19,11 +19,13 @@ from typing import Any, ClassVar
 from .protocol import (
     CudaOnly,
     FailureKind,
+    Feature,
     Frame,
     Guard,
     InputSource,
     Message,
     ProtocolError,
+    Raises,
     TargetKind,
     from_dict,
     to_dict,
@@ -110,6 +112,8 @@ class BreakEvent(Event):
     messages: tuple[Message, ...] = ()  # the root cause first, then any break raised while handling it
     chain: tuple[Frame, ...] = ()
     called_at: Frame | None = None  # the analysed file's innermost frame on the eager stack
+    split: int = 0  # the frame of ``chain`` whose graph splits (deeper than 0: a nested graph break)
+    raises: Raises = ""  # error_on_graph_break was on: the program raises here
 
 
 @dataclass(frozen=True)
@@ -139,6 +143,14 @@ class NoteEvent(Event):
 
     KIND: ClassVar[str] = "note"
     text: str = ""
+
+
+@dataclass(frozen=True)
+class TorchEvent(Event):
+    """What the analysing torch offers as escape hatches from breaks, found once the hooks are in."""
+
+    KIND: ClassVar[str] = "torch"
+    features: tuple[Feature, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -255,6 +267,7 @@ KINDS: dict[str, type[Event]] = {
         BreakEvent,
         FrameEvent,
         NoteEvent,
+        TorchEvent,
         VerdictEvent,
         StaticEvent,
         FailureEvent,

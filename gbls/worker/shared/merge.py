@@ -43,6 +43,7 @@ from .protocol import EAGER, SPLIT, Break, Code, Effect, Frame, Function, Graph,
 from .workspace import in_workspace, roots_of
 
 Chain = tuple[Frame, ...]
+LOOP_BREAK = "graph break in loop"
 GroupKey = tuple[int, str, Chain]
 
 
@@ -52,6 +53,8 @@ class _Group:
         self.messages = event.messages
         self.chain = event.chain
         self.called_at = event.called_at
+        self.split = event.split  # the frame of the chain whose graph splits
+        self.raises = event.raises
         self.skipped = False  # Dynamo gave up on the target's own frame while handling it
         self.reason = ""  # what Dynamo's log said it then did
         self.direct: set[str] = set()
@@ -62,7 +65,9 @@ class _Group:
         return self.messages[0].gb_type
 
     def add(self, event: BreakEvent) -> None:
+        self.raises = self.raises or event.raises
         if event.direct:
+            self.split = event.split  # where the function's own graph splits, not a re-entered callee's
             self.skipped = self.skipped or event.skipped
             self.reason = self.reason or (event.reason if event.skipped else "")
         (self.direct if event.direct else self.reentries).add(event.compile_id)
@@ -83,6 +88,7 @@ class _Group:
 
     def absorb(self, other: _Group) -> None:
         self.called_at = self.called_at or other.called_at
+        self.raises = self.raises or other.raises
         self.skipped = self.skipped or other.skipped
         self.reason = self.reason or other.reason
         self.direct |= other.direct
@@ -102,6 +108,15 @@ class _Group:
             return False
         frames = iter(self.chain)
         return all(frame in frames for frame in other.chain)
+
+    def reenters(self, other: _Group) -> bool:
+        """Whether ``other`` is this break as only a re-entered callee of the same function saw it."""
+        return (
+            not other.direct
+            and bool(self.direct)
+            and (self.target, self.gb_type, self.chain[-1]) == (other.target, other.gb_type, other.chain[-1])
+            and self.chain[0].function == other.chain[0].function
+        )
 
 
 @dataclass(frozen=True)
@@ -162,6 +177,7 @@ def merge(events: Iterable[Event], request: Request) -> Merged:
         [e for e in events if isinstance(e, BreakEvent) and e.target in targets and e.chain and e.messages],
         frames,
         names,
+        {number for number, target in targets.items() if target.fullgraph},
     )
     graphs = tuple(
         Graph(function=names[event.target], frame=event.frame, ops=event.ops, first_line=event.first_line)
@@ -257,7 +273,10 @@ def _functions(
     return tuple(functions)
 
 
-def _breaks(events: list[BreakEvent], frames: list[FrameEvent], names: dict[int, str]) -> tuple[Break, ...]:
+def _breaks(
+    events: list[BreakEvent], frames: list[FrameEvent], names: dict[int, str], fullgraph: set[int]
+) -> tuple[Break, ...]:
+    """The root causes; every break of a target compiled with ``fullgraph=True`` raises."""
     groups: dict[GroupKey, _Group] = {}
     for event in events:
         if not (event.logged or event.direct):
@@ -280,7 +299,7 @@ def _breaks(events: list[BreakEvent], frames: list[FrameEvent], names: dict[int,
         kept.append(group)
         for start in range(1, len(group.chain)):
             by_suffix.setdefault((group.target, group.gb_type, group.chain[start:]), group)
-    kept = _without_wrappers(kept)
+    kept = _without_loop_drops(_without_wrappers(kept))
 
     outcomes = {(frame.target, frame.compile_id): frame for frame in frames if frame.own}
     effects = {id(group): _effect(group, outcomes) for group in kept}
@@ -318,6 +337,9 @@ def _breaks(events: list[BreakEvent], frames: list[FrameEvent], names: dict[int,
                 eager_from=eager_from,
                 gaps=root.gaps,
                 called_at=group.called_at,
+                split=group.split,
+                raises="fullgraph" if group.target in fullgraph else group.raises,
+                classes=root.classes,
             )
         )
     breaks.sort(key=lambda b: (b.function, b.chain[0].line, b.chain[0].column or 0, b.gb_type))
@@ -325,15 +347,33 @@ def _breaks(events: list[BreakEvent], frames: list[FrameEvent], names: dict[int,
 
 
 def _without_wrappers(groups: list[_Group]) -> list[_Group]:
-    """Each break reached through extra wrapper frames merged into the one with the most frames."""
+    """Each break reached through extra wrapper frames merged into the one with the most frames; a
+    callee's break seen only when the callee was re-entered, into the function's own break with the
+    same root frame (Dynamo's generated code may name the line of an inlined caller: torch 2.10)."""
     kept: list[_Group] = []
     for group in sorted(groups, key=lambda g: -len(g.chain)):
-        wider = next((other for other in kept if other.wraps(group)), None)
+        wider = next((other for other in kept if other.wraps(group) or other.reenters(group)), None)
         if wider is not None:
             wider.absorb(group)
         else:
             kept.append(group)
     return kept
+
+
+def _without_loop_drops(groups: list[_Group]) -> list[_Group]:
+    """Without the break a caller logs when Dynamo drops a callee's frame for a break in its loop
+    (before torch 2.11): the callee's break, below it in the same compilation, is its root cause."""
+    return [
+        group
+        for group in groups
+        if group.gb_type != LOOP_BREAK
+        or not any(
+            len(other.chain) > len(group.chain)
+            and other.chain[: len(group.chain)] == group.chain
+            and other.compiles & group.compiles
+            for other in groups
+        )
+    ]
 
 
 def _effect(group: _Group, outcomes: dict[tuple[int, str], FrameEvent]) -> tuple[Effect, int | None]:

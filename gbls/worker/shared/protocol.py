@@ -32,6 +32,24 @@ Effect = Literal["split", "eager"]
 SPLIT: Final = "split"
 EAGER: Final = "eager"
 
+# What makes a break raise in the user's program instead of splitting the graph: the compiled
+# function's ``fullgraph=True``, or ``torch._dynamo.error_on_graph_break(True)`` around it.
+Raises = Literal["", "fullgraph", "error_on_graph_break"]
+# The classes torch gives its hints (``torch._dynamo.graph_break_hints``): what kind of break it is.
+HintClass = Literal[
+    "user_error", "dynamo_bug", "difficult", "fundamental", "supportable", "caused_by_earlier_break"
+]
+# What the user's torch offers as an escape hatch, for the fixes offered only where it is.
+Feature = Literal[
+    "nested_graph_breaks",  # torch._dynamo.config.nested_graph_breaks
+    "print_hop",  # torch._higher_order_ops.print: a print traced into the graph
+    "ignore_logging_functions",  # torch._dynamo.config.ignore_logging_functions
+    "compiler_nonstrict_trace",  # torch.compiler.nonstrict_trace
+    "dynamo_nonstrict_trace",  # torch._dynamo.nonstrict_trace
+    "custom_op",  # torch.library.custom_op
+    "disable_nested_graph_breaks",  # torch._dynamo.disable_nested_graph_breaks
+]
+
 TargetKind = Literal["function", "method", "module"]
 # Where the analysed code's CUDA goes: the CPU when CUDA cannot be used (auto), always (cpu), or the
 # GPU, shown to the analysis, when torch can use it (cuda).
@@ -98,6 +116,8 @@ class Message:
     url: str | None = None
     # What the user's torch or Python does not say about it, and what gbls filled in instead.
     gaps: tuple[str, ...] = ()
+    # The classes of its hints, as torch classes them (2.9+; none in 2.6).
+    classes: tuple[HintClass, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -123,6 +143,13 @@ class Break:
     gaps: tuple[str, ...] = ()
     # Where the analysed file called the compiled code, when the chain never enters the file.
     called_at: Frame | None = None
+    # The frame of ``chain`` whose graph splits: 0, the compiled function's own, unless Dynamo resumed
+    # in a callee (nested graph breaks), where the callers' code around the break stays in the graphs.
+    split: int = 0
+    # Whether the user's program raises at it, and why ("": it does not).
+    raises: Raises = ""
+    # The classes of its hints, as torch classes them.
+    classes: tuple[HintClass, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -296,6 +323,8 @@ class Result:
     executed: tuple[str, ...] = ()
     # CUDA-only calls of the analysed file that gbls did not run, CUDA being mapped to the CPU.
     cuda_only: tuple[CudaOnly, ...] = ()
+    # What the analysing torch offers as escape hatches, for the fixes that need them.
+    features: tuple[Feature, ...] = ()
 
 
 T = TypeVar("T")

@@ -6,7 +6,15 @@ import time
 from collections import deque
 
 from ..shared import events, processes
-from ..shared.events import BreakEvent, CudaOnlyEvent, Event, ExecutedEvent, NoteEvent, StoppedEvent
+from ..shared.events import (
+    BreakEvent,
+    CudaOnlyEvent,
+    Event,
+    ExecutedEvent,
+    NoteEvent,
+    StoppedEvent,
+    TorchEvent,
+)
 from ..shared.merge import merge
 from ..shared.protocol import (
     CANCELLED,
@@ -222,4 +230,5 @@ def result_of(
         cuda_only=tuple(
             dict.fromkeys(e.call for e in events if isinstance(e, CudaOnlyEvent) and e.call is not None)
         ),
+        features=next((e.features for e in events if isinstance(e, TorchEvent)), ()),
     )

@@ -1,0 +1,145 @@
+"""The escape hatches torch offers from a break, as fixes: each offered only on a torch that has it
+(``BreakReport.features``, found in the user's torch by the worker).
+
+- A ``print`` can become ``torch._higher_order_ops.print``, which Dynamo traces into the graph.
+- A ``print`` or ``logging.Logger`` call can be left out of compiled code altogether with
+  ``torch._dynamo.config.ignore_logging_functions`` (it does not run there).
+- A break not worth removing can cost less: with nested graph breaks on, the graph splits in the
+  callee and the callers' code stays in the graphs; or the smallest function of the user's that
+  holds it runs eagerly (``torch.compiler.disable``), and Dynamo splits once, at its call.
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+
+from ...worker.shared.protocol import SPLIT
+from ..model import BreakReport
+from ..ranges import Span
+from ..sources import Sources
+from .edits import Edit, Fix
+from .syntax import indent_of, insert_after_imports, node_span, root_call_statement, torch_name
+
+LOGGER_METHODS = {"debug", "info", "warning", "error", "exception", "critical", "log"}
+INSTALLED = ("site-packages", "dist-packages")
+
+
+def print_in_graph(brk: BreakReport, here: str, sources: Sources) -> Fix | None:
+    """``print("scaled", y)`` → ``torch._higher_order_ops.print("scaled {y}", y=y)``: printed from the
+    graph, in print's format (its arguments by keyword: torch 2.10 takes no positional ones)."""
+    found = root_call_statement(brk, sources)
+    if "print_hop" not in brk.features or found is None:
+        return None
+    _, tree, statement = found
+    call = statement.value
+    assert isinstance(call, ast.Call)
+    torch = torch_name(tree)
+    plain = not call.keywords and not any(isinstance(argument, ast.Starred) for argument in call.args)
+    if torch is None or not (isinstance(call.func, ast.Name) and call.func.id == "print" and plain):
+        return None
+    parts: list[str] = []
+    named: dict[str, str] = {}
+    for index, argument in enumerate(call.args):
+        if isinstance(argument, ast.Constant) and isinstance(argument.value, str):
+            parts.append(argument.value.replace("{", "{{").replace("}", "}}"))
+            continue
+        name = argument.id if isinstance(argument, ast.Name) else f"arg{index}"
+        name = name if name not in named and name != "format_str" else f"arg{index}"
+        named[name] = ast.unparse(argument)
+        parts.append("{" + name + "}")
+    keywords = "".join(f", {name}={value}" for name, value in named.items())
+    text = f"{torch}._higher_order_ops.print({' '.join(parts)!r}{keywords})"
+    edit = Edit(brk.root.path, node_span(call, sources.lines(brk.root.path)), text)
+    return Fix("Print from the graph with torch._higher_order_ops.print", (edit,))
+
+
+def ignore_logging(brk: BreakReport, here: str, sources: Sources) -> Fix | None:
+    """``torch._dynamo.config.ignore_logging_functions.add(print)`` (or ``logging.Logger.info``) once,
+    after the imports of ``here``: the call no longer runs in compiled code."""
+    found = root_call_statement(brk, sources)
+    source, tree = sources.text(here), sources.tree(here)
+    if "ignore_logging_functions" not in brk.features or found is None or source is None or tree is None:
+        return None
+    function = found[2].value.func if isinstance(found[2].value, ast.Call) else None
+    if isinstance(function, ast.Name) and function.id == "print":
+        ignored = "print"
+    elif isinstance(function, ast.Attribute) and function.attr in LOGGER_METHODS and _imports_logging(tree):
+        ignored = f"logging.Logger.{function.attr}"
+    else:
+        return None
+    if re.search(rf"ignore_logging_functions\.add\(\s*{re.escape(ignored)}\s*\)", source):
+        return None
+    statement = f"{{torch}}._dynamo.config.ignore_logging_functions.add({ignored})"
+    edit = insert_after_imports(here, source, statement)
+    if edit is None:
+        return None
+    name = ignored.rsplit(".", 1)[-1]
+    return Fix(
+        f"Leave {name}() out of compiled code (torch._dynamo.config.ignore_logging_functions)", (edit,)
+    )
+
+
+def _imports_logging(tree: ast.Module) -> bool:
+    return any(
+        isinstance(node, ast.Import) and any(a.name == "logging" and a.asname is None for a in node.names)
+        for node in tree.body
+    )
+
+
+def nested_graph_breaks(brk: BreakReport, here: str, sources: Sources) -> Fix | None:
+    """``torch._dynamo.config.nested_graph_breaks = True``, for a break in a callee that splits the
+    compiled function's graph: Dynamo can split in the callee instead, keeping the callers' code."""
+    source = sources.text(here)
+    if "nested_graph_breaks" not in brk.features or source is None or len(brk.chain) < 2:
+        return None
+    if brk.nested or brk.effect != SPLIT:
+        return None
+    if re.search(r"_dynamo\.config\.nested_graph_breaks\s*=", source):
+        return None  # set already, to either value: the user decided
+    edit = insert_after_imports(here, source, "{torch}._dynamo.config.nested_graph_breaks = True")
+    if edit is None:
+        return None
+    return Fix(
+        f"Turn on nested graph breaks: split in {brk.root.function}, keeping the code around the call "
+        "in the graphs (torch._dynamo.config.nested_graph_breaks)",
+        (edit,),
+    )
+
+
+def run_eagerly(brk: BreakReport, here: str, sources: Sources) -> Fix | None:
+    """``@torch.compiler.disable`` on the smallest function of the user's around the root cause (not the
+    compiled function itself): it runs eagerly, and Dynamo splits once, where it is called."""
+    callees = [loc for loc in brk.chain[1:] if not set(INSTALLED) & set(re.split(r"[\\/]", loc.path))]
+    if not callees:
+        return None
+    location = callees[-1]
+    tree = sources.tree(location.path)
+    if tree is None:
+        return None
+    lines = sources.lines(location.path)
+    enclosing = [
+        node
+        for node in ast.walk(tree)
+        if isinstance(node, ast.FunctionDef)
+        and node.name == location.function
+        and node.lineno <= location.span.line <= (node.end_lineno or node.lineno)
+    ]
+    torch = torch_name(tree)
+    if not enclosing or torch is None:
+        return None
+    definition = min(enclosing, key=lambda node: (node.end_lineno or node.lineno) - node.lineno)
+    if any(ast.unparse(decorator).endswith("disable") for decorator in definition.decorator_list):
+        return None
+    first = min([definition.lineno, *(decorator.lineno for decorator in definition.decorator_list)])
+    indent = indent_of(lines, definition.lineno)
+    edit = Edit(location.path, Span(first, 0, first, 0), f"{indent}@{torch}.compiler.disable\n")
+    return Fix(
+        f"Run {definition.name} eagerly with @torch.compiler.disable (a last resort: Dynamo splits at its "
+        "call, and compiles none of it)",
+        (edit,),
+    )
+
+
+# Offered for every break, after its own fixes: they accept the break and make it cost less.
+FALLBACKS = (nested_graph_breaks, run_eagerly)

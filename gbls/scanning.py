@@ -1,0 +1,176 @@
+"""The outputs for code scanning and CI: SARIF 2.1.0 (for upload to code scanning) and GitHub
+workflow annotations.
+
+Lines and columns are 1-based here; ends are exclusive.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from . import __version__
+from .engine.model import LIMIT_CODE, BreakReport, FileReport
+from .engine.ranges import Span
+from .output import UNREACHED, message_of, relative, where
+
+
+def _tags(brk: BreakReport) -> list[str]:
+    """SARIF tags: the hint classes, who can act, how the break behaves under the user's settings."""
+    tags = [*brk.cause.classes, f"owner:{brk.owner}"]
+    tags += [f"library:{brk.library}"] if brk.owner == "library" else []
+    tags += [f"raises:{brk.cause.raises}"] if brk.cause.raises else []
+    tags += ["nested"] if brk.nested else []
+    return tags
+
+
+def _region(span: Span) -> dict[str, int]:
+    return {
+        "startLine": span.line,
+        "startColumn": span.column + 1,
+        "endLine": span.end_line,
+        "endColumn": span.end_column + 1,
+    }
+
+
+def _physical(path: str, span: Span) -> dict[str, Any]:
+    return {"physicalLocation": {"artifactLocation": {"uri": relative(path)}, "region": _region(span)}}
+
+
+def sarif(reports: list[FileReport], missed: list[str] | None = None) -> str:
+    rules: dict[str, dict[str, Any]] = {}
+    results = []
+    for report in reports:
+        for brk in report.breaks:
+            rules.setdefault(
+                brk.code,
+                {
+                    "id": brk.code,
+                    "name": brk.gb_type,
+                    "shortDescription": {"text": brk.gb_type},
+                    **({"helpUri": brk.url} if brk.url else {}),
+                },
+            )
+            results.append(
+                {
+                    "ruleId": brk.code,
+                    "level": "error" if brk.raises else "warning",
+                    "message": {"text": f"{brk.message}. {brk.cause.explanation}"},
+                    "properties": {"tags": _tags(brk)},
+                    "locations": [_physical(report.path, brk.span)],
+                    "relatedLocations": [
+                        {
+                            "id": index,
+                            **_physical(location.path, location.span),
+                            "message": {"text": location.function},
+                        }
+                        for index, location in enumerate(brk.chain)
+                    ],
+                }
+            )
+        for problem in report.problems:
+            rule = LIMIT_CODE if problem.limit else problem.code
+            rules.setdefault(
+                rule,
+                {
+                    "id": rule,
+                    "name": "recompile limit hit" if problem.limit else "recompilation",
+                    "shortDescription": {
+                        "text": (
+                            "A function hit the recompile limit: Dynamo compiles it no more"
+                            if problem.limit
+                            else "A function recompiles: a guard fails between calls"
+                        )
+                    },
+                    "helpUri": problem.url,
+                },
+            )
+            results.append(
+                {
+                    "ruleId": rule,
+                    "level": "error" if problem.limit else "warning",
+                    "message": {"text": problem.message},
+                    "locations": [_physical(report.path, problem.span)],
+                    "relatedLocations": (
+                        [
+                            {
+                                "id": 0,
+                                **_physical(problem.guard_at.path, problem.guard_at.span),
+                                "message": {"text": f"the guard, in {problem.guard_at.function}"},
+                            }
+                        ]
+                        if problem.guard_at
+                        else []
+                    ),
+                }
+            )
+        if report.message and report.failure_span is not None:
+            results.append(
+                {
+                    "ruleId": "analysis-failed",
+                    "level": "error",
+                    "message": {"text": report.message},
+                    "locations": [_physical(report.path, report.failure_span)],
+                }
+            )
+        if report.path in (missed or []):
+            results.append(
+                {
+                    "ruleId": "not-analysed",
+                    "level": "error",
+                    "message": {"text": UNREACHED},
+                    "locations": [_physical(report.path, Span(1, 0, 1, 0))],
+                }
+            )
+    document = {
+        "$schema": "https://json.schemastore.org/sarif-2.1.0.json",
+        "version": "2.1.0",
+        "runs": [
+            {
+                "tool": {
+                    "driver": {
+                        "name": "gbls",
+                        "version": __version__,
+                        "rules": sorted(rules.values(), key=lambda rule: rule["id"]),
+                    }
+                },
+                "columnKind": "unicodeCodePoints",
+                "results": results,
+            }
+        ],
+    }
+    return json.dumps(document, indent=2) + "\n"
+
+
+def _escape(value: str) -> str:
+    return value.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
+
+
+def github(reports: list[FileReport], missed: list[str] | None = None) -> str:
+    lines = []
+    for report in reports:
+        path = relative(report.path)
+        for brk in report.breaks:
+            s = brk.span
+            level = "error" if brk.raises else "warning"
+            lines.append(
+                f"::{level} title=gbls ({brk.code}),file={path},line={s.line},col={s.column + 1},"
+                f"endLine={s.end_line},endColumn={s.end_column + 1}::"
+                + _escape(f"{path}:{where(s)}: {brk.code} {message_of(brk)}")
+            )
+        for problem in report.problems:
+            s = problem.span
+            level = "error" if problem.limit else "warning"
+            lines.append(
+                f"::{level} title=gbls ({problem.code}),file={path},line={s.line},col={s.column + 1},"
+                f"endLine={s.end_line},endColumn={s.end_column + 1}::"
+                + _escape(f"{path}:{where(s)}: {problem.code} {problem.message}")
+            )
+        if report.message and report.failure_span is not None:
+            s = report.failure_span
+            lines.append(
+                f"::error title=gbls,file={path},line={s.line},col={s.column + 1}::" + _escape(report.message)
+            )
+        if report.path in (missed or []):
+            lines.append(f"::error title=gbls,file={path},line=1,col=1::" + _escape(UNREACHED))
+    return "\n".join(lines) + ("\n" if lines else "")

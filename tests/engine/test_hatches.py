@@ -1,0 +1,119 @@
+"""The escape hatches torch offers, as fixes: each offered only on a torch that has it, applied, and
+the file analysed again by the real translator (and checked against torch's log of it)."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+import torch
+
+from gbls.engine.fixes import policy
+from gbls.engine.fixes.edits import Fix, apply
+from gbls.engine.model import FileReport
+from gbls.engine.sources import Sources, read_source
+
+from ..conftest import FIXTURES, Analyse
+from ..test_engine import assert_agrees_with_torch
+from ..torchlog import logged_breaks
+
+HATCHES = FIXTURES / "hatches"
+# Feature detection in the test's own torch, as the worker does it in the user's.
+HAS_PRINT_HOP = isinstance(getattr(torch._higher_order_ops, "print", None), torch._ops.HigherOrderOperator)
+HAS_IGNORE_LOGGING = hasattr(torch._dynamo.config, "ignore_logging_functions")
+HAS_NESTED = hasattr(torch._dynamo.config, "nested_graph_breaks")
+
+
+class Copy:
+    """A fixture copied into its own folder: the fixes edit files on disk."""
+
+    def __init__(self, analyse_file: Analyse, folder: Path, name: str) -> None:
+        self.analyse_file = analyse_file
+        self.path = folder / name
+        shutil.copy(HATCHES / name, self.path)
+
+    async def offered(self) -> tuple[FileReport, list[Fix]]:
+        report = await self.analyse_file(self.path)
+        (brk,) = report.breaks
+        fixes = policy.for_break(brk, str(self.path), Sources(read_source), [str(self.path.parent)])
+        return report, fixes
+
+    async def fixed(self, fixes: list[Fix], title: str) -> FileReport:
+        """The file analysed again after the fix titled ``title``, which must be among ``fixes``."""
+        (fix,) = [fix for fix in fixes if fix.title.startswith(title)]
+        for path in {edit.path for edit in fix.edits}:
+            text = Path(path).read_text()
+            Path(path).write_text(apply(text, [edit for edit in fix.edits if edit.path == path]))
+        return await self.analyse_file(self.path)
+
+
+def titles(fixes: list[Fix]) -> list[str]:
+    return [fix.title for fix in fixes]
+
+
+async def test_print_from_the_graph(analyse_file: Analyse, tmp_path: Path) -> None:
+    copy = Copy(analyse_file, tmp_path, "printed.py")
+    title = "Print from the graph with torch._higher_order_ops.print"
+    _, fixes = await copy.offered()
+    if not HAS_PRINT_HOP:
+        assert title not in titles(fixes)
+        return
+    after = await copy.fixed(fixes, title)
+    printing = "torch._higher_order_ops.print('scaled {{x}} {y} {arg2}', y=y, arg2=y.shape)"
+    assert printing in copy.path.read_text()
+    assert after.breaks == () and len(after.functions[0].graphs) == 1
+    assert "scaled {x} tensor([2., 2., 2.])" in after.output  # printed, from the graph
+    assert logged_breaks(copy.path) == []
+
+
+@pytest.mark.parametrize(("name", "ignored"), [("printed.py", "print"), ("logged.py", "logging.Logger.info")])
+async def test_logging_left_out_of_compiled_code(
+    analyse_file: Analyse, tmp_path: Path, name: str, ignored: str
+) -> None:
+    copy = Copy(analyse_file, tmp_path, name)
+    title = f"Leave {ignored.rsplit('.', 1)[-1]}() out of compiled code"
+    _, fixes = await copy.offered()
+    if not HAS_IGNORE_LOGGING:
+        assert not any(fix.startswith(title) for fix in titles(fixes))
+        return
+    after = await copy.fixed(fixes, title)
+    assert f"torch._dynamo.config.ignore_logging_functions.add({ignored})\n" in copy.path.read_text()
+    assert after.breaks == () and "scaled" not in after.output  # the call no longer runs
+    assert logged_breaks(copy.path) == []
+
+
+async def test_nested_graph_breaks_keep_the_callers_code_in_the_graphs(
+    analyse_file: Analyse, tmp_path: Path
+) -> None:
+    copy = Copy(analyse_file, tmp_path, "deep_print.py")
+    title = "Turn on nested graph breaks: split in report"
+    before, fixes = await copy.offered()
+    if not HAS_NESTED:
+        assert not any(fix.startswith(title) for fix in titles(fixes))
+        return
+    after = await copy.fixed(fixes, title)
+    (brk,) = after.breaks
+    assert (brk.nested, brk.split_frame.function, brk.span.line) == (
+        "splits in report, keeping the code of preprocess → normalize in the graphs",
+        "report",
+        6,  # the print, a line down: the flag is set after the imports
+    )
+    assert len(after.functions[0].graphs) < len(before.functions[0].graphs)
+    assert_agrees_with_torch(after, copy.path)
+
+
+async def test_the_smallest_enclosing_function_runs_eagerly(analyse_file: Analyse, tmp_path: Path) -> None:
+    copy = Copy(analyse_file, tmp_path, "deep_print.py")
+    _, fixes = await copy.offered()
+    assert titles(fixes)[-1].startswith("Run report eagerly with @torch.compiler.disable")  # the last resort
+    after = await copy.fixed(fixes, "Run report eagerly")
+    assert "\n@torch.compiler.disable\ndef report(x):\n" in copy.path.read_text()
+    # The print's break is gone: Dynamo splits once, at the call of the disabled function.
+    (brk,) = after.breaks
+    assert (brk.gb_type, brk.root.function, brk.root.span.line) == (
+        "Skip calling `torch.compiler.disable()`d function",
+        "normalize",
+        12,
+    )
+    assert_agrees_with_torch(after, copy.path)
