@@ -16,7 +16,7 @@ from gbls.runtime.session import analyse
 from gbls.runtime.workerclient import Worker
 from gbls.settings import Settings
 
-from .lsp import Recorder, uri_of
+from .support.lsp import Recorder, uri_of
 
 FIXTURES = Path(__file__).parent / "fixtures"
 

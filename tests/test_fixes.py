@@ -19,7 +19,7 @@ from gbls.engine.fixes.edits import Edit, apply
 from gbls.lsp.diagnostics import to_span
 
 from .conftest import FIXTURES
-from .lsp import Recorder, diagnostics_for
+from .support.lsp import Recorder, diagnostics_for
 
 FIXES = FIXTURES / "fixes"
 

@@ -12,7 +12,7 @@ from pytest_lsp import LanguageClient
 from gbls.engine.model import FileReport
 
 from .conftest import FIXTURES, Analyse
-from .lsp import close, diagnostics_for, open_and_wait, uri_of
+from .support.lsp import close, diagnostics_for, open_and_wait, uri_of
 
 THREE = FIXTURES / "incremental" / "three.py"
 RECOMPILING = FIXTURES / "incremental" / "recompiling.py"

@@ -18,7 +18,7 @@ from gbls.worker.analysis.frames import base_name
 from gbls.worker.shared.protocol import OK, Code, Frame, Function, Guard, Recompile, Result
 
 from .conftest import FIXTURES, Analyse
-from .lsp import close, open_and_wait, uri_of
+from .support.lsp import close, open_and_wait, uri_of
 from .torchlog_recompiles import COLUMNS, LoggedRecompile, logged_recompiles
 
 RECOMPILES = FIXTURES / "recompiles"

@@ -31,7 +31,7 @@ from pytest_lsp import ClientServerConfig, LanguageClient, client_capabilities
 from gbls.runtime.sandbox import bwrap_support, worker_environment
 
 from .conftest import FIXTURES, Analyse
-from .lsp import Recorder, close, open_and_wait, published_after, until, uri_of
+from .support.lsp import Recorder, close, open_and_wait, published_after, until, uri_of
 
 ROOT = Path(__file__).parent.parent
 FAULTS = FIXTURES / "faults"

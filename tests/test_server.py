@@ -17,7 +17,7 @@ from pygls.protocol.json_rpc import JsonRPCRequestMessage
 from pytest_lsp import LanguageClient
 
 from .conftest import FIXTURES
-from .lsp import Recorder, close, diagnostics_for, open_and_wait, until, uri_of
+from .support.lsp import Recorder, close, diagnostics_for, open_and_wait, until, uri_of
 
 LSP = FIXTURES / "lsp"
 ENGINE = FIXTURES / "engine"
