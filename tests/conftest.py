@@ -16,7 +16,7 @@ from gbls.runtime.session import analyse
 from gbls.runtime.workerclient import Worker
 from gbls.settings import Settings
 
-from .support.lsp import Recorder, uri_of
+from .support.lsp import LENS_REFRESHES, Recorder, answer_lens_refreshes, uri_of
 
 FIXTURES = Path(__file__).parent / "fixtures"
 
@@ -64,6 +64,7 @@ def analyse_file(worker: Worker) -> Analyse:
 async def client(lsp_client: LanguageClient) -> AsyncIterator[LanguageClient]:
     """One real gbls server for the LSP tests that are not about start-up, on the fixtures folder."""
     lsp_client.diagnostics = Recorder()
+    answer_lens_refreshes(lsp_client, LENS_REFRESHES)
     lsp_client.set_configuration({"debounceMs": 200}, section="gbls")
     await lsp_client.initialize_session(
         lsp.InitializeParams(

@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import os
+import time
 import uuid
 from typing import Any
 from urllib.parse import unquote
@@ -188,6 +189,7 @@ class GblsServer(LanguageServer):
         previous = self.session.record(uri, self.path_of(uri), analysed)
         self.publish_around(uri, previous.report if previous else None, analysed.report)
         self._status(uri, "done", analysed.report)
+        self.refresh_lenses()
         for note in analysed.report.notes:  # about gbls itself: said once, not on every analysis
             if note not in self._said_notes:
                 self._said_notes.add(note)
@@ -203,6 +205,7 @@ class GblsServer(LanguageServer):
         version, source, path = document.version, document.source, self.path_of(uri)
         progress = await self._progress_begin(uri, os.path.basename(path))
         self._status(uri, "analysing")
+        started = time.monotonic()
         try:
             report = await self.session.analyse(uri, path, source)
         except WorkerError as error:
@@ -219,6 +222,12 @@ class GblsServer(LanguageServer):
         except Exception as error:
             self._record(uri, Analysed(version, source, self._internal_failure(path, error)))
             return
+        name = os.path.relpath(path, self.session.folder_of(path))
+        self.window_log_message(
+            lsp.LogMessageParams(
+                type=lsp.MessageType.Info, message=analysis_line(name, time.monotonic() - started, report)
+            )
+        )
         if report.failure_kind == "worker":  # warm a fresh worker now, not when the next edit waits for it
             self.in_background(self.warm())
         try:
@@ -265,6 +274,13 @@ class GblsServer(LanguageServer):
                 "message": report.message,
             }
         self.protocol.notify(STATUS, status)
+
+    def refresh_lenses(self) -> None:
+        """Ask the client for the code lenses again: they show the last analysis, and clients ask for
+        them on open and edit only, before the analysis is done."""
+        workspace = self.client_capabilities.workspace
+        if workspace and workspace.code_lens and workspace.code_lens.refresh_support:
+            self.workspace_code_lens_refresh(None)  # the answer says nothing: not awaited
 
     # -- publishing ---------------------------------------------------------------------------
 
@@ -334,6 +350,22 @@ class GblsServer(LanguageServer):
         if not was_enabled:
             for uri in list(self.workspace.text_documents):
                 self.request(uri)
+
+
+def analysis_line(name: str, seconds: float, report: FileReport) -> str:
+    """The log's line for one analysis: ``analysed model.py in 1.8 s: 2 graph breaks, 1 recompilation``."""
+
+    def count(number: int, what: str) -> str:
+        return f"{number} {what}{'' if number == 1 else 's'}"
+
+    recompilations = sum(found.count for found in report.recompiles if not found.suppressed)
+    line = (
+        f"analysed {name} in {seconds:.1f} s: {count(len(report.breaks), 'graph break')}, "
+        f"{count(recompilations, 'recompilation')}"
+    )
+    if report.message:  # the first line: the message can be a traceback's last lines
+        line += f"; stopped: {report.message.splitlines()[0]}"
+    return line
 
 
 def create_server() -> GblsServer:
