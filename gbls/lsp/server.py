@@ -34,7 +34,7 @@ from ..settings import Settings, from_options
 from ..worker.shared.lines import split_lines
 from .actions import SHOW_LOCATION, code_actions
 from .codelens import SHOW_REPORT, lenses
-from .diagnostics import file_diagnostics, root_cause_hints, to_span
+from .diagnostics import configured, file_diagnostics, root_cause_hints, to_span
 from .hover import function_report, hover_markdown
 
 log = logging.getLogger(__name__)
@@ -310,7 +310,9 @@ class GblsServer(LanguageServer):
             if version is None:
                 version = open_document.version
         self.text_document_publish_diagnostics(
-            lsp.PublishDiagnosticsParams(uri=uri, diagnostics=diagnostics, version=version)
+            lsp.PublishDiagnosticsParams(
+                uri=uri, diagnostics=configured(diagnostics, self.settings), version=version
+            )
         )
 
     def forget(self, uri: str) -> None:

@@ -15,6 +15,8 @@ export interface ServerSettings {
     analyseOnChange: boolean;
     runMain: boolean;
     sandbox: Sandbox;
+    severityOverrides: Record<string, Severity>; // by code: a GB id or "recompile"
+    ignore: string[];
 }
 
 // Settings of the extension alone, never sent: gbls.trace.server is read by vscode-languageclient.
@@ -48,6 +50,8 @@ export function readSettings(configuration: Configuration): ServerSettings {
         analyseOnChange: contributed<boolean>(configuration, 'analyseOnChange'),
         runMain: contributed<boolean>(configuration, 'runMain'),
         sandbox: contributed<Sandbox>(configuration, 'sandbox'),
+        severityOverrides: contributed<Record<string, Severity>>(configuration, 'severityOverrides'),
+        ignore: contributed<string[]>(configuration, 'ignore'),
     };
 }
 

@@ -42,15 +42,28 @@ test('the defaults are the server defaults', () => {
         analyseOnChange: true,
         runMain: true,
         sandbox: 'auto',
+        severityOverrides: {},
+        ignore: [],
     });
 });
 
 test("the user's values are sent as they are", () => {
-    const settings = readSettings(configuration({ severity: 'error', timeout: 5, runMain: false, sandbox: 'off' }));
+    const settings = readSettings(
+        configuration({
+            severity: 'error',
+            timeout: 5,
+            runMain: false,
+            sandbox: 'off',
+            severityOverrides: { GB0124: 'error' },
+            ignore: ['GB0170'],
+        }),
+    );
     assert.equal(settings.severity, 'error');
     assert.equal(settings.timeout, 5);
     assert.equal(settings.runMain, false);
     assert.equal(settings.sandbox, 'off');
+    assert.deepEqual(settings.severityOverrides, { GB0124: 'error' });
+    assert.deepEqual(settings.ignore, ['GB0170']);
 });
 
 test('the server is told the interpreter it runs with, whatever gbls.interpreter says', () => {
