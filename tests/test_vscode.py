@@ -21,6 +21,7 @@ from typing import Any
 import pytest
 
 from gbls.lsp import server
+from gbls.lsp.actions import FIX_ALL
 from gbls.lsp.codelens import SHOW_REPORT
 from gbls.settings import SANDBOX_MODES, SEVERITIES, Settings
 
@@ -100,6 +101,7 @@ def test_the_client_speaks_the_server_protocol() -> None:
     assert f"SERVER_SHOW_REPORT = '{SHOW_REPORT}'" in source
     assert f"SERVER_ANALYSE_FILE = '{server.ANALYSE_FILE}'" in source
     assert f"STATUS_NOTIFICATION = '{server.STATUS}'" in source
+    assert [entry["actions"]["kind"] for entry in manifest()["contributes"]["codeActions"]] == [FIX_ALL]
     # vscode-languageclient registers the server's commands as VS Code commands itself.
     server_commands = set(server.create_server().protocol.fm.commands)
     client_commands = {command["command"] for command in manifest()["contributes"]["commands"]}

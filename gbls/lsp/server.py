@@ -32,7 +32,7 @@ from ..runtime.scheduler import Scheduler
 from ..runtime.session import Analysed, Session
 from ..settings import Settings, from_options
 from ..worker.shared.lines import split_lines
-from .actions import SHOW_LOCATION, code_actions
+from .actions import FIX_ALL, SHOW_LOCATION, code_actions, fix_all
 from .codelens import SHOW_REPORT, lenses
 from .diagnostics import configured, file_diagnostics, root_cause_hints, to_span
 from .hover import function_report, hover_markdown
@@ -436,24 +436,39 @@ def create_server() -> GblsServer:
 
     @server.feature(
         lsp.TEXT_DOCUMENT_CODE_ACTION,
-        lsp.CodeActionOptions(code_action_kinds=[lsp.CodeActionKind.QuickFix], resolve_provider=False),
+        lsp.CodeActionOptions(
+            code_action_kinds=[lsp.CodeActionKind.QuickFix, FIX_ALL], resolve_provider=False
+        ),
     )
     def code_action(ls: GblsServer, params: lsp.CodeActionParams) -> list[lsp.CodeAction | lsp.Command]:
         path = ls.path_of(params.text_document.uri)
         sources = Sources(ls.text_of)
-        selection = to_span(params.range, sources.lines(path))
-        workspace = ls.client_capabilities.workspace
-        edits = workspace.workspace_edit if workspace else None
-        snippets = bool(edits and edits.snippet_edit_support)
-        return code_actions(
-            path,
-            list(params.context.diagnostics),
-            sources,
-            ls.report_of,
-            ls.session.folders,
-            selection,
-            snippets,
-        )
+        only = params.context.only or []
+
+        def asked(kind: str) -> bool:
+            """Whether ``only`` has ``kind``, or a kind that holds it ("source" holds "source.fixAll")."""
+            return any(kind == wanted or kind.startswith(f"{wanted}.") for wanted in only)
+
+        found: list[lsp.CodeAction | lsp.Command] = []
+        if not only or asked(lsp.CodeActionKind.QuickFix.value):
+            selection = to_span(params.range, sources.lines(path))
+            workspace = ls.client_capabilities.workspace
+            edits = workspace.workspace_edit if workspace else None
+            snippets = bool(edits and edits.snippet_edit_support)
+            found += code_actions(
+                path,
+                list(params.context.diagnostics),
+                sources,
+                ls.report_of,
+                ls.session.folders,
+                selection,
+                snippets,
+            )
+        if asked(FIX_ALL):  # a source action: only on request (on save, or from the Source Action menu)
+            reports = [analysed.report for _, analysed in ls.session.analysed()]
+            every = fix_all(path, reports, sources, ls.session.folders)
+            found += [every] if every is not None else []
+        return found
 
     @server.command(ANALYSE_FILE)
     def analyse_file(ls: GblsServer, uri: str) -> None:
