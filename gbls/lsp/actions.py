@@ -79,6 +79,12 @@ def suppression_actions(
     return actions
 
 
+def preferred_title(brk: BreakReport, analysed: str, sources: Sources, folders: list[str]) -> str | None:
+    """The title of the fix offered first for ``brk``, a break of the file ``analysed``, if it has one."""
+    offered = policy.for_break(brk, analysed, sources, folders)
+    return offered[0].title if offered else None
+
+
 def fix_action(
     fix: Fix,
     sources: Sources,

@@ -32,10 +32,11 @@ from ..runtime.scheduler import Scheduler
 from ..runtime.session import Analysed, Session
 from ..settings import Settings, from_options
 from ..worker.shared.lines import split_lines
-from .actions import FIX_ALL, SHOW_LOCATION, code_actions, fix_all
+from .actions import FIX_ALL, SHOW_LOCATION, code_actions, fix_all, preferred_title
 from .codelens import SHOW_REPORT, lenses
 from .diagnostics import configured, file_diagnostics, root_cause_hints, to_span
-from .hover import function_report, hover_markdown
+from .hover import FixOf, function_report, hover_markdown
+from .markdown import Where
 
 log = logging.getLogger(__name__)
 
@@ -127,6 +128,15 @@ class GblsServer(LanguageServer):
         document = self.open_document(uri)
         path = document.path if document is not None else uris.to_fs_path(uri) or uri
         return os.path.abspath(path)
+
+    def where(self, path: str, links: bool) -> Where:
+        """How hovers and reports name places for the analysed file ``path``."""
+        return Where(path, self.session.folder_of(path), links)
+
+    def fix_of(self, path: str) -> FixOf:
+        """The title of each break's preferred fix, for the analysed file ``path``: what to do first."""
+        sources = Sources(self.text_of)
+        return lambda brk: preferred_title(brk, path, sources, self.session.folders)
 
     # -- the worker -----------------------------------------------------------------------------
 
@@ -423,7 +433,10 @@ def create_server() -> GblsServer:
         if analysed is None:
             return None
         where = to_span(lsp.Range(params.position, params.position), split_lines(analysed.source))
-        markdown = hover_markdown(analysed.report, where.line, where.column)
+        path = analysed.report.path
+        markdown = hover_markdown(
+            analysed.report, where.line, where.column, ls.where(path, links=True), ls.fix_of(path)
+        )
         if markdown is None:
             return None
         return lsp.Hover(contents=lsp.MarkupContent(kind=lsp.MarkupKind.Markdown, value=markdown))
@@ -480,7 +493,10 @@ def create_server() -> GblsServer:
         analysed = ls.analysed(str(arguments[0])) if arguments else None
         if analysed is None:
             return "gbls has not analysed this file yet."
-        return function_report(analysed.report, str(arguments[1]) if len(arguments) > 1 else None)
+        path = analysed.report.path
+        qualname = str(arguments[1]) if len(arguments) > 1 else None
+        # Plain text places: VS Code shows the report in its markdown preview, which drops file: links.
+        return function_report(analysed.report, qualname, ls.where(path, links=False), ls.fix_of(path))
 
     @server.command(SHOW_LOCATION)
     async def show_location(ls: GblsServer, uri: str, selection: lsp.Range) -> None:
