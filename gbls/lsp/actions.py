@@ -240,3 +240,32 @@ def fix_all(
         return None
     every = Fix("gbls: apply the safe fixes (as gbls check --fix)", tuple(edits[path]), safe=True)
     return fix_action(every, sources, None, preferred=False, kind=FIX_ALL)
+
+
+def requested_actions(
+    path: str,
+    context: lsp.CodeActionContext,
+    selection: Span,
+    sources: Sources,
+    report_of: ReportOf,
+    reports: Callable[[], list[FileReport]],
+    folders: list[str],
+    snippets: bool,
+) -> list[lsp.CodeAction | lsp.Command]:
+    """The actions a code action request for ``selection`` of ``path`` asks for: quick fixes (see
+    ``code_actions``) and fix all (of every report of ``reports()``), as ``context.only`` has it."""
+    only = context.only or []
+
+    def asked(kind: str) -> bool:
+        """Whether ``only`` has ``kind``, or a kind that holds it ("source" holds "source.fixAll")."""
+        return any(kind == wanted or kind.startswith(f"{wanted}.") for wanted in only)
+
+    found: list[lsp.CodeAction | lsp.Command] = []
+    if not only or asked(lsp.CodeActionKind.QuickFix.value):
+        found += code_actions(
+            path, list(context.diagnostics), sources, report_of, folders, selection, snippets
+        )
+    if asked(FIX_ALL):  # a source action: only on request (on save, or from the Source Action menu)
+        every = fix_all(path, reports(), sources, folders)
+        found += [every] if every is not None else []
+    return found

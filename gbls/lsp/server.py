@@ -18,10 +18,7 @@ from urllib.parse import unquote
 
 from lsprotocol import types as lsp
 from pygls import uris
-from pygls.exceptions import JsonRpcException
 from pygls.lsp.server import LanguageServer
-from pygls.protocol import LanguageServerProtocol
-from pygls.workspace import TextDocument, Workspace
 
 from .. import __version__
 from ..engine.model import FileReport, failure_report
@@ -32,11 +29,14 @@ from ..runtime.scheduler import Scheduler
 from ..runtime.session import Analysed, Session
 from ..settings import Settings, from_options
 from ..worker.shared.lines import split_lines
-from .actions import FIX_ALL, SHOW_LOCATION, code_actions, fix_all, preferred_title
+from . import notebooks
+from .actions import FIX_ALL, SHOW_LOCATION, preferred_title, requested_actions
 from .codelens import SHOW_REPORT, lenses
 from .diagnostics import configured, file_diagnostics, root_cause_hints, to_span
 from .hover import FixOf, function_report, hover_markdown
 from .markdown import Where
+from .messages import analysis_line
+from .protocol import GblsProtocol, GblsWorkspace
 
 log = logging.getLogger(__name__)
 
@@ -45,57 +45,11 @@ RESTART_WORKER = "gbls.restartWorker"
 STATUS = "gbls/status"
 
 
-_ANSWERED = object()  # a request already answered with an error while it was read
-
-
-class GblsProtocol(LanguageServerProtocol):
-    """Answers a request whose parameters do not fit LSP (a position of -1, or past 2**31 - 1) with
-    an error: pygls would log it and drop it, and the client would wait for good."""
-
-    def structure_message(self, data: dict[str, Any]) -> Any:
-        try:
-            return super().structure_message(data)
-        except JsonRpcException as error:
-            if "jsonrpc" in data and "id" in data and "method" in data:
-                self._send_response(data["id"], error=error.to_response_error())
-                return _ANSWERED
-            raise
-
-    def handle_message(self, message: Any) -> None:
-        if message is not _ANSWERED:
-            super().handle_message(message)
-
-
-class PythonLines(TextDocument):
-    """A document whose lines end where Python's and LSP's do ("\r\n", "\r", "\n"): pygls splits
-    at U+2028 and form feeds too, and would apply an edit below one to the wrong line."""
-
-    @property
-    def lines(self) -> tuple[str, ...]:
-        return tuple(split_lines(self.source, keepends=True))
-
-
-class GblsWorkspace(Workspace):
-    def _create_text_document(
-        self,
-        doc_uri: str,
-        source: str | None = None,
-        version: int | None = None,
-        language_id: str | None = None,
-    ) -> TextDocument:
-        return PythonLines(
-            doc_uri,
-            source=source,
-            version=version,
-            language_id=language_id,
-            sync_kind=self._sync_kind,
-            position_codec=self._position_codec,
-        )
-
-
 class GblsServer(LanguageServer):
     def __init__(self) -> None:
-        super().__init__("gbls", __version__, protocol_cls=GblsProtocol)
+        super().__init__(
+            "gbls", __version__, protocol_cls=GblsProtocol, notebook_document_sync=notebooks.SYNC
+        )
         # What the client said at start; the workspace's configuration is read on top of it each time,
         # so a key the user removes goes back to its default instead of keeping its last value.
         self.initial_settings = Settings()
@@ -104,6 +58,7 @@ class GblsServer(LanguageServer):
         self._said_sandbox_note = False
         self._said_notes: set[str] = set()
         self._background: set[asyncio.Task[Any]] = set()
+        self.notebooks = notebooks.Notebooks(lambda: self.workspace)
 
     @property
     def settings(self) -> Settings:
@@ -112,7 +67,8 @@ class GblsServer(LanguageServer):
     # -- documents --------------------------------------------------------------------------
 
     def open_document(self, uri: str) -> Any:
-        return self.workspace.text_documents.get(unquote(uri))
+        """The open text document at ``uri``, or the open notebook as the program gbls analyses."""
+        return self.notebooks.program(uri) or self.workspace.text_documents.get(unquote(uri))
 
     def text_of(self, path: str) -> str | None:
         document = self.open_document(uris.from_fs_path(path) or path)
@@ -131,7 +87,7 @@ class GblsServer(LanguageServer):
 
     def where(self, path: str, links: bool) -> Where:
         """How hovers and reports name places for the analysed file ``path``."""
-        return Where(path, self.session.folder_of(path), links)
+        return Where(path, self.session.folder_of(path), links, self.notebooks.cell_line)
 
     def fix_of(self, path: str) -> FixOf:
         """The title of each break's preferred fix, for the analysed file ``path``: what to do first."""
@@ -168,7 +124,7 @@ class GblsServer(LanguageServer):
     async def restart_worker(self) -> None:
         await self.session.restart()
         self.in_background(self.warm())
-        for uri in list(self.workspace.text_documents):
+        for uri in self.notebooks.documents():
             self.request(uri, fresh=True)
 
     async def stop(self) -> None:
@@ -232,12 +188,10 @@ class GblsServer(LanguageServer):
         except Exception as error:
             self._record(uri, Analysed(version, source, self._internal_failure(path, error)))
             return
-        name = os.path.relpath(path, self.session.folder_of(path))
-        self.window_log_message(
-            lsp.LogMessageParams(
-                type=lsp.MessageType.Info, message=analysis_line(name, time.monotonic() - started, report)
-            )
+        line = analysis_line(
+            os.path.relpath(path, self.session.folder_of(path)), time.monotonic() - started, report
         )
+        self.window_log_message(lsp.LogMessageParams(type=lsp.MessageType.Info, message=line))
         if report.failure_kind == "worker":  # warm a fresh worker now, not when the next edit waits for it
             self.in_background(self.warm())
         try:
@@ -319,11 +273,18 @@ class GblsServer(LanguageServer):
                 diagnostics += root_cause_hints(other.report, path, sources.lines)
             if version is None:
                 version = open_document.version
-        self.text_document_publish_diagnostics(
-            lsp.PublishDiagnosticsParams(
-                uri=uri, diagnostics=configured(diagnostics, self.settings), version=version
+        self.send(uri, configured(diagnostics, self.settings), version)
+
+    def send(self, uri: str, diagnostics: list[lsp.Diagnostic], version: int | None) -> None:
+        """Publish ``diagnostics`` of the document ``uri``; a notebook's, each in its cell."""
+        program = self.notebooks.program(uri)
+        if program is None:
+            self.text_document_publish_diagnostics(
+                lsp.PublishDiagnosticsParams(uri=uri, diagnostics=diagnostics, version=version)
             )
-        )
+            return
+        for cell, found in notebooks.in_cells(program, diagnostics).items():
+            self.text_document_publish_diagnostics(lsp.PublishDiagnosticsParams(uri=cell, diagnostics=found))
 
     def forget(self, uri: str) -> None:
         self.scheduler.cancel(uri)
@@ -360,24 +321,8 @@ class GblsServer(LanguageServer):
         if replaced or not was_enabled:
             self.in_background(self.warm())
         if not was_enabled:
-            for uri in list(self.workspace.text_documents):
+            for uri in self.notebooks.documents():
                 self.request(uri)
-
-
-def analysis_line(name: str, seconds: float, report: FileReport) -> str:
-    """The log's line for one analysis: ``analysed model.py in 1.8 s: 2 graph breaks, 1 recompilation``."""
-
-    def count(number: int, what: str) -> str:
-        return f"{number} {what}{'' if number == 1 else 's'}"
-
-    recompilations = sum(found.count for found in report.recompiles if not found.suppressed)
-    line = (
-        f"analysed {name} in {seconds:.1f} s: {count(len(report.breaks), 'graph break')}, "
-        f"{count(recompilations, 'recompilation')}"
-    )
-    if report.message:  # the first line: the message can be a traceback's last lines
-        line += f"; stopped: {report.message.splitlines()[0]}"
-    return line
 
 
 def create_server() -> GblsServer:
@@ -404,7 +349,7 @@ def create_server() -> GblsServer:
         if isinstance(params.settings, dict) and params.settings:
             ls.apply_settings(from_options(params.settings, ls.initial_settings))
         await ls.pull_configuration()
-        for uri in list(ls.workspace.text_documents):
+        for uri in ls.notebooks.documents():
             ls.request(uri)
 
     @server.feature(lsp.TEXT_DOCUMENT_DID_OPEN)
@@ -427,12 +372,44 @@ def create_server() -> GblsServer:
     def did_close(ls: GblsServer, params: lsp.DidCloseTextDocumentParams) -> None:
         ls.forget(params.text_document.uri)
 
+    @server.feature(lsp.NOTEBOOK_DOCUMENT_DID_OPEN)
+    def notebook_did_open(ls: GblsServer, params: lsp.DidOpenNotebookDocumentParams) -> None:
+        ls.request(params.notebook_document.uri)
+
+    @server.feature(lsp.NOTEBOOK_DOCUMENT_DID_SAVE)
+    def notebook_did_save(ls: GblsServer, params: lsp.DidSaveNotebookDocumentParams) -> None:
+        ls.request(params.notebook_document.uri)
+
+    @server.feature(lsp.NOTEBOOK_DOCUMENT_DID_CHANGE)
+    def notebook_did_change(ls: GblsServer, params: lsp.DidChangeNotebookDocumentParams) -> None:
+        uri = params.notebook_document.uri
+        ls.notebooks.changed(uri)
+        structure = params.change.cells.structure if params.change.cells else None
+        for cell in structure.did_close or [] if structure else []:
+            ls.text_document_publish_diagnostics(lsp.PublishDiagnosticsParams(uri=cell.uri, diagnostics=[]))
+        if ls.settings.analyse_on_change:
+            ls.request(uri, ls.settings.debounce_ms / 1000)
+        else:
+            ls.scheduler.cancel(uri)
+
+    @server.feature(lsp.NOTEBOOK_DOCUMENT_DID_CLOSE)
+    def notebook_did_close(ls: GblsServer, params: lsp.DidCloseNotebookDocumentParams) -> None:
+        uri = params.notebook_document.uri
+        ls.notebooks.closed(uri)
+        ls.forget(uri)
+        for cell in params.cell_text_documents:
+            ls.text_document_publish_diagnostics(lsp.PublishDiagnosticsParams(uri=cell.uri, diagnostics=[]))
+
     @server.feature(lsp.TEXT_DOCUMENT_HOVER)
     def hover(ls: GblsServer, params: lsp.HoverParams) -> lsp.Hover | None:
-        analysed = ls.analysed(params.text_document.uri)
+        uri, position = params.text_document.uri, params.position
+        found = ls.notebooks.cell(uri)
+        if found is not None:  # a notebook's cell: the notebook's analysis, at the line of its program
+            uri, position = found[0].uri, found[0].to_program(found[1], position)
+        analysed = ls.analysed(uri)
         if analysed is None:
             return None
-        where = to_span(lsp.Range(params.position, params.position), split_lines(analysed.source))
+        where = to_span(lsp.Range(position, position), split_lines(analysed.source))
         path = analysed.report.path
         markdown = hover_markdown(
             analysed.report, where.line, where.column, ls.where(path, links=True), ls.fix_of(path)
@@ -444,8 +421,11 @@ def create_server() -> GblsServer:
     @server.feature(lsp.TEXT_DOCUMENT_CODE_LENS)
     def code_lens(ls: GblsServer, params: lsp.CodeLensParams) -> list[lsp.CodeLens]:
         uri = params.text_document.uri
-        analysed = ls.analysed(uri)
-        return lenses(analysed.report, uri) if analysed else []
+        found = ls.notebooks.cell(uri)
+        key = found[0].uri if found else uri
+        analysed = ls.analysed(key)
+        every = lenses(analysed.report, key) if analysed else []
+        return notebooks.cell_lenses(found[0], found[1], every) if found else every
 
     @server.feature(
         lsp.TEXT_DOCUMENT_CODE_ACTION,
@@ -454,43 +434,35 @@ def create_server() -> GblsServer:
         ),
     )
     def code_action(ls: GblsServer, params: lsp.CodeActionParams) -> list[lsp.CodeAction | lsp.Command]:
-        path = ls.path_of(params.text_document.uri)
+        found_cell = ls.notebooks.cell(params.text_document.uri)
+        path = ls.path_of(ls.notebooks.key_of(params.text_document.uri))
+        range_ = params.range
+        if found_cell is not None:  # a notebook's cell: the actions of its program, moved into the cell
+            program, cell = found_cell
+            range_ = lsp.Range(program.to_program(cell, range_.start), program.to_program(cell, range_.end))
         sources = Sources(ls.text_of)
-        only = params.context.only or []
-
-        def asked(kind: str) -> bool:
-            """Whether ``only`` has ``kind``, or a kind that holds it ("source" holds "source.fixAll")."""
-            return any(kind == wanted or kind.startswith(f"{wanted}.") for wanted in only)
-
-        found: list[lsp.CodeAction | lsp.Command] = []
-        if not only or asked(lsp.CodeActionKind.QuickFix.value):
-            selection = to_span(params.range, sources.lines(path))
-            workspace = ls.client_capabilities.workspace
-            edits = workspace.workspace_edit if workspace else None
-            snippets = bool(edits and edits.snippet_edit_support)
-            found += code_actions(
-                path,
-                list(params.context.diagnostics),
-                sources,
-                ls.report_of,
-                ls.session.folders,
-                selection,
-                snippets,
-            )
-        if asked(FIX_ALL):  # a source action: only on request (on save, or from the Source Action menu)
-            reports = [analysed.report for _, analysed in ls.session.analysed()]
-            every = fix_all(path, reports, sources, ls.session.folders)
-            found += [every] if every is not None else []
-        return found
+        workspace = ls.client_capabilities.workspace
+        edits = workspace.workspace_edit if workspace else None
+        found = requested_actions(
+            path,
+            params.context,
+            to_span(range_, sources.lines(path)),
+            sources,
+            ls.report_of,
+            lambda: [analysed.report for _, analysed in ls.session.analysed()],
+            ls.session.folders,
+            snippets=bool(edits and edits.snippet_edit_support),
+        )
+        return notebooks.cell_actions(*found_cell, found) if found_cell else found
 
     @server.command(ANALYSE_FILE)
     def analyse_file(ls: GblsServer, uri: str) -> None:
-        ls.request(uri, fresh=True)
+        ls.request(ls.notebooks.key_of(uri), fresh=True)
 
     @server.command(SHOW_REPORT)
     def show_report(ls: GblsServer, *arguments: Any) -> str:
         """Arguments: the document's URI, and optionally one function's qualname."""
-        analysed = ls.analysed(str(arguments[0])) if arguments else None
+        analysed = ls.analysed(ls.notebooks.key_of(str(arguments[0]))) if arguments else None
         if analysed is None:
             return "gbls has not analysed this file yet."
         path = analysed.report.path
