@@ -3,16 +3,23 @@
 from __future__ import annotations
 
 import dataclasses
-from dataclasses import dataclass
+import logging
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 from typing import Any, Literal, get_args
 
 from .worker.shared import protocol
+
+log = logging.getLogger(__name__)
 
 Severity = Literal["error", "warning", "information", "hint"]
 SandboxMode = Literal["auto", "bwrap", "off"]
 SEVERITIES: tuple[Severity, ...] = get_args(Severity)
 SANDBOX_MODES: tuple[SandboxMode, ...] = get_args(SandboxMode)
 DEVICES: tuple[protocol.Device, ...] = get_args(protocol.Device)
+# What a diagnostic's code can be in ``severityOverrides`` and ``ignore``: a GB id, or "recompile".
+CODE = re.compile(r"GB\d{4}|recompile")
 
 
 @dataclass(frozen=True)
@@ -27,6 +34,9 @@ class Settings:
     run_main: bool = True  # run the `__main__` block, as `python file.py` does
     sandbox: SandboxMode = "auto"
     device: protocol.Device = "auto"  # where the code's CUDA goes: see protocol.Device
+    # A code's own severity, over ``severity`` ("GB0124": "error"), as Pylance's diagnosticSeverityOverrides.
+    severity_overrides: Mapping[str, Severity] = field(default_factory=dict)
+    ignore: tuple[str, ...] = ()  # codes never reported, as ruff's lint.ignore
 
     def for_worker(self) -> protocol.Settings:
         return protocol.Settings(
@@ -49,39 +59,90 @@ _ALIASES = {
     "runMain": "run_main",
     "memoryMb": "memory_mb",
     "debounceMs": "debounce_ms",
+    "severityOverrides": "severity_overrides",
 }
 
 
+def _code(value: Any) -> str | None:
+    """A diagnostic's code as gbls writes it ("gb0059" is GB0059), or None if it is none."""
+    if not isinstance(value, str):
+        return None
+    code = value.upper() if value[:2].lower() == "gb" else value.lower()
+    return code if CODE.fullmatch(code) else None
+
+
+def _overrides(value: Any) -> dict[str, Severity] | None:
+    """``severityOverrides``: a code's severity by its code; a bad entry is left out, with a warning."""
+    if not isinstance(value, dict):
+        return None
+    overrides: dict[str, Severity] = {}
+    for key, severity in value.items():
+        code = _code(key)
+        level = next((s for s in SEVERITIES if isinstance(severity, str) and severity.lower() == s), None)
+        if code is None or level is None:
+            log.warning(
+                "ignoring the severity override %r: %r (a code: one of %s)", key, severity, SEVERITIES
+            )
+        else:
+            overrides[code] = level
+    return overrides
+
+
+def _ignored(value: Any) -> tuple[str, ...] | None:
+    """``ignore``: a list of codes; a bad one is left out, with a warning."""
+    if not isinstance(value, list):
+        return None
+    codes = []
+    for item in value:
+        code = _code(item)
+        if code is None:
+            log.warning("ignoring %r in the setting ignore: not a GB id (GB0059) or recompile", item)
+        else:
+            codes.append(code)
+    return tuple(dict.fromkeys(codes))
+
+
+def _value(name: str, default: Any, value: Any) -> Any:
+    """``value`` for the setting ``name`` of type ``default``'s, or None if it does not fit."""
+    if name == "severity_overrides":
+        return _overrides(value)
+    if name == "ignore":
+        return _ignored(value)
+    if isinstance(default, bool):
+        return value if isinstance(value, bool) else None
+    if isinstance(default, int | float):
+        if not isinstance(value, int | float) or isinstance(value, bool):
+            return None
+        # No pause at all is fine; no time or no memory is not.
+        return type(default)(value) if value > 0 or (name == "debounce_ms" and value == 0) else None
+    if not isinstance(value, str):
+        return None
+    if name == "severity":
+        return value.lower() if value.lower() in SEVERITIES else None
+    if name == "sandbox":
+        return value if value in SANDBOX_MODES else None
+    if name == "device":
+        return value if value in DEVICES else None
+    return value
+
+
 def from_options(options: Any, base: Settings | None = None) -> Settings:
-    """Settings from a client's options (``{"gbls": {...}}`` or the inner dict); bad values are ignored."""
+    """Settings from a client's options (``{"gbls": {...}}`` or the inner dict); a bad value is
+    ignored, with a warning."""
     base = base or Settings()
     if not isinstance(options, dict):
         return base
     if isinstance(options.get("gbls"), dict):
         options = options["gbls"]
-    fields = {f.name: f for f in dataclasses.fields(Settings)}
+    fields = {f.name for f in dataclasses.fields(Settings)}
     changes: dict[str, Any] = {}
     for key, value in options.items():
         name = _ALIASES.get(key, key)
-        default = getattr(base, name, None) if name in fields else None
         if name not in fields or value is None:
             continue
-        if isinstance(default, bool):
-            if isinstance(value, bool):
-                changes[name] = value
-        elif (
-            isinstance(default, (int, float))
-            and isinstance(value, (int, float))
-            and not isinstance(value, bool)
-        ):
-            if value > 0 or (name == "debounce_ms" and value == 0):  # no pause at all is fine
-                changes[name] = type(default)(value)
-        elif isinstance(value, str):
-            if name == "severity" and value.lower() not in SEVERITIES:
-                continue
-            if name == "sandbox" and value not in SANDBOX_MODES:
-                continue
-            if name == "device" and value not in DEVICES:
-                continue
-            changes[name] = value.lower() if name == "severity" else value
+        read = _value(name, getattr(base, name), value)
+        if read is None:
+            log.warning("ignoring the setting %s: %r does not fit it", key, value)
+        else:
+            changes[name] = read
     return dataclasses.replace(base, **changes)

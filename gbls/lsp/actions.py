@@ -34,6 +34,8 @@ from ..worker.shared.lines import split_lines
 from .diagnostics import to_range
 
 SHOW_LOCATION = "gbls.showLocation"
+# What editor.codeActionsOnSave asks for: "source.fixAll" takes every linter's, "source.fixAll.gbls" gbls's.
+FIX_ALL = f"{lsp.CodeActionKind.SourceFixAll.value}.gbls"
 ReportOf = Callable[[str], FileReport | None]
 
 
@@ -84,8 +86,19 @@ def suppression_actions(
     return actions
 
 
+def preferred_title(brk: BreakReport, analysed: str, sources: Sources, folders: list[str]) -> str | None:
+    """The title of the fix offered first for ``brk``, a break of the file ``analysed``, if it has one."""
+    offered = policy.for_break(brk, analysed, sources, folders)
+    return offered[0].title if offered else None
+
+
 def fix_action(
-    fix: Fix, sources: Sources, diagnostic: lsp.Diagnostic | None, preferred: bool, snippets: bool = False
+    fix: Fix,
+    sources: Sources,
+    diagnostic: lsp.Diagnostic | None,
+    preferred: bool,
+    snippets: bool = False,
+    kind: str = lsp.CodeActionKind.QuickFix,
 ) -> lsp.CodeAction:
     """``snippets``: the client takes snippet edits, so placeholders are left for the user to fill."""
     by_uri: dict[str, list[lsp.TextEdit | lsp.SnippetTextEdit]] = {}
@@ -113,7 +126,7 @@ def fix_action(
         )
     return lsp.CodeAction(
         title=fix.title,
-        kind=lsp.CodeActionKind.QuickFix,
+        kind=kind,
         diagnostics=[diagnostic] if diagnostic else None,
         is_preferred=preferred or None,
         edit=workspace_edit,
@@ -225,3 +238,50 @@ def code_actions(
                 if lock_in is not None:
                     actions.append(fix_action(lock_in, sources, None, preferred=False))
     return actions
+
+
+def fix_all(
+    path: str, reports: list[FileReport], sources: Sources, folders: list[str]
+) -> lsp.CodeAction | None:
+    """What ``gbls check --fix`` changes in ``path``: the safe preferred fix of each break of ``reports``
+    whose edits are all in ``path``, as one action of kind ``source.fixAll.gbls``; None if there is none.
+
+    A fix checks the code's shape where the break is in the text as it is now (the call it removes,
+    the ``.item()`` it is about), so a report older than an edit cannot make it edit the wrong code.
+    """
+    fixes = policy.preferred(reports, sources, folders)
+    here = {key: fix for key, fix in fixes.items() if all(edit.path == path for edit in fix.edits)}
+    edits, _ = policy.safe_edits(reports, here)
+    if path not in edits:
+        return None
+    every = Fix("gbls: apply the safe fixes (as gbls check --fix)", tuple(edits[path]), safe=True)
+    return fix_action(every, sources, None, preferred=False, kind=FIX_ALL)
+
+
+def requested_actions(
+    path: str,
+    context: lsp.CodeActionContext,
+    selection: Span,
+    sources: Sources,
+    report_of: ReportOf,
+    reports: Callable[[], list[FileReport]],
+    folders: list[str],
+    snippets: bool,
+) -> list[lsp.CodeAction | lsp.Command]:
+    """The actions a code action request for ``selection`` of ``path`` asks for: quick fixes (see
+    ``code_actions``) and fix all (of every report of ``reports()``), as ``context.only`` has it."""
+    only = context.only or []
+
+    def asked(kind: str) -> bool:
+        """Whether ``only`` has ``kind``, or a kind that holds it ("source" holds "source.fixAll")."""
+        return any(kind == wanted or kind.startswith(f"{wanted}.") for wanted in only)
+
+    found: list[lsp.CodeAction | lsp.Command] = []
+    if not only or asked(lsp.CodeActionKind.QuickFix.value):
+        found += code_actions(
+            path, list(context.diagnostics), sources, report_of, folders, selection, snippets
+        )
+    if asked(FIX_ALL):  # a source action: only on request (on save, or from the Source Action menu)
+        every = fix_all(path, reports(), sources, folders)
+        found += [every] if every is not None else []
+    return found

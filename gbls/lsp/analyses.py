@@ -30,9 +30,13 @@ from ..runtime.scheduler import Scheduler
 from ..runtime.session import Analysed, Session, entry_of
 from ..settings import Settings, from_options
 from ..worker.shared.protocol import Run
-from . import project
-from .diagnostics import file_diagnostics, split_diagnostics
+from . import notebooks, project
+from .actions import preferred_title
+from .diagnostics import configured, file_diagnostics, split_diagnostics
 from .documents import GblsProtocol
+from .hover import FixOf
+from .markdown import Where
+from .messages import analysis_line
 from .project import NOTHING_REACHES
 
 log = logging.getLogger(__name__)
@@ -42,7 +46,9 @@ STATUS = "gbls/status"
 
 class GblsServer(LanguageServer):
     def __init__(self) -> None:
-        super().__init__("gbls", __version__, protocol_cls=GblsProtocol)
+        super().__init__(
+            "gbls", __version__, protocol_cls=GblsProtocol, notebook_document_sync=notebooks.SYNC
+        )
         # What the client said at start; the workspace's configuration is read on top of it each time,
         # so a key the user removes goes back to its default instead of keeping its last value.
         self.initial_settings = Settings()
@@ -54,6 +60,7 @@ class GblsServer(LanguageServer):
         self._runs: dict[str, Run] = {}  # the configured runs, by name, as last read
         # Analyses in the background (runs, unopened files) take turns: the open file's goes first.
         self._one_at_a_time = asyncio.Lock()
+        self.notebooks = notebooks.Notebooks(lambda: self.workspace)
 
     @property
     def settings(self) -> Settings:
@@ -62,7 +69,8 @@ class GblsServer(LanguageServer):
     # -- documents --------------------------------------------------------------------------
 
     def open_document(self, uri: str) -> Any:
-        return self.workspace.text_documents.get(unquote(uri))
+        """The open text document at ``uri``, or the open notebook as the program gbls analyses."""
+        return self.notebooks.program(uri) or self.workspace.text_documents.get(unquote(uri))
 
     def text_of(self, path: str) -> str | None:
         document = self.open_document(uris.from_fs_path(path) or path)
@@ -88,6 +96,19 @@ class GblsServer(LanguageServer):
         document = self.open_document(uri)
         path = document.path if document is not None else uris.to_fs_path(uri) or uri
         return os.path.abspath(path)
+
+    def reports(self) -> list[FileReport]:
+        """Every analysis's report: what fix all applies, as ``gbls check --fix`` would."""
+        return [analysed.report for _, analysed in self.session.analysed()]
+
+    def where(self, path: str, links: bool) -> Where:
+        """How hovers and reports name places for the file ``path``."""
+        return Where(path, self.session.folder_of(path), links, self.notebooks.cell_line)
+
+    def fix_of(self, path: str) -> FixOf:
+        """The title of each break's preferred fix, for the file ``path``: what to do first."""
+        sources = Sources(self.text_of)
+        return lambda brk: preferred_title(brk, path, sources, self.session.folders)
 
     # -- the worker -----------------------------------------------------------------------------
 
@@ -119,7 +140,7 @@ class GblsServer(LanguageServer):
     async def restart_worker(self) -> None:
         await self.session.restart()
         self.in_background(self.warm())
-        for uri in list(self.workspace.text_documents):
+        for uri in self.notebooks.documents():
             self.request(uri, fresh=True)
 
     async def stop(self) -> None:
@@ -196,14 +217,14 @@ class GblsServer(LanguageServer):
             self.publish(uri)
             if self.open_document(uri) is not None:
                 self._status(uri, "done")
-        what = f"run `{report.origin}`" if report.origin else os.path.basename(report.path)
-        found = f"{sum(len(v.breaks) for v in analysed.views.values())} breaks in {len(analysed.views)} files"
-        self.window_log_message(
-            lsp.LogMessageParams(
-                type=lsp.MessageType.Info,
-                message=f"gbls: analysed {what} in {report.seconds:.1f} s: {report.status}, {found}",
-            )
+        self.refresh_lenses()
+        what = (
+            f"run `{report.origin}`"
+            if report.origin
+            else os.path.relpath(report.path, self.session.folder_of(report.path))
         )
+        line = analysis_line(what, report.seconds, report, tuple(analysed.views.values()))
+        self.window_log_message(lsp.LogMessageParams(type=lsp.MessageType.Info, message=line))
         for note in report.notes:  # about gbls itself: said once, not on every analysis
             self._say_once(note)
 
@@ -322,6 +343,13 @@ class GblsServer(LanguageServer):
             }
         self.protocol.notify(STATUS, status)
 
+    def refresh_lenses(self) -> None:
+        """Ask the client for the code lenses again: they show the last analysis, and clients ask for
+        them on open and edit only, before the analysis is done."""
+        workspace = self.client_capabilities.workspace
+        if workspace and workspace.code_lens and workspace.code_lens.refresh_support:
+            self.workspace_code_lens_refresh(None)  # the answer says nothing: not awaited
+
     # -- publishing ---------------------------------------------------------------------------
 
     def publish(self, uri: str) -> None:
@@ -337,9 +365,18 @@ class GblsServer(LanguageServer):
         open_document = self.open_document(uri)
         if version is None and open_document is not None:
             version = open_document.version
-        self.text_document_publish_diagnostics(
-            lsp.PublishDiagnosticsParams(uri=uri, diagnostics=diagnostics, version=version)
-        )
+        self.send(uri, configured(diagnostics, self.settings), version)
+
+    def send(self, uri: str, diagnostics: list[lsp.Diagnostic], version: int | None) -> None:
+        """Publish ``diagnostics`` of the document ``uri``; a notebook's, each in its cell."""
+        program = self.notebooks.program(uri)
+        if program is None:
+            self.text_document_publish_diagnostics(
+                lsp.PublishDiagnosticsParams(uri=uri, diagnostics=diagnostics, version=version)
+            )
+            return
+        for cell, found in notebooks.in_cells(program, diagnostics).items():
+            self.text_document_publish_diagnostics(lsp.PublishDiagnosticsParams(uri=cell, diagnostics=found))
 
     def forget(self, uri: str) -> None:
         """The document is closed: its own analysis goes, unless it reaches another open document."""
@@ -392,5 +429,5 @@ class GblsServer(LanguageServer):
         if replaced or not was_enabled:
             self.in_background(self.warm())
         if not was_enabled:
-            for uri in list(self.workspace.text_documents):
+            for uri in self.notebooks.documents():
                 self.request(uri)

@@ -16,7 +16,7 @@ from pygls import uris
 
 from ..engine.model import STOPPED, BreakReport, FileReport, RecompileReport
 from ..engine.ranges import Span, char_to_utf16, line_text
-from ..settings import Severity
+from ..settings import Settings, Severity
 from ..worker.shared.lines import split_lines
 
 SOURCE = "gbls"
@@ -226,3 +226,26 @@ def split_diagnostics(report: FileReport, source: str, lines_of: LinesOf) -> lis
             )
         )
     return found
+
+
+# The diagnostics whose severity comes from the ``severity`` setting, which a code's override replaces.
+SET_BY_SEVERITY = ("break", "recompile")
+
+
+def configured(diagnostics: list[lsp.Diagnostic], settings: Settings) -> list[lsp.Diagnostic]:
+    """``diagnostics`` as the settings want them: those of an ignored code left out, and each whose
+    severity comes from ``severity`` at its code's own severity, if it has one (a recompile limit hit
+    stays one step above it)."""
+    kept = []
+    base = SEVERITY[settings.severity]
+    for diagnostic in diagnostics:
+        code = diagnostic.code if isinstance(diagnostic.code, str) else None
+        if code in settings.ignore:
+            continue
+        override = settings.severity_overrides.get(code or "")
+        data = diagnostic.data
+        if override is not None and isinstance(data, dict) and data.get("kind") in SET_BY_SEVERITY:
+            step = (diagnostic.severity or base) - base
+            diagnostic.severity = lsp.DiagnosticSeverity(min(max(SEVERITY[override] + step, 1), 4))
+        kept.append(diagnostic)
+    return kept

@@ -1,24 +1,22 @@
-"""Hover text, in markdown: a break (why, what to do, the chain, how the function splits), a
-recompilation (which guard failed, how often, the recompile limit, the documented remedies) and a
+"""Hover text, in markdown: a break (what to do first, then why, the chain, how the function splits),
+a recompilation (which guard failed, how often, the recompile limit, the documented remedies) and a
 compiled function's summary. ``function_report`` is also what the "show break report" command shows.
+
+A break's hover is short enough for VS Code's hover at its default size for the common breaks: its
+diagnostic's title is above it already, so it starts with what to do.
 """
 
 from __future__ import annotations
 
-import os
+from collections.abc import Callable
 
-from pygls import uris
-
-from ..engine.model import (
-    BreakReport,
-    FileReport,
-    FunctionReport,
-    Location,
-    RecompileReport,
-    costliest_first,
-)
+from ..engine.model import BreakReport, FileReport, FunctionReport, RecompileReport, costliest_first
 from ..engine.recompiles import remedies
 from ..worker.shared.protocol import EAGER, Graph
+from .markdown import Where, explanation, prose
+
+# A break's preferred fix's title, if it has a fix (the fix policy's word, from the server).
+FixOf = Callable[[BreakReport], str | None]
 
 # What each hint class torch gives means, for the hover.
 CLASSES = {
@@ -31,46 +29,54 @@ CLASSES = {
 }
 
 
-def _link(location: Location) -> str:
-    uri = uris.from_fs_path(location.path) or location.path
-    name = os.path.basename(location.path)
-    return f"[`{location.function}` {name}:{location.span.line}]({uri}#L{location.span.line})"
+def no_fix(brk: BreakReport) -> None:
+    return None
 
 
 def _plural(count: int, word: str) -> str:
     return f"{count} {word}{'' if count == 1 else 's'}"
 
 
-def break_markdown(brk: BreakReport, function: FunctionReport | None) -> str:
-    heading = f"**{brk.gb_type}**"
+def break_markdown(
+    brk: BreakReport,
+    function: FunctionReport | None,
+    where: Where,
+    fix: str | None = None,
+    full: bool = False,
+) -> str:
+    """What to do (the preferred fix, else Dynamo's first hint) and why (Dynamo's explanation), the
+    chain down to the cause, how the function splits; ``full`` (the report): Dynamo's other hints too.
+    Without them a hover fits VS Code's at its default size, under the diagnostic's own lines."""
+    hints = [prose(hint) for hint in brk.cause.hints]
+    todo = f"{prose(fix)} (a quick fix)" if fix else (hints.pop(0) if hints else "")
     code = f"[{brk.code}]({brk.url})" if brk.url else brk.code
-    parts = [f"{heading} · {code}" + (f" · hit {brk.count} times" if brk.count > 1 else "")]
+    hits = f", hit {brk.count} times" if brk.count > 1 else ""
+    why = f"**Why** ({code}{hits}): {explanation(brk.cause.explanation, where)}"
+    parts = [f"**To do:** {todo.rstrip('.')}. {why}" if todo else why]
     if brk.raises:
         parts.append(f"⛔ `{brk.raises.split(':')[0]}`: this break raises at run time.")
-    kinds = ", ".join(CLASSES[kind] for kind in brk.cause.classes)
-    parts.append(f"Who can act: {brk.who}" + (f" · torch classes it as {kinds}" if kinds else ""))
+    kinds = ", ".join(CLASSES[kind] for kind in brk.cause.classes if kind in CLASSES)
+    if brk.owner != "user" or kinds:
+        parts.append(f"Who can act: {brk.who}" + (f" · torch classes it as {kinds}" if kinds else ""))
     if brk.nested:
         parts.append(f"Nested graph break: the graph {brk.nested}.")
     if brk.eager:
-        why = brk.cause.eager_reason or "Dynamo skipped the frame"
-        parts.append(f"⚠ `{brk.function}` {brk.eager}: {why}")
-    parts.append(brk.cause.explanation)
-    if brk.cause.hints:
-        parts.append("**Hints**\n" + "\n".join(f"- {hint}" for hint in brk.cause.hints))
-    if len(brk.chain) > 1:
-        steps = "\n".join(f"{index}. {_link(location)}" for index, location in enumerate(brk.chain, start=1))
-        parts.append(
-            f"**Inline chain** (the graph splits at step {brk.cause.split + 1}, the cause is step "
-            f"{len(brk.chain)})\n{steps}"
-        )
+        reason = brk.cause.eager_reason or "Dynamo skipped the frame"
+        parts.append(f"⚠ `{brk.function}` {brk.eager}: {prose(reason)}")
+    if len(brk.chain) > 1 or brk.root.path != where.here:
+        steps = [f"`{at.function}` ({where.link(at.path, at.span.line)})" for at in brk.chain]
+        splits = f" (the graph splits at step {brk.cause.split + 1})" if brk.cause.split else ""
+        parts.append("**Chain:** " + " → ".join(steps) + f": the cause{splits}")
     if function is not None and function.graphs:
-        parts.append(f"**How `{function.qualname}` splits**\n" + split_story(function, brk))
+        parts.append(f"{_story_title(function, where)}: {split_story(function, brk, where)}")
+    if hints and full:
+        parts.append("**More hints**\n" + "\n".join(f"- {hint}" for hint in hints))
     if brk.cause.gaps:
         parts.append("_Not from your torch_: " + "; ".join(brk.cause.gaps) + ".")
     return "\n\n".join(parts)
 
 
-def recompile_markdown(found: RecompileReport) -> str:
+def recompile_markdown(found: RecompileReport, where: Where) -> str:
     times = "once" if found.count == 1 else f"{found.count} times"
     parts = [f"**{found.who} recompiled {times}** · [{found.code}]({found.url})"]
     limit = found.limit
@@ -84,7 +90,7 @@ def recompile_markdown(found: RecompileReport) -> str:
     what = found.failed[0].upper() + found.failed[1:]
     at = found.guard_at
     if at is not None and (at.path != found.frame.path or at.span != found.span):
-        what += f", installed at {_link(at)}"
+        what += f", installed in `{at.function}` ({where.link(at.path, at.span.line)})"
     parts.append(what + ".")
     if guard is not None and guard.hint:
         parts.append(f"Dynamo's hint: {guard.hint}")
@@ -119,10 +125,19 @@ def _own_frame(function: FunctionReport) -> str:
     return "forward" if function.kind == "module" else function.qualname.rsplit(".", 1)[-1]
 
 
-def split_story(function: FunctionReport, breaks: BreakReport | tuple[BreakReport, ...]) -> str:
-    """``graph 1 · 2 ops → break at line 9 … → graph 2 · 1 op``: the function's graphs in order."""
+def _story_title(function: FunctionReport, where: Where) -> str:
+    """``**How `g` splits**``, naming the function's file when that is not the one at hand: the lines
+    of its graphs are that file's."""
+    elsewhere = f" (in {where.file(function.path)})" if function.path != where.here else ""
+    return f"**How `{function.qualname}` splits**{elsewhere}"
+
+
+def split_story(function: FunctionReport, breaks: BreakReport | tuple[BreakReport, ...], where: Where) -> str:
+    """``graph 1 · 2 ops (line 8) → break at line 9 … → graph 2 · 1 op``: the function's graphs in
+    order, by the lines of the function's file; a break placed elsewhere names its file."""
     own_breaks = (breaks,) if isinstance(breaks, BreakReport) else breaks
     own = _own_frame(function)
+    lines = Where(function.path, where.folder, where.links, where.cells)
     items: list[tuple[int, int, str]] = []
     callee: list[Graph] = []
     number = 0
@@ -131,25 +146,33 @@ def split_story(function: FunctionReport, breaks: BreakReport | tuple[BreakRepor
             callee.append(graph)
             continue
         number += 1
-        where = f" (line {graph.first_line})" if graph.first_line else ""
-        items.append((graph.first_line or 0, 1, f"graph {number} · {_plural(graph.ops, 'op')}{where}"))
+        at = f" ({lines.position(function.path, graph.first_line)})" if graph.first_line else ""
+        # Before a break on its first line: that line computes what the graph splits on (a condition).
+        items.append((graph.first_line or 0, 0, f"graph {number} · {_plural(graph.ops, 'op')}{at}"))
     for brk in own_breaks:
+        # Where the function's own code splits: the chain's step in its file, else the analysed file's line.
+        split = next((at for at in brk.chain if at.path == function.path), None)
+        line = split.span.line if split else brk.span.line
+        at = lines.position(function.path, line) if split else where.line(brk.path, brk.span.line)
+        # One break's story (its hover) is about that break: its title is above it already.
+        text = (
+            f"**break at {at}**" if isinstance(breaks, BreakReport) else f"break at {at}: {prose(brk.title)}"
+        )
         eager = [g for g in callee if g.frame in brk.via]
-        text = f"break at line {brk.span.line}: {brk.title}"
         if eager:
             frames = ", ".join(dict.fromkeys(f"`{g.frame}`" for g in eager))
             ops = sum(g.ops for g in eager)
             text += f" → eager call: {_plural(len(eager), 'graph')} in {frames} ({_plural(ops, 'op')})"
-        items.append((brk.span.line, 0, text))
+        items.append((line if split else 0, 1, text))
     items.sort()
     return " → ".join(text for _, _, text in items) or "no graph"
 
 
-def function_markdown(function: FunctionReport, report: FileReport) -> str:
+def function_markdown(function: FunctionReport, report: FileReport, where: Where) -> str:
     kind = {"module": "compiled module", "method": "compiled method"}.get(function.kind, "compiled function")
     lines = [f"**`{function.qualname}`** · {kind}"]
     if not function.analysed:
-        lines.append(f"Not analysed: {function.reason}.")
+        lines.append(f"Not analysed: {prose(function.reason)}.")
         lines.append("Declare inputs with a comment above it: `# gbls: example(torch.randn(4, 8))`")
         return "\n\n".join(lines)
     breaks = costliest_first(report.breaks_of(function.qualname))
@@ -171,55 +194,54 @@ def function_markdown(function: FunctionReport, report: FileReport) -> str:
     target = function.target
     lines.append(f"Inputs ({source.get(target.input_source, 'unknown')}): `{target.inputs or 'none'}`")
     if function.graphs:
-        lines.append("**Graphs**: " + split_story(function, breaks))
+        elsewhere = f" (in {where.file(function.path)})" if function.path != where.here else ""
+        lines.append(f"**Graphs**{elsewhere}: " + split_story(function, breaks, where))
     if len(breaks) > 1:
-        order = " → ".join(f"line {brk.span.line} ({brk.title})" for brk in breaks)
+        order = " → ".join(f"{where.line(brk.path, brk.span.line)} ({prose(brk.title)})" for brk in breaks)
         lines.append(f"**Fix first**: {order}")
     if any(b.effect == EAGER and b.cause.eager_from is None for b in breaks):
         lines.append("⚠ Dynamo gives up on this function: it runs entirely in eager mode.")
     for line in sorted({b.cause.eager_from for b in breaks if b.cause.eager_from is not None}):
-        lines.append(
-            f"⚠ Dynamo gives up on the rest of this function: after line {line} it runs in eager mode."
-        )
+        after = where.line(function.path, line)
+        lines.append(f"⚠ Dynamo gives up on the rest of this function: after {after} it runs in eager mode.")
     lines += [_recompile_summary(found) for found in report.recompiles_of(function.qualname)]
     return "\n\n".join(lines)
 
 
-def function_report(report: FileReport, qualname: str | None) -> str:
+def function_report(report: FileReport, qualname: str | None, where: Where, fix_of: FixOf = no_fix) -> str:
     """The full break report of one function (or of every function), for the report command."""
     chosen = [f for f in report.functions if qualname in (None, f.qualname)]
-    sections = [f"# gbls report: {os.path.basename(report.path)}"]
+    sections = [f"# gbls report: {where.file(report.path)}"]
     if report.message:
         sections.append(f"**Analysis stopped**: {report.message}")
     for function in chosen:
-        sections.append(f"## {function.qualname}\n\n" + function_markdown(function, report))
+        sections.append(f"## {function.qualname}\n\n" + function_markdown(function, report, where))
         for brk in costliest_first(report.breaks_of(function.qualname)):
-            where = (
-                f"line {brk.span.line}"
-                if brk.path == report.path
-                else f"{os.path.basename(brk.path)}:{brk.span.line}"
-            )
-            sections.append(f"### {where}: {brk.title}\n\n" + break_markdown(brk, function))
+            title = f"{where.line(brk.path, brk.span.line)}: {prose(brk.title)}"
+            markdown = break_markdown(brk, function, where, fix_of(brk), full=True)
+            sections.append(f"### {title}\n\n{markdown}")
         for found in report.recompiles_of(function.qualname):
             if not found.settled:
-                title = f"line {found.span.line}: recompiled {found.count} times"
-                sections.append(f"### {title}\n\n" + recompile_markdown(found))
+                title = f"{where.line(report.path, found.span.line)}: recompiled {found.count} times"
+                sections.append(f"### {title}\n\n" + recompile_markdown(found, where))
     return "\n\n".join(sections)
 
 
-def hover_markdown(report: FileReport, line: int, column: int) -> str | None:
+def hover_markdown(
+    report: FileReport, line: int, column: int, where: Where, fix_of: FixOf = no_fix
+) -> str | None:
     """Markdown for a 1-based line and 0-based character column, or None if nothing is there."""
     functions = {f.qualname: f for f in report.functions}
     for brk in report.breaks:
         if brk.span.contains(line, column):
-            return break_markdown(brk, functions.get(brk.function))
+            return break_markdown(brk, functions.get(brk.function), where, fix_of(brk))
     for brk in report.splits:
         if brk.split is not None and brk.split.span.contains(line, column):
-            return break_markdown(brk, functions.get(brk.function))
+            return break_markdown(brk, functions.get(brk.function), where, fix_of(brk))
     for found in report.problems:
         if found.span.contains(line, column):
-            return recompile_markdown(found)
+            return recompile_markdown(found, where)
     for function in report.functions:
         if any(span.contains(line, column) for span in function.hover_spans):
-            return function_markdown(function, report)
+            return function_markdown(function, report, where)
     return None

@@ -18,7 +18,8 @@ from ..engine.sources import Sources
 from ..runtime.sandbox import not_dumpable
 from ..settings import from_options
 from ..worker.shared.lines import split_lines
-from .actions import SHOW_LOCATION, code_actions
+from . import notebooks
+from .actions import FIX_ALL, SHOW_LOCATION, requested_actions
 from .analyses import GblsServer
 from .codelens import SHOW_REPORT, lenses
 from .diagnostics import to_span
@@ -55,7 +56,7 @@ def create_server() -> GblsServer:
         if isinstance(params.settings, dict) and params.settings:
             ls.apply_settings(from_options(params.settings, ls.initial_settings))
         await ls.pull_configuration()
-        for uri in list(ls.workspace.text_documents):
+        for uri in ls.notebooks.documents():
             ls.request(uri)
 
     @server.feature(lsp.TEXT_DOCUMENT_DID_OPEN)
@@ -78,14 +79,47 @@ def create_server() -> GblsServer:
     def did_close(ls: GblsServer, params: lsp.DidCloseTextDocumentParams) -> None:
         ls.forget(params.text_document.uri)
 
+    @server.feature(lsp.NOTEBOOK_DOCUMENT_DID_OPEN)
+    def notebook_did_open(ls: GblsServer, params: lsp.DidOpenNotebookDocumentParams) -> None:
+        ls.request(params.notebook_document.uri)
+
+    @server.feature(lsp.NOTEBOOK_DOCUMENT_DID_SAVE)
+    def notebook_did_save(ls: GblsServer, params: lsp.DidSaveNotebookDocumentParams) -> None:
+        ls.request(params.notebook_document.uri)
+
+    @server.feature(lsp.NOTEBOOK_DOCUMENT_DID_CHANGE)
+    def notebook_did_change(ls: GblsServer, params: lsp.DidChangeNotebookDocumentParams) -> None:
+        uri = params.notebook_document.uri
+        ls.notebooks.changed(uri)
+        structure = params.change.cells.structure if params.change.cells else None
+        for cell in structure.did_close or [] if structure else []:
+            ls.text_document_publish_diagnostics(lsp.PublishDiagnosticsParams(uri=cell.uri, diagnostics=[]))
+        if ls.settings.analyse_on_change:
+            ls.request(uri, ls.settings.debounce_ms / 1000)
+        else:
+            ls.scheduler.cancel(uri)
+
+    @server.feature(lsp.NOTEBOOK_DOCUMENT_DID_CLOSE)
+    def notebook_did_close(ls: GblsServer, params: lsp.DidCloseNotebookDocumentParams) -> None:
+        uri = params.notebook_document.uri
+        ls.notebooks.closed(uri)
+        ls.forget(uri)
+        for cell in params.cell_text_documents:
+            ls.text_document_publish_diagnostics(lsp.PublishDiagnosticsParams(uri=cell.uri, diagnostics=[]))
+
     @server.feature(lsp.TEXT_DOCUMENT_HOVER)
     def hover(ls: GblsServer, params: lsp.HoverParams) -> lsp.Hover | None:
-        seen = ls.view_of(params.text_document.uri)
+        uri, position = params.text_document.uri, params.position
+        found = ls.notebooks.cell(uri)
+        if found is not None:  # a notebook's cell: the notebook's analysis, at the line of its program
+            uri, position = found[0].uri, found[0].to_program(found[1], position)
+        seen = ls.view_of(uri)
         if seen is None:
             return None
         view, source, _ = seen
-        where = to_span(lsp.Range(params.position, params.position), split_lines(source))
-        markdown = hover_markdown(view, where.line, where.column)
+        where = to_span(lsp.Range(position, position), split_lines(source))
+        path = view.path
+        markdown = hover_markdown(view, where.line, where.column, ls.where(path, links=True), ls.fix_of(path))
         if markdown is None:
             return None
         return lsp.Hover(contents=lsp.MarkupContent(kind=lsp.MarkupKind.Markdown, value=markdown))
@@ -93,41 +127,54 @@ def create_server() -> GblsServer:
     @server.feature(lsp.TEXT_DOCUMENT_CODE_LENS)
     def code_lens(ls: GblsServer, params: lsp.CodeLensParams) -> list[lsp.CodeLens]:
         uri = params.text_document.uri
-        seen = ls.view_of(uri)
-        return lenses(seen[0], uri) if seen else []
+        found = ls.notebooks.cell(uri)
+        key = found[0].uri if found else uri
+        seen = ls.view_of(key)
+        every = lenses(seen[0], key) if seen else []
+        return notebooks.cell_lenses(found[0], found[1], every) if found else every
 
     @server.feature(
         lsp.TEXT_DOCUMENT_CODE_ACTION,
-        lsp.CodeActionOptions(code_action_kinds=[lsp.CodeActionKind.QuickFix], resolve_provider=False),
+        lsp.CodeActionOptions(
+            code_action_kinds=[lsp.CodeActionKind.QuickFix, FIX_ALL], resolve_provider=False
+        ),
     )
     def code_action(ls: GblsServer, params: lsp.CodeActionParams) -> list[lsp.CodeAction | lsp.Command]:
-        path = ls.path_of(params.text_document.uri)
+        found_cell = ls.notebooks.cell(params.text_document.uri)
+        path = ls.path_of(ls.notebooks.key_of(params.text_document.uri))
+        range_ = params.range
+        if found_cell is not None:  # a notebook's cell: the actions of its program, moved into the cell
+            program, cell = found_cell
+            range_ = lsp.Range(program.to_program(cell, range_.start), program.to_program(cell, range_.end))
         sources = Sources(ls.text_of)
-        selection = to_span(params.range, sources.lines(path))
         workspace = ls.client_capabilities.workspace
         edits = workspace.workspace_edit if workspace else None
-        snippets = bool(edits and edits.snippet_edit_support)
-        return code_actions(
+        found = requested_actions(
             path,
-            list(params.context.diagnostics),
+            params.context,
+            to_span(range_, sources.lines(path)),
             sources,
             ls.report_of,
+            ls.reports,
             ls.session.folders,
-            selection,
-            snippets,
+            snippets=bool(edits and edits.snippet_edit_support),
         )
+        return notebooks.cell_actions(*found_cell, found) if found_cell else found
 
     @server.command(ANALYSE_FILE)
     def analyse_file(ls: GblsServer, uri: str) -> None:
-        ls.request(uri, fresh=True)
+        ls.request(ls.notebooks.key_of(uri), fresh=True)
 
     @server.command(SHOW_REPORT)
     def show_report(ls: GblsServer, *arguments: Any) -> str:
         """Arguments: the document's URI, and optionally one function's qualname."""
-        seen = ls.view_of(str(arguments[0])) if arguments else None
+        seen = ls.view_of(ls.notebooks.key_of(str(arguments[0]))) if arguments else None
         if seen is None:
             return "gbls has not analysed this file yet."
-        return function_report(seen[0], str(arguments[1]) if len(arguments) > 1 else None)
+        path = seen[0].path
+        qualname = str(arguments[1]) if len(arguments) > 1 else None
+        # Plain text places: VS Code shows the report in its markdown preview, which drops file: links.
+        return function_report(seen[0], qualname, ls.where(path, links=False), ls.fix_of(path))
 
     @server.command(SHOW_LOCATION)
     async def show_location(ls: GblsServer, uri: str, selection: lsp.Range) -> None:

@@ -13,6 +13,7 @@ import torch
 
 from gbls.engine.model import BreakReport, FileReport, Location
 from gbls.lsp.hover import break_markdown
+from gbls.lsp.markdown import Where
 from gbls.settings import Settings
 from gbls.worker.analysis import hookpoints
 from gbls.worker.analysis.frames import base_name
@@ -43,7 +44,8 @@ def assert_agrees_with_torch(report: FileReport, fixture: Path) -> None:
         # A GB id this torch's registry does not have is gbls's, and the break says so.
         from_table = brk.gb_id is not None and registry.get(brk.gb_type) != brk.gb_id
         assert from_table == any("GB id is from gbls's table" in gap for gap in brk.cause.gaps), brk
-        assert all(gap in break_markdown(brk, None) for gap in brk.cause.gaps)  # the hover says it
+        where = Where(str(fixture), str(fixture.parent))
+        assert all(gap in break_markdown(brk, None, where) for gap in brk.cause.gaps)  # the hover says it
         if brk.effect == EAGER and not brk.chain[0].span.column:
             continue  # a frame refused before its first instruction has no traceback in the log
         root = brk.root

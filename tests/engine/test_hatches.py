@@ -14,9 +14,10 @@ from gbls.engine.fixes.edits import Fix, apply
 from gbls.engine.model import FileReport
 from gbls.engine.sources import Sources, read_source
 
-from ..conftest import FIXTURES, Analyse
-from ..test_engine import assert_agrees_with_torch
-from ..torchlog import logged_breaks
+from ..support import FIXTURES
+from ..support.torchlog import logged_breaks
+from ..support.worker import Analyse
+from .test_engine import assert_agrees_with_torch
 
 HATCHES = FIXTURES / "hatches"
 # Feature detection in the test's own torch, as the worker does it in the user's.

@@ -18,13 +18,15 @@ from lsprotocol import types as lsp
 from gbls.engine.model import BreakReport, FileReport
 from gbls.lsp.diagnostics import file_diagnostics
 from gbls.lsp.hover import break_markdown
+from gbls.lsp.markdown import Where
 from gbls.output import text
 from gbls.worker.analysis.frames import base_name
 from gbls.worker.shared.protocol import SPLIT
 
-from ..conftest import FIXTURES, Analyse
-from ..test_engine import assert_agrees_with_torch, root_of
-from ..torchlog import logged_breaks, logged_compiles
+from ..support import FIXTURES
+from ..support.torchlog import logged_breaks, logged_compiles
+from ..support.worker import Analyse
+from .test_engine import assert_agrees_with_torch, root_of
 
 NESTED = FIXTURES / "nested"
 RAISING = FIXTURES / "raising"
@@ -109,7 +111,7 @@ async def test_the_readme_example_splits_at_the_print(analyse_file: Analyse) -> 
         "Failed to trace builtin operator (print) (via normalize → log_stats); nested graph break: "
         "splits in log_stats, keeping the code of preprocess → normalize in the graphs"
     )
-    hover = break_markdown(brk, None)
+    hover = break_markdown(brk, None, Where(brk.path, str(FIXTURES)))
     assert "Nested graph break: the graph splits in log_stats" in hover and "splits at step 3" in hover
     assert_agrees_with_torch(report, fixture)
     assert_split_as_torch_logs(brk, fixture)

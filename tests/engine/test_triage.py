@@ -10,12 +10,14 @@ from pathlib import Path
 from gbls.engine.model import BreakReport, FileReport, Location, costliest_first
 from gbls.engine.ranges import Span
 from gbls.lsp.hover import break_markdown
+from gbls.lsp.markdown import Where
 from gbls.output import to_json
 from gbls.scanning import sarif
 from gbls.worker.shared.protocol import EAGER, Break, Frame, HintClass
 
-from ..conftest import FIXTURES, Analyse
-from ..torchlog import logged_breaks
+from ..support import FIXTURES
+from ..support.torchlog import logged_breaks
+from ..support.worker import Analyse
 
 # Feature detection, as the worker does it: torch 2.9+ classes its hints (graph_break_hints), 2.6 not.
 HINTS_MODULE = "torch._dynamo.graph_break_hints"
@@ -53,7 +55,9 @@ async def test_hint_classes_are_those_torch_gives_the_hints_it_logs(analyse_file
     branch = next(brk for brk in report.breaks if brk.gb_id == "GB0170")
     if branch.cause.classes:
         assert branch.cause.classes == ("fundamental",)
-        assert "Who can act: your code · torch classes it as fundamental" in break_markdown(branch, None)
+        assert "Who can act: your code · torch classes it as fundamental" in break_markdown(
+            branch, None, Where(branch.path, str(FIXTURES))
+        )
         result = sarif([report])
         tags = [r["properties"]["tags"] for r in json.loads(result)["runs"][0]["results"]]
         assert ["fundamental", "owner:user"] in tags

@@ -31,7 +31,15 @@ from pytest_lsp import ClientServerConfig, LanguageClient, client_capabilities
 from gbls.runtime.sandbox import bwrap_support
 
 from ..support import FIXTURES, ROOT, SECRETS
-from ..support.lsp import Recorder, close, open_and_wait, published_after, until, uri_of
+from ..support.lsp import (
+    Recorder,
+    answer_lens_refreshes,
+    close,
+    open_and_wait,
+    published_after,
+    until,
+    uri_of,
+)
 from ..support.schema import gbls_json
 from ..support.worker import Analyse
 
@@ -577,6 +585,7 @@ async def client(
     lsp_client: LanguageClient, tmp_path_factory: pytest.TempPathFactory
 ) -> AsyncIterator[LanguageClient]:
     lsp_client.diagnostics = Recorder()
+    answer_lens_refreshes(lsp_client)
     lsp_client.statuses = []  # type: ignore[attr-defined]
 
     @lsp_client.feature("gbls/status")
@@ -852,6 +861,7 @@ async def test_faults_without_the_sandbox(unsandboxed: LanguageClient, name: str
 async def own_server(lsp_client: LanguageClient) -> AsyncIterator[LanguageClient]:
     """A server of its own, for a test that ends it (the shared one must live on)."""
     lsp_client.diagnostics = Recorder()
+    answer_lens_refreshes(lsp_client)
     await lsp_client.initialize_session(
         lsp.InitializeParams(
             capabilities=client_capabilities("visual-studio-code"),

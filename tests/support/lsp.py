@@ -26,6 +26,20 @@ class Recorder(dict[str, Any]):
         super().__setitem__(uri, diagnostics)
 
 
+# The workspace/codeLens/refresh requests the shared client's server sent (tests/conftest.py).
+LENS_REFRESHES: list[None] = []
+
+
+def answer_lens_refreshes(client: LanguageClient, refreshes: list[None] | None = None) -> None:
+    """Answer the workspace/codeLens/refresh requests the server sends after each analysis to a client
+    that, like VS Code, supports them; each one goes into ``refreshes``. Unanswered, one fails the test."""
+
+    @client.feature(lsp.WORKSPACE_CODE_LENS_REFRESH)
+    def refreshed(params: None) -> None:
+        if refreshes is not None:
+            refreshes.append(params)
+
+
 def uri_of(path: Path) -> str:
     return uris.from_fs_path(str(path)) or ""
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import pytest
+
 from gbls.settings import Settings, from_options
 
 
@@ -28,3 +30,17 @@ def test_bad_values_keep_the_defaults() -> None:
 def test_no_debounce_is_allowed() -> None:
     assert from_options({"debounceMs": 0}).debounce_ms == 0
     assert from_options({"debounceMs": -5}).debounce_ms == Settings().debounce_ms
+
+
+def test_severity_overrides_and_ignored_codes(caplog: pytest.LogCaptureFixture) -> None:
+    settings = from_options(
+        {
+            "severityOverrides": {"gb0124": "Error", "recompile": "hint", "GB12": "error", "GB0059": "loud"},
+            "ignore": ["GB0170", "gb0059", "E501", 7, "GB0170"],
+        }
+    )
+    assert settings.severity_overrides == {"GB0124": "error", "recompile": "hint"}
+    assert settings.ignore == ("GB0170", "GB0059")
+    assert len(caplog.records) == 4  # each entry left out says so
+    # Neither a dict nor a list: the setting keeps its value, and says why.
+    assert from_options({"severityOverrides": ["GB0124"], "ignore": "GB0170"}) == Settings()

@@ -10,6 +10,7 @@ import re
 from typing import Any
 
 from gbls.lsp import analyses, server
+from gbls.lsp.actions import FIX_ALL
 from gbls.lsp.codelens import SHOW_REPORT
 from gbls.settings import SANDBOX_MODES, SEVERITIES, Settings
 
@@ -34,10 +35,13 @@ def test_every_server_setting_is_contributed_with_the_server_default() -> None:
     contributed = manifest()["contributes"]["configuration"]["properties"]
     assert CLIENT_SETTINGS <= set(contributed)
     properties = {key: value for key, value in contributed.items() if key not in CLIENT_SETTINGS}
-    fields = {f"gbls.{camel(field.name)}": field.default for field in dataclasses.fields(Settings)}
+    defaults = Settings()
+    fields = {
+        f"gbls.{camel(field.name)}": getattr(defaults, field.name) for field in dataclasses.fields(Settings)
+    }
     assert sorted(properties) == sorted(fields)
     for key, default in fields.items():
-        assert properties[key]["default"] == default, key
+        assert properties[key]["default"] == json.loads(json.dumps(default)), key  # a tuple is a list
     assert properties["gbls.severity"]["enum"] == list(SEVERITIES)
     assert properties["gbls.sandbox"]["enum"] == list(SANDBOX_MODES)
 
@@ -48,6 +52,7 @@ def test_the_client_speaks_the_server_protocol() -> None:
     assert f"SERVER_SHOW_REPORT = '{SHOW_REPORT}'" in source
     assert f"SERVER_ANALYSE_FILE = '{server.ANALYSE_FILE}'" in source
     assert f"STATUS_NOTIFICATION = '{analyses.STATUS}'" in source
+    assert [entry["actions"]["kind"] for entry in manifest()["contributes"]["codeActions"]] == [FIX_ALL]
     # vscode-languageclient registers the server's commands as VS Code commands itself.
     server_commands = set(server.create_server().protocol.fm.commands)
     client_commands = {command["command"] for command in manifest()["contributes"]["commands"]}

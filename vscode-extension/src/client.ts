@@ -10,7 +10,7 @@ import {
     ServerOptions,
 } from 'vscode-languageclient/node';
 import { serverCommand } from './debug';
-import { ClientPlan } from './folders';
+import { ClientPlan, serves } from './folders';
 import { routeLenses } from './lenses';
 import { serverSettings } from './settings';
 
@@ -49,6 +49,10 @@ export function clientOptions(options: ClientOptions): LanguageClientOptions {
         traceOutputChannel: options.trace,
         revealOutputChannelOn: RevealOutputChannelOn.Never,
         initializationOptions: { gbls: settings(folder?.uri) },
+        // Every server asks for every Jupyter notebook: each client gives its own folder's only.
+        notebookDocumentOptions: {
+            filterCells: (notebook, cells) => (serves(plan, notebook.uri.toString()) ? cells : []),
+        },
         middleware: {
             workspace: {
                 // The server pulls section "gbls" on start and after every change of settings.

@@ -37,6 +37,20 @@ function phaseOf(state: State): Phase {
     }
 }
 
+// What gbls analyses of the editor the user is in: a Python file, or a Jupyter notebook (its
+// Python cells are one program, and the server reports on the notebook); undefined for anything else.
+function activeAnalysed(): vscode.Uri | undefined {
+    const document = vscode.window.activeTextEditor?.document;
+    if (document?.languageId === 'python') {
+        const notebook = vscode.workspace.notebookDocuments.find((candidate) =>
+            candidate.getCells().some((cell) => cell.document === document),
+        );
+        return notebook?.uri ?? document.uri;
+    }
+    const notebook = vscode.window.activeNotebookEditor?.notebook;
+    return notebook?.notebookType === 'jupyter-notebook' ? notebook.uri : undefined;
+}
+
 function messageOf(error: unknown): string {
     return error instanceof Error ? error.message : String(error);
 }
@@ -349,9 +363,9 @@ class Gbls implements vscode.Disposable {
         }
     }
 
-    documentClosed(document: vscode.TextDocument): void {
+    documentClosed(uri: vscode.Uri): void {
         for (const server of this.servers) {
-            server.statuses.delete(server.protocolUri(document.uri));
+            server.statuses.delete(server.protocolUri(uri));
         }
     }
 
@@ -369,8 +383,7 @@ class Gbls implements vscode.Disposable {
     }
 
     private activeServer(): FolderServer | undefined {
-        const document = vscode.window.activeTextEditor?.document;
-        return document?.languageId === 'python' ? this.serverFor(document.uri) : undefined;
+        return this.serverFor(activeAnalysed());
     }
 
     // The running client of `document`'s server, or undefined and a warning that says why.
@@ -385,24 +398,23 @@ class Gbls implements vscode.Disposable {
     }
 
     async analyseCurrentFile(): Promise<void> {
-        const document = vscode.window.activeTextEditor?.document;
-        if (document?.languageId !== 'python') {
-            void vscode.window.showInformationMessage('gbls analyses Python files: open one first.');
+        const active = activeAnalysed();
+        if (active === undefined) {
+            void vscode.window.showInformationMessage('gbls analyses Python files and notebooks: open one first.');
             return;
         }
-        const client = this.running(document.uri);
+        const client = this.running(active);
         if (client) {
             await client.sendRequest(ExecuteCommandRequest.type, {
                 command: SERVER_ANALYSE_FILE,
-                arguments: [client.code2ProtocolConverter.asUri(document.uri)],
+                arguments: [client.code2ProtocolConverter.asUri(active)],
             });
         }
     }
 
     // From the command palette (the active file) or a code lens ([uri, qualname]).
     async showBreakReport(uri?: string, qualname?: string): Promise<void> {
-        const document = vscode.window.activeTextEditor?.document;
-        const target = uri ?? (document?.languageId === 'python' ? document.uri.toString() : undefined);
+        const target = uri ?? activeAnalysed()?.toString();
         if (target === undefined) {
             void vscode.window.showInformationMessage('gbls reports on Python files: open one first.');
             return;
@@ -431,16 +443,16 @@ class Gbls implements vscode.Disposable {
     }
 
     render(): void {
-        const document = vscode.window.activeTextEditor?.document;
-        if (document?.languageId !== 'python') {
+        const active = activeAnalysed();
+        if (active === undefined) {
             this.item.hide();
             return;
         }
-        const server = this.serverFor(document.uri);
+        const server = this.serverFor(active);
         const view =
             server === undefined
                 ? statusView({ kind: 'outside' }, undefined)
-                : statusView(server.phase, server.statuses.get(server.protocolUri(document.uri)));
+                : statusView(server.phase, server.statuses.get(server.protocolUri(active)));
         this.item.text = view.text;
         this.item.tooltip = view.tooltip;
         this.item.command = { command: view.command, title: view.text, arguments: view.arguments };
@@ -481,8 +493,10 @@ export function activate(context: vscode.ExtensionContext): void {
         vscode.workspace.onDidGrantWorkspaceTrust(() => controller.restartAll()),
         vscode.workspace.onDidChangeWorkspaceFolders(() => controller.foldersChanged()),
         vscode.workspace.onDidChangeConfiguration((event) => controller.configurationChanged(event)),
-        vscode.workspace.onDidCloseTextDocument((document) => controller.documentClosed(document)),
+        vscode.workspace.onDidCloseTextDocument((document) => controller.documentClosed(document.uri)),
+        vscode.workspace.onDidCloseNotebookDocument((notebook) => controller.documentClosed(notebook.uri)),
         vscode.window.onDidChangeActiveTextEditor(() => controller.render()),
+        vscode.window.onDidChangeActiveNotebookEditor(() => controller.render()),
     );
     void onActiveEnvironmentChange((resource) => controller.activeEnvironmentChanged(resource)).then(
         (listener) => listener && context.subscriptions.push(listener),

@@ -10,13 +10,23 @@ export interface Folder {
     readonly name: string;
 }
 
-// A protocol DocumentFilter, which vscode-languageclient converts to VS Code's. A RelativePattern's
-// base is taken literally, so a folder whose path holds glob characters ([, {, *) still matches.
-export interface DocumentFilter {
-    readonly scheme: 'file' | 'untitled';
-    readonly language: 'python';
-    readonly pattern?: { readonly baseUri: string; readonly pattern: string };
+// A RelativePattern: its base is taken literally, so a folder whose path holds glob characters
+// ([, {, *) still matches.
+export interface Pattern {
+    readonly baseUri: string;
+    readonly pattern: string;
 }
+
+// A protocol DocumentFilter, which vscode-languageclient converts to VS Code's: Python files, or the
+// Python cells of Jupyter notebooks (analysed as one program per notebook, through the server's
+// notebook sync).
+export type DocumentFilter =
+    | { readonly scheme: 'file' | 'untitled'; readonly language: 'python'; readonly pattern?: Pattern }
+    | {
+          readonly notebook:
+              'jupyter-notebook' | { notebookType: 'jupyter-notebook'; scheme: 'file'; pattern: Pattern };
+          readonly language: 'python';
+      };
 
 export interface ClientPlan {
     // What the client serves, as one string: a plan of a new key needs a new client.
@@ -40,11 +50,17 @@ function plan(
     everyFile: boolean,
     untitled: boolean,
 ): ClientPlan {
-    const selector: DocumentFilter[] = [
-        everyFile || folder === undefined
-            ? { scheme: 'file', language: 'python' }
-            : { scheme: 'file', language: 'python', pattern: { baseUri: folder.uri, pattern: '**/*' } },
-    ];
+    const pattern = everyFile || folder === undefined ? undefined : { baseUri: folder.uri, pattern: '**/*' };
+    const selector: DocumentFilter[] =
+        pattern === undefined
+            ? [
+                  { scheme: 'file', language: 'python' },
+                  { notebook: 'jupyter-notebook', language: 'python' },
+              ]
+            : [
+                  { scheme: 'file', language: 'python', pattern },
+                  { notebook: { notebookType: 'jupyter-notebook', scheme: 'file', pattern }, language: 'python' },
+              ];
     if (untitled) {
         selector.push({ scheme: 'untitled', language: 'python' });
     }
@@ -62,16 +78,16 @@ export function planClients(folders: readonly Folder[]): ClientPlan[] {
     return outermost.map((folder, index) => plan(folder, folder.name, false, index === 0));
 }
 
-// The plan whose client has the document `uri`, as its selector decides; undefined: no client has it.
-export function clientFor<P extends ClientPlan>(plans: readonly P[], uri: string): P | undefined {
+// Whether the plan's client has the document or notebook `uri` (as vscode.Uri.toString()).
+export function serves(plan: ClientPlan, uri: string): boolean {
     const scheme = uri.slice(0, uri.indexOf(':'));
     if (scheme === 'untitled') {
-        return plans.find((candidate) => candidate.untitled);
+        return plan.untitled;
     }
-    if (scheme !== 'file') {
-        return undefined;
-    }
-    return plans.find(
-        (candidate) => candidate.everyFile || (candidate.folder !== undefined && inFolder(candidate.folder.uri, uri)),
-    );
+    return scheme === 'file' && (plan.everyFile || (plan.folder !== undefined && inFolder(plan.folder.uri, uri)));
+}
+
+// The plan whose client has the document `uri`, as its selector decides; undefined: no client has it.
+export function clientFor<P extends ClientPlan>(plans: readonly P[], uri: string): P | undefined {
+    return plans.find((candidate) => serves(candidate, uri));
 }

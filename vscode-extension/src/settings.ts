@@ -17,6 +17,8 @@ export interface ServerSettings {
     runMain: boolean;
     sandbox: Sandbox;
     device: Device;
+    severityOverrides: Record<string, Severity>; // by code: a GB id or "recompile"
+    ignore: string[];
 }
 
 // Settings of the extension alone, never sent: gbls.trace.server is read by vscode-languageclient.
@@ -51,6 +53,8 @@ export function readSettings(configuration: Configuration): ServerSettings {
         runMain: contributed<boolean>(configuration, 'runMain'),
         sandbox: contributed<Sandbox>(configuration, 'sandbox'),
         device: contributed<Device>(configuration, 'device'),
+        severityOverrides: contributed<Record<string, Severity>>(configuration, 'severityOverrides'),
+        ignore: contributed<string[]>(configuration, 'ignore'),
     };
 }
 

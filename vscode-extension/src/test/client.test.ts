@@ -115,3 +115,13 @@ test('gbls.trace.server is off by default: no trace channel at all', async () =>
     server.connection.dispose();
     assert.equal(created, false);
 });
+
+test("every server asks for every notebook: a folder's client syncs its own folder's", () => {
+    const sink = new fake.FakeOutputChannel(TRACE_CHANNEL);
+    const notebooks = clientOptions(options(1, traceChannel(sink))).notebookDocumentOptions;
+    assert.ok(notebooks?.filterCells !== undefined);
+    const cells = [{ index: 0 }] as unknown as vscode.NotebookCell[];
+    const notebook = (uri: string) => ({ uri: fake.Uri.parse(uri) }) as unknown as vscode.NotebookDocument;
+    assert.deepEqual(notebooks.filterCells(notebook('file:///work/b/n.ipynb'), cells), cells);
+    assert.deepEqual(notebooks.filterCells(notebook('file:///work/a/n.ipynb'), cells), []);
+});

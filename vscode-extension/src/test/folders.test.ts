@@ -1,6 +1,6 @@
 import * as assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { clientFor, inFolder, planClients } from '../folders';
+import { clientFor, inFolder, planClients, serves } from '../folders';
 
 const a = { uri: 'file:///work/a', name: 'a' };
 const b = { uri: 'file:///work/b', name: 'b' };
@@ -11,6 +11,7 @@ test('one folder, or none: one client for every Python file and untitled ones', 
         assert.equal(plans.length, 1);
         assert.deepEqual(plans[0].documentSelector, [
             { scheme: 'file', language: 'python' },
+            { notebook: 'jupyter-notebook', language: 'python' },
             { scheme: 'untitled', language: 'python' },
         ]);
         assert.equal(plans[0].label, undefined, 'one client: its messages need no folder name');
@@ -23,12 +24,16 @@ test('one folder, or none: one client for every Python file and untitled ones', 
 
 test("several folders: a client for each folder's files, the first has the untitled ones", () => {
     const [first, second] = planClients([a, b]);
+    const inA = { baseUri: 'file:///work/a', pattern: '**/*' };
+    const inB = { baseUri: 'file:///work/b', pattern: '**/*' };
     assert.deepEqual(first.documentSelector, [
-        { scheme: 'file', language: 'python', pattern: { baseUri: 'file:///work/a', pattern: '**/*' } },
+        { scheme: 'file', language: 'python', pattern: inA },
+        { notebook: { notebookType: 'jupyter-notebook', scheme: 'file', pattern: inA }, language: 'python' },
         { scheme: 'untitled', language: 'python' },
     ]);
     assert.deepEqual(second.documentSelector, [
-        { scheme: 'file', language: 'python', pattern: { baseUri: 'file:///work/b', pattern: '**/*' } },
+        { scheme: 'file', language: 'python', pattern: inB },
+        { notebook: { notebookType: 'jupyter-notebook', scheme: 'file', pattern: inB }, language: 'python' },
     ]);
     assert.deepEqual([first.label, second.label], ['a', 'b']);
     const plans = [first, second];
@@ -37,7 +42,9 @@ test("several folders: a client for each folder's files, the first has the untit
     assert.equal(clientFor(plans, 'untitled:Untitled-1'), first);
     assert.equal(clientFor(plans, 'file:///work/ab/m.py'), undefined, 'a sibling whose name starts the same');
     assert.equal(clientFor(plans, 'file:///elsewhere/m.py'), undefined, 'outside every folder');
-    assert.equal(clientFor(plans, 'vscode-notebook-cell:/work/a/n.ipynb#1'), undefined);
+    // A notebook is its folder's, as a file is; its cells go with it (the client syncs them).
+    assert.equal(clientFor(plans, 'file:///work/b/n.ipynb'), second);
+    assert.ok(serves(first, 'file:///work/a/n.ipynb') && !serves(second, 'file:///work/a/n.ipynb'));
 });
 
 test('a folder inside another is served by the outer one', () => {

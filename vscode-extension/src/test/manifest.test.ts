@@ -11,8 +11,8 @@ import { manifest, ROOT } from './package-json';
 
 const root = ROOT;
 
-test('activates on Python files and runs the esbuild bundle', () => {
-    assert.deepEqual(manifest.activationEvents, ['onLanguage:python']);
+test('activates on Python files and Jupyter notebooks, and runs the esbuild bundle', () => {
+    assert.deepEqual(manifest.activationEvents, ['onLanguage:python', 'onNotebook:jupyter-notebook']);
     assert.equal(manifest.main, './dist/extension.js');
 });
 

@@ -43,18 +43,30 @@ test('the defaults are the server defaults', () => {
         runMain: true,
         sandbox: 'auto',
         device: 'auto',
+        severityOverrides: {},
+        ignore: [],
     });
 });
 
 test("the user's values are sent as they are", () => {
     const settings = readSettings(
-        configuration({ severity: 'error', timeout: 5, runMain: false, sandbox: 'off', device: 'cpu' }),
+        configuration({
+            severity: 'error',
+            timeout: 5,
+            runMain: false,
+            sandbox: 'off',
+            device: 'cpu',
+            severityOverrides: { GB0124: 'error' },
+            ignore: ['GB0170'],
+        }),
     );
     assert.equal(settings.severity, 'error');
     assert.equal(settings.timeout, 5);
     assert.equal(settings.runMain, false);
     assert.equal(settings.sandbox, 'off');
     assert.equal(settings.device, 'cpu');
+    assert.deepEqual(settings.severityOverrides, { GB0124: 'error' });
+    assert.deepEqual(settings.ignore, ['GB0170']);
 });
 
 test('the server is told the interpreter it runs with, whatever gbls.interpreter says', () => {

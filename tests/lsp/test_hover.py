@@ -1,0 +1,136 @@
+"""Hovers and the break report, from real analyses: what to do first, Dynamo's snippet fenced,
+places named for the reader, every hint in the report, and short enough for VS Code's hover."""
+
+from __future__ import annotations
+
+import math
+import re
+from pathlib import Path
+
+import pytest
+
+from gbls.engine.model import FileReport
+from gbls.engine.sources import Sources, read_source
+from gbls.lsp.actions import preferred_title
+from gbls.lsp.diagnostics import file_diagnostics
+from gbls.lsp.hover import function_report, hover_markdown
+from gbls.lsp.markdown import Where
+
+from ..support import FIXTURES
+from ..support.worker import Analyse
+
+# VS Code's hover at its default size, in a 1280 by 900 window (as tests/test_vscode.py's end-to-end
+# test measures it): 750 px wide, about 100 characters of its 13 px font a line; 250 px high, which
+# holds 10 lines at 19 px with the margins between paragraphs. Above gbls's markdown it shows the
+# diagnostic: its message and a line per related location.
+WIDTH = 100
+BUDGET = 10
+
+
+def shown_lines(markdown: str) -> int:
+    """The lines ``markdown`` takes in the hover: each paragraph wrapped at ``WIDTH`` characters of
+    what is shown (a link's text, not its target), a fenced block a line per line and one for its
+    padding."""
+    shown = re.sub(r"\[([^\]]*)\]\([^)]*\)", r"\1", markdown).replace("**", "").replace("\\", "")
+    lines = 0
+    for block in shown.split("\n\n"):
+        if block.startswith("```"):
+            lines += block.count("\n")  # its lines between the fences, and the padding
+        else:
+            lines += sum(math.ceil(len(line) / WIDTH) for line in block.split("\n"))
+    return lines
+
+
+def hover(report: FileReport, path: Path, code: str, where: Where | None = None) -> str:
+    """The hover of the break ``code`` of ``report``, with the fix the server would name."""
+    (brk,) = [b for b in report.breaks if b.code == code]
+    sources = Sources(read_source)
+    markdown = hover_markdown(
+        report,
+        brk.span.line,
+        brk.span.column,
+        where or Where(str(path), str(FIXTURES)),
+        lambda b: preferred_title(b, str(path), sources, [str(FIXTURES)]),
+    )
+    assert markdown is not None
+    return markdown
+
+
+@pytest.mark.parametrize(
+    "name, code",
+    [
+        ("lsp/main.py", "GB0059"),  # a print two calls down
+        ("engine/print_body.py", "GB0059"),
+        ("engine/branch_item.py", "GB0170"),  # with Dynamo's snippet
+        ("engine/branch_item.py", "GB0124"),
+        ("engine/explicit_break.py", "GB0025"),
+    ],
+)
+async def test_the_common_breaks_fit_vs_codes_hover_at_its_default_size(
+    analyse_file: Analyse, name: str, code: str
+) -> None:
+    path = FIXTURES / name
+    report = await analyse_file(path)
+    lines = Sources(read_source).lines
+    (diagnostic,) = [
+        d for d in file_diagnostics(report, path.read_text(), "warning", lines) if d.code == code
+    ]
+    above = 1 + len(diagnostic.related_information or [])
+    markdown = hover(report, path, code)
+    assert above + shown_lines(markdown) <= BUDGET, markdown
+
+
+async def test_the_hover_leads_with_what_to_do_then_why(analyse_file: Analyse) -> None:
+    path = FIXTURES / "lsp" / "main.py"
+    report = await analyse_file(path)
+    markdown = hover(report, path, "GB0059")
+    gb0059 = "[GB0059](https://meta-pytorch.github.io/compile-graph-break-site/gb/gb0059.html)"
+    assert markdown.startswith(f"**To do:** Remove the print() call (a quick fix). **Why** ({gb0059}): ")
+    assert "Failed to trace builtin operator" not in markdown  # the diagnostic's title, above it in VS Code
+    # The chain links to each step (VS Code opens file: links from hovers), other files by their name.
+    helpers = (FIXTURES / "lsp" / "helpers.py").as_uri()
+    assert f"`middle` ([lsp/helpers.py:7]({helpers}#L7))" in markdown
+    assert "**How `g` splits**: graph 1 · 1 op (line 8) → **break at line 9** → " in markdown
+    # Without a fix to name, Dynamo's first hint says what to do.
+    (brk,) = report.breaks
+    bare = hover_markdown(report, brk.span.line, brk.span.column, Where(str(path), str(FIXTURES)))
+    assert bare is not None and bare.startswith(f"**To do:** {brk.cause.hints[0].rstrip('.')}. **Why**")
+
+
+async def test_dynamos_snippet_is_a_fenced_block_naming_files_in_the_workspace(analyse_file: Analyse) -> None:
+    path = FIXTURES / "engine" / "branch_item.py"
+    markdown = hover(await analyse_file(path), path, "GB0170")
+    assert (
+        "The branch condition involves a tensor computed as follows:\n\n```python\n"
+        '# File "engine/branch_item.py", line 6, in branchy, code: if x.sum() > 0:\n'
+        "gt = gt(sum_1, 0)\n```"
+    ) in markdown
+    assert str(FIXTURES) not in markdown
+
+
+async def test_a_story_in_another_file_names_it(analyse_file: Analyse) -> None:
+    """``train.py`` compiles ``TinyNet`` of ``model.py``: the graphs' lines are model.py's."""
+    folder = FIXTURES / "lsp" / "stories"
+    path = folder / "train.py"
+    markdown = hover(await analyse_file(path), path, "GB0059", Where(str(path), str(folder)))
+    assert (
+        f"**Chain:** `forward` ([model.py:12]({(folder / 'model.py').as_uri()}#L12)): the cause" in markdown
+    )
+    assert (
+        "**How `TinyNet` splits** (in model.py): graph 1 · 1 op (line 11) → **break at line 12** → "
+        "graph 2 · 1 op (line 13)"
+    ) in markdown
+
+
+async def test_the_report_has_every_hint_and_no_links(analyse_file: Analyse) -> None:
+    """VS Code shows the report in its markdown preview, which does not follow file: links."""
+    path = FIXTURES / "lsp" / "main.py"
+    report = await analyse_file(path)
+    markdown = function_report(report, "g", Where(str(path), str(FIXTURES), links=False))
+    (brk,) = report.breaks
+    assert "](file:" not in markdown
+    assert (
+        "**Chain:** `g` (line 9) → `middle` (lsp/helpers.py:7) → `helper` (lsp/helpers.py:2): the cause"
+        in markdown
+    )
+    assert "**More hints**\n" + "\n".join(f"- {hint}" for hint in brk.cause.hints[1:]) in markdown
