@@ -191,7 +191,9 @@ def exit_failure(error: SystemExit, own: Callable[[str], bool]) -> FailureEvent 
     code = error.code
     if code is None or code is False or code == 0:
         return None
-    status = code if isinstance(code, int) else 1  # sys.exit("message") prints it and exits with 1
+    # sys.exit(True) exits with 1 (unittest.main() when a test failed); sys.exit("message") prints
+    # the message and exits with 1.
+    status = int(code) if isinstance(code, int) else 1
     said = f": {code}" if isinstance(code, str) else ""
     for frame, _ in traceback.walk_tb(error.__traceback__):
         # argparse printed its usage and this message to stderr before it exited.
