@@ -144,7 +144,7 @@ def explain(error: BaseException, memory_mb: int, offline: bool) -> tuple[Failur
         if not isinstance(cause, OSError):
             continue
         if offline and _is_network(cause):
-            return "network", f"network access is blocked in the gbls sandbox ({describe_error(cause)})"
+            return "network", _network_message(cause)
         if cause.errno == errno.EROFS:
             return "write", (
                 "writing outside the scratch directory (tempfile.gettempdir()) is refused in the gbls "
@@ -170,6 +170,15 @@ def _is_network(error: OSError) -> bool:
     if isinstance(error, socket.gaierror):
         return True
     return error.errno in (errno.ENETUNREACH, errno.EHOSTUNREACH, errno.ECONNREFUSED, errno.EADDRNOTAVAIL)
+
+
+def _network_message(error: OSError) -> str:
+    if error.errno == errno.ECONNREFUSED:  # only the loopback answers, and it is the analysis's own
+        return (
+            "nothing listens there in the gbls sandbox: the analysis has a loopback (127.0.0.1) of its "
+            f"own, without this machine's services ({describe_error(error)})"
+        )
+    return f"network access is blocked in the gbls sandbox ({describe_error(error)})"
 
 
 def failure_at(

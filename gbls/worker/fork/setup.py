@@ -195,21 +195,34 @@ def _isolate(sandboxed: bool, scratch: str, writable: list[str]) -> tuple[bool, 
             raise RuntimeError("the analysis could not give up the capabilities bwrap lends the worker")
         return True, unlayered
     if not writable:
-        offline = processes.unshare(processes.CLONE_NEWNET) or processes.unshare(
-            processes.CLONE_NEWUSER | processes.CLONE_NEWNET
-        )
+        offline, user = _own_namespaces(processes.CLONE_NEWNET)
+        if user:
+            processes.drop_capabilities()  # a new user namespace gave the analysis every capability in it
         return offline, ""
-    uid, gid = os.getuid(), os.getgid()
-    namespaces = processes.CLONE_NEWNS | processes.CLONE_NEWNET
-    if not processes.unshare(namespaces):
-        if not processes.unshare(processes.CLONE_NEWUSER | namespaces):
-            return False, f"no mount namespace ({processes.last_error()})"
-        processes.map_own_ids(uid, gid)
+    if not _own_namespaces(processes.CLONE_NEWNS | processes.CLONE_NEWNET)[0]:
+        return False, f"no mount namespace ({processes.last_error()})"
     if not processes.private_mounts():
         return True, f"no private mounts ({processes.last_error()})"
     unlayered = _cover(writable, scratch)
     processes.drop_capabilities()  # a new user namespace gave the analysis every capability in it
     return True, unlayered
+
+
+def _own_namespaces(flags: int) -> tuple[bool, bool]:
+    """Namespaces of the analysis's own (``flags``: a network namespace among them), in a new user
+    namespace where the kernel wants one (the user's own ids in it, as outside), and its loopback up,
+    as bwrap brings up the worker's: local distributed code (a gloo store, ``tcp://127.0.0.1``) works
+    as under plain ``python``, nothing outside is reachable. Whether they were made, and whether in a
+    new user namespace (which gave the analysis every capability in it)."""
+    uid, gid = os.getuid(), os.getgid()
+    user = False
+    if not processes.unshare(flags):
+        if not processes.unshare(processes.CLONE_NEWUSER | flags):
+            return False, False
+        processes.map_own_ids(uid, gid)
+        user = True
+    log(f"own namespaces (a new user namespace: {user}), loopback up: {processes.loopback_up()}")
+    return True, user
 
 
 def _cover(folders: list[str], scratch: str) -> str:
