@@ -96,6 +96,7 @@ def test_json_output(runs: Runs) -> None:
         "reason": "",
         "inputs": None,
         "input_source": "module",
+        "inlined": None,
         "graphs": 1,
         "ops": 4,
         "breaks": 0,

@@ -42,6 +42,7 @@ class BreakReport:
     # Where the analysed file called the compiled code, when its chain never enters the file (a
     # library model compiled here): the break sits on the compile call, this says who ran it.
     called_at: Location | None = None
+    paths: tuple[tuple[Location, ...], ...] = ()  # every other chain to the same root cause
 
     @property
     def function(self) -> str:

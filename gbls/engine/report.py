@@ -86,7 +86,8 @@ def checked(path: str, source: str, result: Result) -> Result:
     problems: list[str] = []
     breaks = []
     for brk in result.breaks:
-        found = [problem for problem in (_frame_problem(f, path, lines) for f in brk.chain) if problem]
+        located = (*brk.chain, *(frame for other in brk.paths for frame in other))
+        found = [problem for problem in (_frame_problem(f, path, lines) for f in located) if problem]
         if found or not brk.chain:
             problems += found or ["a break without a chain"]
         else:
@@ -234,7 +235,8 @@ def _break_report(
             reason = ""
         if brk.called_at is not None and brk.called_at.path == path:
             called_at = _location(brk.called_at, text)
-    return BreakReport(cause=brk, span=span, chain=chain, reason=reason, called_at=called_at)
+    paths = tuple(tuple(_location(frame, text) for frame in other) for other in brk.paths)
+    return BreakReport(cause=brk, span=span, chain=chain, reason=reason, called_at=called_at, paths=paths)
 
 
 def _call_line_span(path: str, text: TextOf, functions: tuple[Function, ...], brk: Break) -> Span:
