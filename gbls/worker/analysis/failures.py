@@ -127,8 +127,9 @@ def encoding_failure(path: str) -> FailureEvent | None:
     return FailureEvent(kind="syntax", message=message, line=line)
 
 
-def explain(error: BaseException, memory_mb: int, offline: bool) -> tuple[FailureKind, str]:
-    """What kind of failure ``error`` is, in words that say what the sandbox had to do with it."""
+def explain(error: BaseException, memory_mb: int, offline: bool, folder: str = "") -> tuple[FailureKind, str]:
+    """What kind of failure ``error`` is, in words that say what the sandbox had to do with it;
+    ``folder``: the analysed file's, when the analysis runs it elsewhere (in its scratch directory)."""
     described = describe_error(error)
     causes = _causes(error)
     if isinstance(error, EOFError):
@@ -150,7 +151,23 @@ def explain(error: BaseException, memory_mb: int, offline: bool) -> tuple[Failur
                 "writing outside the scratch directory (tempfile.gettempdir()) is refused in the gbls "
                 f"sandbox ({describe_error(cause)})"
             )
+        if folder and cause.errno == errno.ENOENT and _relative(cause.filename):
+            return "raised", f"{described}{_elsewhere(str(cause.filename), folder)}"
     return "raised", described
+
+
+def _relative(name: object) -> bool:
+    return isinstance(name, str) and bool(name) and not os.path.isabs(name)
+
+
+def _elsewhere(name: str, folder: str) -> str:
+    """Why a relative path was not found: the analysis runs the file in a scratch directory of its
+    own, not in the folder ``python file.py`` is run from."""
+    found = f"; {name} is in {folder}" if os.path.exists(os.path.join(folder, name)) else ""
+    return (
+        f" (a relative path: gbls runs the file in a scratch directory of its own, not in the folder you "
+        f"run it from{found}: open it relative to the file, `Path(__file__).parent / ...`)"
+    )
 
 
 def _causes(error: BaseException) -> list[BaseException]:

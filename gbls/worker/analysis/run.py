@@ -247,7 +247,7 @@ def _execute(request: Request, module: types.ModuleType, offline: bool) -> Failu
     except SystemExit as error:
         return exit_failure(error, lambda other: other == path)
     except BaseException as error:
-        kind, message = explain(error, request.settings.memory_mb, offline)
+        kind, message = explain(error, request.settings.memory_mb, offline, os.path.dirname(path))
         return failure_at(kind, message, error, lambda other: other == path)
     return None
 

@@ -104,8 +104,12 @@ def mounts_under(folder: str) -> list[str]:
     return sorted(set(points), key=len)
 
 
+def bind(source: str, target: str) -> bool:
+    return bool(_libc.mount(source.encode(), target.encode(), None, MS_BIND | MS_REC, None) == 0)
+
+
 def bind_read_only(source: str, target: str) -> bool:
-    if _libc.mount(source.encode(), target.encode(), None, MS_BIND | MS_REC, None) != 0:
+    if not bind(source, target):
         return False
     flags = MS_BIND | MS_REMOUNT | MS_RDONLY
     return bool(_libc.mount(b"none", target.encode(), None, flags, None) == 0)
