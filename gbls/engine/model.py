@@ -63,6 +63,7 @@ class BreakReport:
     called_at: Location | None = None
     # What the analysing torch offers as escape hatches (the result's), for the fixes that need one.
     features: tuple[Feature, ...] = ()
+    paths: tuple[tuple[Location, ...], ...] = ()  # every other chain to the same root cause
 
     @property
     def function(self) -> str:

@@ -88,7 +88,8 @@ def checked(path: str, source: str, result: Result) -> Result:
     problems: list[str] = []
     breaks = []
     for brk in result.breaks:
-        found = [problem for problem in (_frame_problem(f, path, lines) for f in brk.chain) if problem]
+        located = (*brk.chain, *(frame for other in brk.paths for frame in other))
+        found = [problem for problem in (_frame_problem(f, path, lines) for f in located) if problem]
         if found or not brk.chain:
             problems += found or ["a break without a chain"]
         else:
@@ -279,6 +280,7 @@ def _break_report(
         and brk.called_at.path not in {c.path for c in chain}
     ):
         called_at = _location(brk.called_at, text)
+    paths = tuple(tuple(_location(frame, text) for frame in other) for other in brk.paths)
     if mine and not (whole_function and site is not None):
         home = mine[-1]
         split = splits[-1] if splits and splits[-1] != home else None
@@ -291,6 +293,7 @@ def _break_report(
             split=split,
             called_at=called_at,
             features=result.features,
+            paths=paths,
         )
     # The code is not in the workspace (a library model compiled here), or Dynamo refused the whole
     # function before its first instruction: the break sits on the compile site.
@@ -314,6 +317,7 @@ def _break_report(
         reason=reason,
         called_at=called_at,
         features=result.features,
+        paths=paths,
     )
 
 

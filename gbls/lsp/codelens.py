@@ -13,6 +13,8 @@ SHOW_REPORT = "gbls.showReport"
 def lens_title(function: FunctionReport, breaks: int, limit_hit: bool = False) -> str:
     if not function.analysed:
         return f"gbls: not analysed: {function.reason}"
+    if function.target.inlined:
+        return f"gbls: traced inline in {function.target.inlined}"
     graphs = len(function.graphs)
     compilations = function.compilations
     several = f"{compilations} compilations · " if compilations > 1 else ""

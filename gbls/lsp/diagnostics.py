@@ -88,6 +88,19 @@ def _related(brk: BreakReport, lines_of: LinesOf) -> list[lsp.DiagnosticRelatedI
                 location=_location(location.path, location.span, lines_of), message=text
             )
         )
+    for other in brk.paths:  # other ways to the same cause: where they differ from the chain
+        for index, location in enumerate(other[:-1]):
+            if location not in brk.chain:
+                text = (
+                    f"graph of {brk.function} also splits here"
+                    if index == 0
+                    else f"also via {location.function}"
+                )
+                related.append(
+                    lsp.DiagnosticRelatedInformation(
+                        location=_location(location.path, location.span, lines_of), message=text
+                    )
+                )
     if brk.called_at is not None:
         related.append(
             lsp.DiagnosticRelatedInformation(

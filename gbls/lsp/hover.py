@@ -175,6 +175,12 @@ def function_markdown(function: FunctionReport, report: FileReport, where: Where
         lines.append(f"Not analysed: {prose(function.reason)}.")
         lines.append("Declare inputs with a comment above it: `# gbls: example(torch.randn(4, 8))`")
         return "\n\n".join(lines)
+    if function.target.inlined:
+        outer = function.target.inlined
+        lines.append(
+            f"Traced inline in `{outer}`: its code is part of `{outer}`'s graphs, its breaks `{outer}`'s."
+        )
+        return "\n\n".join(lines)
     breaks = costliest_first(report.breaks_of(function.qualname))
     counts = " · ".join(
         (_plural(len(function.graphs), "graph"), _plural(len(breaks), "break"), _plural(function.ops, "op"))

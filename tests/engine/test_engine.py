@@ -36,9 +36,12 @@ def stripped_columns(path: Path, line: int, start: int, end: int) -> tuple[int, 
     return start - indent, end - indent
 
 
-def assert_agrees_with_torch(report: FileReport, fixture: Path) -> None:
-    """Every break gbls reports is in torch's log at the same place, with the same chain and count."""
-    logged = logged_breaks(fixture)
+def assert_agrees_with_torch(
+    report: FileReport, fixture: Path, logged: list[LoggedBreak] | None = None
+) -> None:
+    """Every break gbls reports is in torch's log at the same place, with the same chain and count;
+    ``logged``: torch's log of the fixture run as a script (``torchlog.logged_script``), if it was."""
+    logged = logged_breaks(fixture) if logged is None else logged
     registry = hookpoints.registry_ids() or {}
     for brk in report.breaks:
         # A GB id this torch's registry does not have is gbls's, and the break says so.
@@ -98,6 +101,12 @@ def assert_agrees_with_torch(report: FileReport, fixture: Path) -> None:
                 assert frame.carets[0] == start
                 assert end <= frame.carets[1] or span.end_line > span.line
         assert brk.count == count_in_log(logged, first)
+
+
+def assert_same_roots(report: FileReport, logged: list[LoggedBreak]) -> None:
+    """gbls reports a break at every root cause torch logged, and at no other."""
+    ours = {(brk.root.path, brk.root.span.line) for brk in report.breaks}
+    assert ours == {root_of(entry) for entry in logged}
 
 
 def gave_up_at(fixture: Path, brk: BreakReport) -> list[LoggedCompile]:

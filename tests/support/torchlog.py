@@ -22,6 +22,7 @@ import os
 import re
 import subprocess
 import sys
+import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -159,28 +160,83 @@ def parse(stderr: str) -> tuple[dict[Path, list[LoggedBreak]], dict[Path, list[L
             failed_at = (failed_in, failed_line) if failed_in and failed_line else None
             compiles[current].append(LoggedCompile(compile_id, function, path, guarded, failure, failed_at))
             continue
-        match = LINE.search(raw)
-        if not match:
-            continue
-        text = match.group(3)
-        if text.startswith("Graph break") and "in user code at" in text:
-            where, _, line = text.rsplit(" at ", 1)[1].rpartition(":")
-            entries.append(
-                LoggedBreak(
-                    int(match.group(1)), int(match.group(2)), "suppressed" in text, (where, int(line))
-                )
-            )
-            lines = []
-        elif text.startswith("Graph break:"):
-            # A frame Dynamo gave up on ("skip: from user code at:" in 2.6, "cannot properly resume"
-            # in 2.10): where is its innermost frame, why its exception or message below.
-            entries.append(
-                LoggedBreak(int(match.group(1)), int(match.group(2)), False, ("", 0), skipped=True)
-            )
-            lines = []
-        if entries:
-            _feed(entries[-1], lines, text)
+        lines = _parse(raw, entries, lines)
     return found, compiles
+
+
+def _parse(raw: str, entries: list[LoggedBreak], lines: list[str]) -> list[str]:
+    """Add what one line of the log says to ``entries``; the lines of the entry being read."""
+    match = LINE.search(raw)
+    if not match:
+        return lines
+    text = match.group(3)
+    if text.startswith("Graph break") and "in user code at" in text:
+        where, _, line = text.rsplit(" at ", 1)[1].rpartition(":")
+        entries.append(
+            LoggedBreak(int(match.group(1)), int(match.group(2)), "suppressed" in text, (where, int(line)))
+        )
+        lines = []
+    elif text.startswith("Graph break:"):
+        # A frame Dynamo gave up on ("skip: from user code at:" in 2.6, "cannot properly resume"
+        # in 2.10): where is its innermost frame, why its exception or message below.
+        entries.append(LoggedBreak(int(match.group(1)), int(match.group(2)), False, ("", 0), skipped=True))
+        lines = []
+    if entries:
+        _feed(entries[-1], lines, text)
+    return lines
+
+
+# Installed as sitecustomize in every interpreter a script starts (its spawned ranks too): torch.compile
+# on the eager backend, as the runner above has it.
+EAGER_SITE = """
+import torch
+original = torch.compile
+def eager_compile(model=None, **options):
+    options["backend"] = "eager"
+    options.pop("mode", None)
+    if model is None:
+        return lambda actual: original(actual, **options)
+    return original(model, **options)
+torch.compile = eager_compile
+"""
+# A log line's process id; once a process group is up, torch puts the rank in front of it.
+PROCESS = re.compile(r"^(?:\[rank\d+\]:)?[A-Z]\d{4} [\d:.]+ +(\d+) ")
+
+
+@dataclass
+class ScriptLog:
+    """torch's log of a script's run, process by process."""
+
+    main: list[LoggedBreak]  # the script's own process
+    children: list[list[LoggedBreak]]  # each process it started that logged, in the order they first did
+
+
+def logged_script(path: Path, *arguments: str, cwd: Path | None = None) -> ScriptLog:
+    """The breaks of ``python PATH ARGUMENTS`` as its users run it (its own ``sys.argv``, its processes);
+    every interpreter of the run (a spawned rank too) compiles on the eager backend, by a
+    sitecustomize put first on its ``PYTHONPATH``."""
+    with tempfile.TemporaryDirectory() as site:
+        Path(site, "sitecustomize.py").write_text(EAGER_SITE)
+        python_path = os.pathsep.join(filter(None, [site, os.environ.get("PYTHONPATH", "")]))
+        environment = dict(os.environ, TORCH_LOGS="graph_breaks", HF_HUB_OFFLINE="1", PYTHONPATH=python_path)
+        process = subprocess.Popen(
+            [sys.executable, str(path), *arguments],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            env=environment,
+            cwd=cwd or path.parent,
+        )
+        _, stderr = process.communicate(timeout=600)
+    found: dict[int, list[LoggedBreak]] = {}
+    reading: dict[int, list[str]] = {}  # each process's lines of the entry it is logging
+    for raw in stderr.splitlines():
+        logged_by = PROCESS.match(raw)
+        if logged_by:
+            pid = int(logged_by.group(1))
+            reading[pid] = _parse(raw, found.setdefault(pid, []), reading.get(pid, []))
+    main = found.pop(process.pid, [])
+    return ScriptLog(main, list(found.values()))
 
 
 def _feed(entry: LoggedBreak, previous: list[str], text: str) -> None:

@@ -34,13 +34,14 @@ from ..shared.events import (
     Event,
     FrameEvent,
     GraphEvent,
+    InlinedEvent,
     NoteEvent,
     ReachEvent,
     TorchEvent,
 )
 from ..shared.protocol import Frame, InputSource, Message, Raises, StaticTarget
 from . import flags, hookpoints, patches
-from .columns import of_instruction as columns_from_syntax
+from .chains import eager_chain, position
 from .compilations import (
     Recompilations,
     Translation,
@@ -51,10 +52,10 @@ from .compilations import (
     newest_metric,
     takes_symbolic_sizes,
 )
-from .frames import RESUME_PREFIX, RawFrame, base_name, collapse, is_user_file, resume_line
+from .frames import RESUME_PREFIX, base_name, collapse, is_user_file, resume_line
 from .messages import NESTED_BREAK_SEPARATOR, Messages
 from .steady import SteadyStop
-from .targets import Registry, Target, is_compiled_call_impl, runs_own_code
+from .targets import INLINE_WRAPPER, Registry, Target, is_compiled_call_impl, runs_own_code
 from .values import describe_arguments
 
 Emit = Callable[[Event], None]
@@ -175,10 +176,32 @@ class Capture:
         hookpoints.wrap_inlining(self.guarded, self.reach_function)
         self.reaches = True
 
-    def reach_function(self, func: Any) -> None:
+    def reach_function(self, func: Any, arguments: list[Any]) -> None:
         code = getattr(func, "get_code", lambda: None)()
         if isinstance(code, types.CodeType):
             self.reach(code)
+            self.traced_inline(code, func, arguments)
+
+    def traced_inline(self, code: types.CodeType, func: Any, arguments: list[Any]) -> None:
+        """A compiled target whose code Dynamo inlines into another target's graph (a compiled module
+        called inside a compiled step): its code runs there, though it may never run as a frame of
+        its own. ``func`` and ``arguments``: what Dynamo inlines, and with what (variable trackers;
+        an object's ``value`` is the object)."""
+        translation = self.translations[-1] if self.translations else None
+        outer = translation.target if translation is not None else None
+        if outer is None:
+            return
+        # The object a method runs on: a bound method's, or the first argument (a module's forward).
+        owner = getattr(func, "obj", None) or next(iter(arguments), None)
+        instance = getattr(owner, "value", None)
+        for target in self.registry.with_code(code):
+            if target is outer or target.called or target.inlined is not None:
+                continue
+            if target.instance is not None and target.instance is not instance:
+                continue  # another object of the class: not the one compiled
+            target.inlined = outer
+            log(f"target {target.number} traced inline in target {outer.number}")
+            self.emit(InlinedEvent(target=target.number, into=outer.number))
 
     def reach(self, code: types.CodeType) -> None:
         translation = self.translations[-1] if self.translations else None
@@ -229,7 +252,7 @@ class Capture:
 
     def translate(self, callback: Callable[..., Any], frame: Any, args: tuple[Any, ...], caller: Any) -> Any:
         """Dynamo's frame callback, told which compiled target's call the frame runs in."""
-        if not is_user_file(frame.f_code.co_filename):
+        if not is_user_file(frame.f_code.co_filename) and frame.f_code is not INLINE_WRAPPER:
             return callback(frame, *args)
         translation = Translation(frame.f_code)
         self.translations.append(translation)
@@ -310,54 +333,22 @@ class Capture:
         stack.reverse()
         target = self.registry.target_of(code, frame)
         if target is None:
-            for index, caller in enumerate(stack):
-                target = self.registry.of_generated(caller.f_code)
-                if target is not None:
-                    chain = [f for f in stack[index:] if self._in_chain(f.f_code)]
-                    translation.prefix = [self.position(f) for f in chain[self._placed_from(chain) :]]
-                    break
+            target, translation.prefix = eager_chain(stack, code, self.registry)
         translation.target = target
         in_file = [f for f in stack if self.own(f.f_code.co_filename) and f is not frame]
-        translation.caller = self.position(in_file[-1]) if in_file else None
+        translation.caller = position(in_file[-1], self.registry) if in_file else None
         if not code.co_name.startswith(RESUME_PREFIX):  # a resume function is its function's code
             self.reach(code)
-        if target is not None and not target.called and code is target.code:
+        wrapped = code is INLINE_WRAPPER  # a torch module's call: the module itself is not an argument
+        if target is not None and not target.called and (code is target.code or wrapped):
             target.called = True
             self.emit(
                 CallEvent(
                     target=target.number,
-                    inputs=describe_arguments(frame, target.own),
+                    inputs=describe_arguments(frame, target.own, bound=wrapped and target.kind == "module"),
                     source=self.input_source,
                 )
             )
-
-    def position(self, frame: types.FrameType) -> RawFrame:
-        """Where an eager frame is: its current instruction's columns, from the column table (3.11+)
-        or from the syntax of its line (3.10; not for Dynamo's generated code, which has no syntax)."""
-        code = frame.f_code
-        column = end_column = None
-        if hasattr(code, "co_positions") and frame.f_lasti >= 0:
-            for index, position in enumerate(code.co_positions()):
-                if index == frame.f_lasti // 2:
-                    column, end_column = position[2], position[3]
-                    break
-        elif self.registry.of_generated(code) is None:
-            column, end_column = columns_from_syntax(code, frame.f_lasti)
-        return (code.co_filename, code.co_name, frame.f_lineno, column, end_column)
-
-    def _placed_from(self, chain: list[types.FrameType]) -> int:
-        """Where the eager call chain starts to say where it is: generated code without positions for
-        the calls it leaves in (torch 2.6, and any torch on Python 3.10) has no columns, or only its
-        first line. Below the last such frame the chain is a suffix of the one Dynamo logged for the
-        compiled frame, and merges with it."""
-        for index in range(len(chain) - 1, -1, -1):
-            frame = chain[index]
-            if self.registry.of_generated(frame.f_code) is not None and self.position(frame)[3] is None:
-                return index + 1
-        return 0
-
-    def _in_chain(self, code: types.CodeType) -> bool:
-        return self.registry.of_generated(code) is not None or is_user_file(code.co_filename)
 
     def record_frame(self, translation: Translation, result: Any, frame: Any, caller: Any) -> None:
         """What Dynamo did with the frame: code for it, or nothing (it runs eagerly), as its callback says.

@@ -127,8 +127,9 @@ def encoding_failure(path: str) -> FailureEvent | None:
     return FailureEvent(kind="syntax", message=message, line=line)
 
 
-def explain(error: BaseException, memory_mb: int, offline: bool) -> tuple[FailureKind, str]:
-    """What kind of failure ``error`` is, in words that say what the sandbox had to do with it."""
+def explain(error: BaseException, memory_mb: int, offline: bool, folder: str = "") -> tuple[FailureKind, str]:
+    """What kind of failure ``error`` is, in words that say what the sandbox had to do with it;
+    ``folder``: the analysed file's, when the analysis runs it elsewhere (in its scratch directory)."""
     described = describe_error(error)
     causes = _causes(error)
     if isinstance(error, EOFError):
@@ -144,13 +145,29 @@ def explain(error: BaseException, memory_mb: int, offline: bool) -> tuple[Failur
         if not isinstance(cause, OSError):
             continue
         if offline and _is_network(cause):
-            return "network", f"network access is blocked in the gbls sandbox ({describe_error(cause)})"
+            return "network", _network_message(cause)
         if cause.errno == errno.EROFS:
             return "write", (
                 "writing outside the scratch directory (tempfile.gettempdir()) is refused in the gbls "
                 f"sandbox ({describe_error(cause)})"
             )
+        if folder and cause.errno == errno.ENOENT and _relative(cause.filename):
+            return "raised", f"{described}{_elsewhere(str(cause.filename), folder)}"
     return "raised", described
+
+
+def _relative(name: object) -> bool:
+    return isinstance(name, str) and bool(name) and not os.path.isabs(name)
+
+
+def _elsewhere(name: str, folder: str) -> str:
+    """Why a relative path was not found: the analysis runs the file in a scratch directory of its
+    own, not in the folder ``python file.py`` is run from."""
+    found = f"; {name} is in {folder}" if os.path.exists(os.path.join(folder, name)) else ""
+    return (
+        f" (a relative path: gbls runs the file in a scratch directory of its own, not in the folder you "
+        f"run it from{found}: open it relative to the file, `Path(__file__).parent / ...`)"
+    )
 
 
 def _causes(error: BaseException) -> list[BaseException]:
@@ -172,6 +189,15 @@ def _is_network(error: OSError) -> bool:
     return error.errno in (errno.ENETUNREACH, errno.EHOSTUNREACH, errno.ECONNREFUSED, errno.EADDRNOTAVAIL)
 
 
+def _network_message(error: OSError) -> str:
+    if error.errno == errno.ECONNREFUSED:  # only the loopback answers, and it is the analysis's own
+        return (
+            "nothing listens there in the gbls sandbox: the analysis has a loopback (127.0.0.1) of its "
+            f"own, without this machine's services ({describe_error(error)})"
+        )
+    return f"network access is blocked in the gbls sandbox ({describe_error(error)})"
+
+
 def failure_at(
     kind: FailureKind, message: str, error: BaseException, own: Callable[[str], bool]
 ) -> FailureEvent:
@@ -191,7 +217,9 @@ def exit_failure(error: SystemExit, own: Callable[[str], bool]) -> FailureEvent 
     code = error.code
     if code is None or code is False or code == 0:
         return None
-    status = code if isinstance(code, int) else 1  # sys.exit("message") prints it and exits with 1
+    # sys.exit(True) exits with 1 (unittest.main() when a test failed); sys.exit("message") prints
+    # the message and exits with 1.
+    status = int(code) if isinstance(code, int) else 1
     said = f": {code}" if isinstance(code, str) else ""
     for frame, _ in traceback.walk_tb(error.__traceback__):
         # argparse printed its usage and this message to stderr before it exited.

@@ -70,6 +70,16 @@ def collapse(frames: list[RawFrame]) -> tuple[Frame, ...]:
     return tuple(chain)
 
 
+def resumes(caller: types.CodeType, callee: types.CodeType) -> bool:
+    """Whether ``callee`` is a resume function of ``caller``'s function (Dynamo's code calls it to go on
+    after a break)."""
+    return (
+        callee.co_name.startswith(RESUME_PREFIX)
+        and callee.co_filename == caller.co_filename
+        and base_name(callee.co_name) == base_name(caller.co_name)
+    )
+
+
 def resume_line(code_name: str) -> int | None:
     match = re.match(RESUME_PREFIX + r"\w+_at_(\d+)$", code_name)
     return int(match.group(1)) if match else None

@@ -439,8 +439,9 @@ def wrap_recompile_reasons(guard: Guard, record: Callable[[list[str], list[Any]]
 # -- inlining and generated code -------------------------------------------------------------
 
 
-def wrap_inlining(guard: Guard, record: Callable[[Any], None]) -> None:
-    """``record(func)`` for each function Dynamo inlines (a VariableTracker with ``get_code``)."""
+def wrap_inlining(guard: Guard, record: Callable[[Any, list[Any]], None]) -> None:
+    """``record(func, arguments)`` for each function Dynamo inlines (a VariableTracker with ``get_code``,
+    and the variable trackers of its positional arguments)."""
     inlining = getattr(symbolic_convert, "InliningInstructionTranslator", None)
     for name in ("build_inline_tracer", "inline_call_"):  # 2.7+, 2.6 (an instance method from 2.7)
         raw = vars(inlining).get(name) if isinstance(inlining, type) else None
@@ -452,7 +453,8 @@ def wrap_inlining(guard: Guard, record: Callable[[Any], None]) -> None:
 
     @functools.wraps(original)
     def inline(parent: Any, func: Any, *args: Any, **kwargs: Any) -> Any:
-        guard("inlining", lambda: record(func))
+        arguments = args[0] if args and isinstance(args[0], (list, tuple)) else []
+        guard("inlining", lambda: record(func, list(arguments)))
         return original(parent, func, *args, **kwargs)
 
     patches.replace(inlining, name, staticmethod(inline))

@@ -141,7 +141,10 @@ def _call_uncalled(
     runner = Runner(capture, attempts, module, path, split_lines(request.source), request, to_cpu)
     targets = capture.registry.targets
     for target in list(targets):
-        if path in (target.path, target.call_path) and not target.called and not target.reused:
+        # One traced inline in another's graph ran there, as the program runs it: its own call would
+        # show Dynamo something the program never does.
+        uncalled = not target.called and target.inlined is None
+        if path in (target.path, target.call_path) and uncalled and not target.reused:
             runner.run(target)
     for static in request.targets:
         compiled = {site for t in targets for site in (t.site, *t.aliases)}
@@ -314,7 +317,7 @@ def _execute(
     except SystemExit as error:
         return exit_failure(error, lambda other: other == path)
     except BaseException as error:
-        kind, message = explain(error, request.settings.memory_mb, offline)
+        kind, message = explain(error, request.settings.memory_mb, offline, os.path.dirname(path))
         return failure_at(kind, message, error, lambda other: other == path)
     return None
 

@@ -11,11 +11,25 @@ from collections.abc import Callable
 from typing import Any
 
 import torch
+import torch._dynamo.external_utils as external_utils
 
 from ..log import log
 from ..shared.events import Event, SiteEvent, TargetEvent
 from ..shared.protocol import StaticTarget, TargetKind
-from .frames import RESUME_PREFIX, base_name, code_of, is_user_file
+from .frames import code_of, is_user_file, resumes
+
+
+def _inline_wrapper_code() -> types.CodeType | None:
+    """The code of the frame Dynamo enters a compiled torch module (``nn.Linear``) or torch function
+    by, whose own code it does not translate as a frame: ``external_utils.wrap_inline``'s ``inner``,
+    one code for every wrapper, holding the compiled object as ``fn``. None where torch has none."""
+    wrap = getattr(external_utils, "wrap_inline", None)
+    inner = wrap(lambda: None) if callable(wrap) else None
+    code = getattr(inner, "__code__", None)
+    return code if isinstance(code, types.CodeType) else None
+
+
+INLINE_WRAPPER = _inline_wrapper_code()
 
 
 class Target:
@@ -42,6 +56,7 @@ class Target:
         self.call_path = ""
         self.call_line = 0
         self.reused = False
+        self.inlined: Target | None = None  # the target whose graph traced its code inline
         self.site = ""  # the StaticTarget.id of its compile site, if the source shows it
         self.aliases: list[str] = []  # other compile sites that compiled it again
         self.reached: set[tuple[str, int, str]] = set()
@@ -49,6 +64,7 @@ class Target:
     def forget_attempt(self) -> None:
         """A discarded input attempt's call and reach events are gone: record them again next time."""
         self.called = False
+        self.inlined = None
         self.reached.clear()
 
     def event(self, disabled: bool) -> TargetEvent:
@@ -187,6 +203,8 @@ class Registry:
     def target_of(self, code: types.CodeType, frame: Any) -> Target | None:
         """The target ``frame`` is the own call of: the code it enters by, and for a code several
         targets share (modules of one class, one decorator's wrapper), the one its ``self`` is."""
+        if code is INLINE_WRAPPER:  # a compiled torch module or function: the wrapper holds it as ``fn``
+            return self.target_for(frame.f_locals.get("fn"))
         candidates = self.with_code(code)
         if len(candidates) <= 1:
             return candidates[0] if candidates else None
@@ -243,10 +261,4 @@ def call_site() -> tuple[str, int]:
 def runs_own_code(code: types.CodeType, target: Target) -> bool:
     """Whether a translated frame is the target's own code or one of its resume functions."""
     own = target.code
-    if own is None or code is own:
-        return True
-    return (
-        code.co_name.startswith(RESUME_PREFIX)
-        and code.co_filename == own.co_filename
-        and base_name(code.co_name) == own.co_name
-    )
+    return own is None or code is own or code is INLINE_WRAPPER or resumes(own, code)

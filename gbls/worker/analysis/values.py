@@ -47,19 +47,21 @@ def describe_value(value: Any, depth: int = 0) -> str:
     return kind.__name__
 
 
-def describe_arguments(frame: Any, own: types.CodeType | None) -> str:
+def describe_arguments(frame: Any, own: types.CodeType | None, bound: bool = False) -> str:
     """Each argument of the call entering ``frame``, by name: ``input_ids: i64[2, 8], labels: None``.
 
     ``own``: the code the user wrote, when a decorator's ``wrapper(*args, **kwargs)`` is entered
-    first; its parameter names name the positional arguments.
+    first; its parameter names name the positional arguments. ``bound``: the wrapper holds the
+    object ``own`` is a method of, which is not among the positional arguments.
     """
     try:
-        return ", ".join(f"{name}: {describe_value(value)}" for name, value in _arguments(frame, own))
+        described = _arguments(frame, own, bound)
+        return ", ".join(f"{name}: {describe_value(value)}" for name, value in described)
     except Exception:  # a tensor subclass that raises on .shape, say: say nothing rather than break
         return ""
 
 
-def _arguments(frame: Any, own: types.CodeType | None) -> list[tuple[str, Any]]:
+def _arguments(frame: Any, own: types.CodeType | None, bound: bool) -> list[tuple[str, Any]]:
     code = frame.f_code
     f_locals = frame.f_locals
     count = code.co_argcount + code.co_kwonlyargcount
@@ -77,7 +79,7 @@ def _arguments(frame: Any, own: types.CodeType | None) -> list[tuple[str, Any]]:
         # ``wrapper(*args)`` entered first: the positions are the user's own parameters (``self``
         # first, for a bound method), after those the wrapper names itself.
         wanted = list(own.co_varnames[: own.co_argcount]) if own is not None and own is not code else []
-        wanted = wanted[code.co_argcount :]
+        wanted = wanted[code.co_argcount + int(bound) :]
         for number, value in enumerate(positional):
             found.append((wanted[number] if number < len(wanted) else f"{varargs}[{number}]", value))
     keywords = f_locals.get(varkw, {}) if varkw else {}

@@ -33,6 +33,11 @@ REFUSED_WRITES = (
 
 TMP_BYTES = 1 << 30
 SHM_BYTES = 256 << 20
+# Under bwrap, torch's just-in-time extension builds (load_inline) in the worker's own /tmp, shared by
+# its analyses: built once, reused by the next analysis as by the next plain ``python`` run. It is in
+# the sandbox's RAM (never on disk, gone with the worker), bounded by its /tmp, and holds only what
+# the user's own code built: what one analysis leaves there, the next runs as its own code anyway.
+BUILDS = "/tmp/gbls-torch-extensions"
 
 # The real ones, taken before any user code runs: the analysed code may replace them.
 _exit = os._exit
@@ -40,10 +45,12 @@ _write = os.write
 _getpid = os.getpid
 
 
-def _writable_caches(scratch: str) -> None:
+def _writable_caches(scratch: str, sandboxed: bool) -> None:
     """torch's build caches where the analysed code can write: a just-in-time C++ extension, inductor
     and triton keep their builds there, and the defaults (under the home folder) are read-only in
-    the sandbox. Where they can be written (no sandbox), the code keeps the ones it would use."""
+    the sandbox. Where they can be written (no sandbox), the code keeps the ones it would use. Under
+    bwrap, extensions are built into ``BUILDS``, which outlives the analysis; the others into its
+    scratch directory."""
     import torch.utils.cpp_extension as cpp_extension
 
     default_extensions = getattr(cpp_extension, "get_default_build_root", lambda: "")()
@@ -53,7 +60,8 @@ def _writable_caches(scratch: str) -> None:
         ("TRITON_CACHE_DIR", os.environ.get("TRITON_CACHE_DIR", "")),
     ):
         if where and not _can_write(where):
-            os.environ[variable] = os.path.join(scratch, "cache", variable.lower())
+            kept = sandboxed and variable == "TORCH_EXTENSIONS_DIR" and _can_write(BUILDS)
+            os.environ[variable] = BUILDS if kept else os.path.join(scratch, "cache", variable.lower())
 
 
 def _can_write(path: str) -> bool:
@@ -131,7 +139,7 @@ def run(
         else:  # as its users start it: their working directory and variables
             os.chdir(request.run.cwd)
             os.environ.update(dict(request.run.env))
-        _writable_caches(scratch)
+        _writable_caches(scratch, sandboxed)
         limits.apply(request.settings)
         _fresh_random_state()
         from ..analysis.run import run as analyse
@@ -194,21 +202,34 @@ def _isolate(sandboxed: bool, scratch: str, writable: list[str]) -> tuple[bool, 
             raise RuntimeError("the analysis could not give up the capabilities bwrap lends the worker")
         return True, unlayered
     if not writable:
-        offline = processes.unshare(processes.CLONE_NEWNET) or processes.unshare(
-            processes.CLONE_NEWUSER | processes.CLONE_NEWNET
-        )
+        offline, user = _own_namespaces(processes.CLONE_NEWNET)
+        if user:
+            processes.drop_capabilities()  # a new user namespace gave the analysis every capability in it
         return offline, ""
-    uid, gid = os.getuid(), os.getgid()
-    namespaces = processes.CLONE_NEWNS | processes.CLONE_NEWNET
-    if not processes.unshare(namespaces):
-        if not processes.unshare(processes.CLONE_NEWUSER | namespaces):
-            return False, f"no mount namespace ({processes.last_error()})"
-        processes.map_own_ids(uid, gid)
+    if not _own_namespaces(processes.CLONE_NEWNS | processes.CLONE_NEWNET)[0]:
+        return False, f"no mount namespace ({processes.last_error()})"
     if not processes.private_mounts():
         return True, f"no private mounts ({processes.last_error()})"
     unlayered = _cover(writable, scratch)
     processes.drop_capabilities()  # a new user namespace gave the analysis every capability in it
     return True, unlayered
+
+
+def _own_namespaces(flags: int) -> tuple[bool, bool]:
+    """Namespaces of the analysis's own (``flags``: a network namespace among them), in a new user
+    namespace where the kernel wants one (the user's own ids in it, as outside), and its loopback up,
+    as bwrap brings up the worker's: local distributed code (a gloo store, ``tcp://127.0.0.1``) works
+    as under plain ``python``, nothing outside is reachable. Whether they were made, and whether in a
+    new user namespace (which gave the analysis every capability in it)."""
+    uid, gid = os.getuid(), os.getgid()
+    user = False
+    if not processes.unshare(flags):
+        if not processes.unshare(processes.CLONE_NEWUSER | flags):
+            return False, False
+        processes.map_own_ids(uid, gid)
+        user = True
+    log(f"own namespaces (a new user namespace: {user}), loopback up: {processes.loopback_up()}")
+    return True, user
 
 
 def _cover(folders: list[str], scratch: str) -> str:
@@ -217,11 +238,14 @@ def _cover(folders: list[str], scratch: str) -> str:
 
 def _fresh_temporary_space(scratch: str) -> None:
     """Empty /tmp and /dev/shm of this analysis's own, gone with it; the scratch directory in the new
-    /tmp, and the workspace folders bwrap shows under /tmp shown again, read-only."""
+    /tmp, the workspace folders bwrap shows under /tmp shown again, read-only, and the extension
+    builds shared by the worker's analyses (``BUILDS``) again, writable."""
     if not processes.private_mounts():
         return
+    os.makedirs(BUILDS, mode=0o700, exist_ok=True)  # in the worker's /tmp, still seen here
     # Opened before /tmp is covered: each is bound again from its handle, through /proc.
     shown = [(point, os.open(point, os.O_PATH)) for point in processes.mounts_under("/tmp")]
+    builds = os.open(BUILDS, os.O_PATH)
     try:
         if not processes.mount_tmpfs("/tmp", TMP_BYTES):
             return
@@ -232,9 +256,12 @@ def _fresh_temporary_space(scratch: str) -> None:
                 os.makedirs(os.path.dirname(point), exist_ok=True)
                 os.close(os.open(point, os.O_CREAT | os.O_WRONLY, 0o600))
             processes.bind_read_only(f"/proc/self/fd/{handle}", point)
+        os.makedirs(BUILDS)
+        processes.bind(f"/proc/self/fd/{builds}", BUILDS)
         os.makedirs(scratch, exist_ok=True)
     finally:
         for _, handle in shown:
             os.close(handle)
+        os.close(builds)
     if os.path.isdir("/dev/shm"):
         processes.mount_tmpfs("/dev/shm", SHM_BYTES)

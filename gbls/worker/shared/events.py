@@ -90,6 +90,15 @@ class CallEvent(Event):
 
 
 @dataclass(frozen=True)
+class InlinedEvent(Event):
+    """Dynamo traced ``target``'s code inline, as part of the graph of ``into`` (another target)."""
+
+    KIND: ClassVar[str] = "inlined"
+    target: int = 0
+    into: int = 0
+
+
+@dataclass(frozen=True)
 class GraphEvent(Event):
     KIND: ClassVar[str] = "graph"
     target: int = 0
@@ -263,6 +272,7 @@ KINDS: dict[str, type[Event]] = {
         SiteEvent,
         ReachEvent,
         CallEvent,
+        InlinedEvent,
         GraphEvent,
         BreakEvent,
         FrameEvent,

@@ -6,8 +6,10 @@ resume functions, and again after a restart of the analysis or a recompile. Even
 chain already prefixed with the eager call chain, so identical chains are one root cause; a
 chain that is a suffix of a longer one (a re-entered callee whose caller could not be seen) is
 merged into the longer one, and so is a chain that differs from another only by wrapper frames
-between the same split and the same cause. ``count`` is the number of compilations of the
-function itself that hit the break; when only re-entered callees saw it, those of the outermost one.
+between the same split and the same cause; chains that still differ but end at the same cause are
+one break, the shortest its chain and the others its paths. ``count`` is the number of
+compilations of the function itself that hit the break; when only re-entered callees saw it,
+those of the outermost one.
 
 Whether a break splits the function's graph or makes Dynamo give up on the function's frame is
 read from Dynamo's own record of the frames it translated for the break's compilations
@@ -33,6 +35,7 @@ from .events import (
     Event,
     FrameEvent,
     GraphEvent,
+    InlinedEvent,
     ReachEvent,
     SiteEvent,
     StaticEvent,
@@ -59,6 +62,7 @@ class _Group:
         self.reason = ""  # what Dynamo's log said it then did
         self.direct: set[str] = set()
         self.reentries: set[str] = set()
+        self.paths: list[Chain] = []  # other chains to the same root cause
 
     @property
     def gb_type(self) -> str:
@@ -93,6 +97,7 @@ class _Group:
         self.reason = self.reason or other.reason
         self.direct |= other.direct
         self.reentries |= other.reentries
+        self.paths += other.paths
 
     @property
     def compiles(self) -> set[str]:
@@ -215,9 +220,12 @@ def _functions(
     calls: dict[int, CallEvent] = {}
     verdicts: dict[int, VerdictEvent] = {}
     reached: dict[int, list[Code]] = {}
+    inlined: dict[int, str] = {}  # target → the function whose graph traced it inline
     for event in events:
         if isinstance(event, CallEvent):
             calls.setdefault(event.target, event)
+        elif isinstance(event, InlinedEvent) and event.into in targets:
+            inlined.setdefault(event.target, targets[event.into].qualname)
         elif isinstance(event, VerdictEvent):
             verdicts[event.target] = event
         elif isinstance(event, ReachEvent):
@@ -247,7 +255,8 @@ def _functions(
         call = calls.get(number)
         verdict = verdicts.get(number)
         reason = verdict.reason if verdict else ""
-        if call is None and not reason:
+        inside = inlined.get(number, "") if call is None else ""  # its own call says more, if it had one
+        if call is None and not reason and not inside:
             reason = "torch.compile never ran it during the analysis"
             if target.generator and sys.version_info < (3, 11):  # CPython 3.10 skips them, any torch
                 reason += "; Python 3.10 never hands a generator function's frames to Dynamo: it runs eagerly"
@@ -257,8 +266,8 @@ def _functions(
             path=target.path,
             line=target.line,
             kind=target.kind,
-            analysed=call is not None,
-            reason="" if call is not None else reason,
+            analysed=call is not None or bool(inside),
+            reason="" if call is not None or inside else reason,
             inputs=call.inputs if call else "",
             input_source=call.source if call else "",
             fullgraph=target.fullgraph,
@@ -267,6 +276,7 @@ def _functions(
             call_line=target.call_line,
             call_path=target.call_path,
             compilations=compiled.get(number, 0),
+            inlined=inside,
         )
         # Every compile site of one compiled function (compiled twice: one code, one cache) is it.
         functions += [function] + [replace(function, site=site) for site in aliases.get(number, [])]
@@ -299,7 +309,7 @@ def _breaks(
         kept.append(group)
         for start in range(1, len(group.chain)):
             by_suffix.setdefault((group.target, group.gb_type, group.chain[start:]), group)
-    kept = _without_loop_drops(_without_wrappers(kept))
+    kept = _by_root(_without_loop_drops(_without_wrappers(kept)))
 
     outcomes = {(frame.target, frame.compile_id): frame for frame in frames if frame.own}
     effects = {id(group): _effect(group, outcomes) for group in kept}
@@ -340,6 +350,7 @@ def _breaks(
                 split=group.split,
                 raises="fullgraph" if group.target in fullgraph else group.raises,
                 classes=root.classes,
+                paths=tuple(group.paths),
             )
         )
     breaks.sort(key=lambda b: (b.function, b.chain[0].line, b.chain[0].column or 0, b.gb_type))
@@ -374,6 +385,18 @@ def _without_loop_drops(groups: list[_Group]) -> list[_Group]:
             for other in groups
         )
     ]
+
+
+def _by_root(groups: list[_Group]) -> list[_Group]:
+    """One break per root cause: a chain to the same cause as a shorter one (a library function reached
+    through two of its callers, or from two lines of the compiled function) is a path of that break."""
+    kept: dict[tuple[int, str, Frame], _Group] = {}
+    for group in sorted(groups, key=lambda g: len(g.chain)):  # stable: the first seen among equals
+        first = kept.setdefault((group.target, group.gb_type, group.chain[-1]), group)
+        if first is not group:
+            first.absorb(group)
+            first.paths.append(group.chain)
+    return list(kept.values())
 
 
 def _effect(group: _Group, outcomes: dict[tuple[int, str], FrameEvent]) -> tuple[Effect, int | None]:

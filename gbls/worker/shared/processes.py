@@ -8,8 +8,11 @@ from __future__ import annotations
 
 import ctypes
 import ctypes.util
+import fcntl
 import os
 import signal
+import socket
+import struct
 
 PR_SET_PDEATHSIG = 1
 PR_SET_DUMPABLE = 4
@@ -29,6 +32,10 @@ MS_BIND = 0x1000
 MS_REC = 0x4000
 MS_PRIVATE = 0x40000
 MNT_DETACH = 2
+SIOCGIFFLAGS = 0x8913
+SIOCSIFFLAGS = 0x8914
+IFF_UP = 0x1
+IFREQ = "16sH22x"  # struct ifreq: the interface's name, then its flags (40 bytes on 64-bit Linux)
 LINUX_CAPABILITY_VERSION_3 = 0x20080522
 
 _libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6", use_errno=True)
@@ -51,6 +58,19 @@ def map_own_ids(uid: int, gid: int) -> None:
                 handle.write(text)
         except OSError:
             pass
+
+
+def loopback_up() -> bool:
+    """Bring up ``lo`` in this network namespace, where a new one has it down: 127.0.0.1 and ::1 are
+    reachable (local distributed code, a gloo store), nothing outside is. Needs CAP_NET_ADMIN in it."""
+    try:
+        with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as handle:
+            asked = struct.pack(IFREQ, b"lo", 0)
+            flags = struct.unpack(IFREQ, fcntl.ioctl(handle, SIOCGIFFLAGS, asked))[1]
+            fcntl.ioctl(handle, SIOCSIFFLAGS, struct.pack(IFREQ, b"lo", flags | IFF_UP))
+    except OSError:
+        return False
+    return True
 
 
 def mount_tmpfs(path: str, size: int) -> bool:
@@ -84,8 +104,12 @@ def mounts_under(folder: str) -> list[str]:
     return sorted(set(points), key=len)
 
 
+def bind(source: str, target: str) -> bool:
+    return bool(_libc.mount(source.encode(), target.encode(), None, MS_BIND | MS_REC, None) == 0)
+
+
 def bind_read_only(source: str, target: str) -> bool:
-    if _libc.mount(source.encode(), target.encode(), None, MS_BIND | MS_REC, None) != 0:
+    if not bind(source, target):
         return False
     flags = MS_BIND | MS_REMOUNT | MS_RDONLY
     return bool(_libc.mount(b"none", target.encode(), None, flags, None) == 0)

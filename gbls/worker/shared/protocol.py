@@ -150,6 +150,9 @@ class Break:
     raises: Raises = ""
     # The classes of its hints, as torch classes them.
     classes: tuple[HintClass, ...] = ()
+    # Every other chain that leads to the same root cause (a library function reached on two paths,
+    # or from two lines of the compiled function): one cause, one break.
+    paths: tuple[tuple[Frame, ...], ...] = ()
 
 
 @dataclass(frozen=True)
@@ -224,6 +227,9 @@ class Function:
     # Where torch.compile ran for it (0: nowhere the analysis could see), for code outside the file.
     call_line: int = 0
     call_path: str = ""
+    # The compiled function whose graphs hold its code, when it only ever ran traced inline in that
+    # one's (a compiled module called inside a compiled step): analysed, as part of that function.
+    inlined: str = ""
 
 
 @dataclass(frozen=True)
