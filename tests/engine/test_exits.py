@@ -46,9 +46,7 @@ ENDINGS = {
 
 
 @pytest.mark.parametrize("name", sorted(ENDINGS))
-async def test_a_program_that_exits_is_analysed_as_it_ran(
-    analyse_file: Analyse, site: Path, name: str
-) -> None:
+async def test_a_program_that_exits_is_analysed_as_it_ran(analyse_file: Analyse, name: str) -> None:
     fixture = SCRIPTS / name
     expected = ENDINGS[name]
     report = await analyse_file(fixture)

@@ -32,12 +32,12 @@ FIXTURE_NAMES = sorted(path.name for path in FIDELITY.glob("*.py"))
 RESUME = "torch_dynamo_resume_in_"
 PROGRAM_STARTS = "=== the program starts"
 
-# What each fixture is about: (function, GB id, line where the graph splits, effect, eager after line).
+# What each fixture is about: (function, GB id, line of the root cause, effect, eager after line).
 EXPECTED: dict[str, list[tuple[str, str, int, str, int | None]]] = {
     # The helper's frame runs eagerly, the compiled function's graph only splits at the call.
-    "eager_callee_try.py": [("outer", "GB0059", 18, SPLIT, None)],
+    "eager_callee_try.py": [("outer", "GB0059", 9, SPLIT, None)],
     # A break inside a generator the function consumes: Dynamo gives up on the function.
-    "eager_callee_generator.py": [("total", "GB0059", 15, EAGER, None)],
+    "eager_callee_generator.py": [("total", "GB0059", 8, EAGER, None)],
     # An exception escaping the compiled frame: the whole frame runs eagerly.
     "escaping_exception.py": [("checked", "GB0088", 10, EAGER, None)],
     # A print the frame could not be split at (a dict iterator is live): one break, eager, with GB0092
@@ -53,18 +53,18 @@ EXPECTED: dict[str, list[tuple[str, str, int, str, int | None]]] = {
     ],
     # One break each, whatever wrappers lie between the split and the cause.
     "wrapper_frames.py": [
-        ("uses_no_grad", "GB0059", 32, SPLIT, None),
-        ("uses_wraps", "GB0059", 38, SPLIT, None),
+        ("uses_no_grad", "GB0059", 19, SPLIT, None),
+        ("uses_wraps", "GB0059", 25, SPLIT, None),
     ],
     "context_manager.py": [],
-    "super_call.py": [("Child", "GB0059", 14, SPLIT, None)],
+    "super_call.py": [("Child", "GB0059", 8, SPLIT, None)],
     "skipfiles.py": [("jitter", "GB0007", 11, SPLIT, None)],
     "warnings_warn.py": [("careful", "GB0007", 11, SPLIT, None)],
     "observed_exception.py": [],
     "generators.py": [("produce", "GB0003", 7, EAGER, None)],
     "disabled_module.py": [("Net", "GB0099", 19, SPLIT, None)],
     # The inner compiled function is compiled as itself too: its own break, and the outer one's split.
-    "nested_compiled.py": [("inner", "GB0059", 8, SPLIT, None), ("outer", "GB0059", 15, SPLIT, None)],
+    "nested_compiled.py": [("inner", "GB0059", 8, SPLIT, None), ("outer", "GB0059", 8, SPLIT, None)],
     "try_and_loop.py": [("guarded", "GB0059", 10, EAGER, None), ("looped", "GB0025", 20, EAGER, None)],
     "phantom_targets.py": [],
     # Built just in time into torch's extensions cache, which is read-only in the sandbox by default.

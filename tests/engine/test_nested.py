@@ -105,7 +105,8 @@ async def test_the_readme_example_splits_at_the_print(analyse_file: Analyse) -> 
         ("log_stats", 9),
     ]
     # The split is where the cause is: the squiggle is on the print, not on normalize(y).
-    assert brk.cause.split == 2 and brk.split == brk.root and brk.span == brk.root.span
+    assert brk.cause.split == 2 and brk.split_frame == brk.root and brk.span == brk.root.span
+    assert brk.split is None  # no other place to point to
     assert brk.effect == SPLIT
     assert brk.message == (
         "Failed to trace builtin operator (print) (via normalize → log_stats); nested graph break: "
@@ -129,7 +130,7 @@ async def test_the_same_ops_in_fewer_graphs_than_without_the_flag(
     flat = tmp_path / "readme_flat.py"
     flat.write_text(fixture.read_text().replace("nested_graph_breaks = True", "nested_graph_breaks = False"))
     nested, without = await analyse_file(fixture), await analyse_file(flat)
-    assert only(without).cause.split == 0 and only(without).span.line == 21  # on normalize(y)
+    assert only(without).cause.split == 0 and only(without).splits_at.span.line == 21  # on normalize(y)
     nested_graphs, flat_graphs = gbls_graphs(nested, "preprocess"), gbls_graphs(without, "preprocess")
     assert flat_graphs == dynamo_graphs(flat) and len(flat_graphs) > len(nested_graphs)
     assert sum(ops for _, ops in flat_graphs) == sum(ops for _, ops in nested_graphs)
@@ -146,7 +147,8 @@ async def test_a_break_in_a_callees_loop_splits_in_its_caller(analyse_file: Anal
         ("accumulate", 10),
     ]
     # accumulate cannot resume inside its loop: scale can, at its call of accumulate.
-    assert brk.cause.split == 1 and (brk.split.function, brk.span.line) == ("scale", 17)
+    assert brk.cause.split == 1 and (brk.splits_at.function, brk.splits_at.span.line) == ("scale", 17)
+    assert brk.span.line == 10  # the break itself is on its root cause
     assert brk.effect == SPLIT
     assert_agrees_with_torch(report, fixture)
     assert_split_as_torch_logs(brk, fixture)
@@ -167,7 +169,8 @@ async def test_a_callee_that_disables_nested_breaks_splits_the_compiled_function
         ("normalize", 16),
         ("log_stats", 9),
     ]
-    assert brk.cause.split == 0 and not brk.nested and brk.span.line == 22  # on normalize(y)
+    assert brk.cause.split == 0 and not brk.nested and brk.splits_at.span.line == 22  # on normalize(y)
+    assert brk.span.line == 9  # the break itself is on its root cause
     assert "nested" not in brk.message
     assert_agrees_with_torch(report, fixture)
     assert_split_as_torch_logs(brk, fixture)

@@ -91,7 +91,7 @@ def made(
         eager_from=eager_from,
         classes=classes,
     )
-    return BreakReport(cause, location.span, (location,), "print")
+    return BreakReport(cause, path, location.span, (location,), "print")
 
 
 def test_who_can_act_on_a_break(tmp_path: Path) -> None:

@@ -26,7 +26,7 @@ import torch._dynamo.convert_frame as convert_frame
 import torch._dynamo.symbolic_convert as symbolic_convert
 
 from ..shared.protocol import Feature, HintClass
-from . import hookpoints
+from . import hookpoints, patches
 
 # graph_break_hints's lists, by the name gbls gives their class.
 HINT_CLASSES: tuple[tuple[str, HintClass], ...] = (
@@ -67,7 +67,7 @@ def wrap_error_on_graph_break() -> Callable[[], bool]:
     getter: Callable[[], bool] = found
     for module in (symbolic_convert, convert_frame):
         if getattr(module, "_get_error_on_graph_break", None) is getter:
-            module._get_error_on_graph_break = never  # type: ignore[attr-defined]
+            patches.replace(module, "_get_error_on_graph_break", never)
     return getter
 
 
