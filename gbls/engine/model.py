@@ -288,6 +288,11 @@ class FunctionReport:
     call: Span | None
 
     @property
+    def code_path(self) -> str:
+        """The file of its code, whose lines its graphs name (``path`` is where it is anchored)."""
+        return self.target.path or self.path
+
+    @property
     def name(self) -> str:
         return self.target.name
 

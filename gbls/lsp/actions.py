@@ -58,13 +58,14 @@ def _suppress(path: str, source: str, line: int, code: str | None) -> lsp.Worksp
 
 
 def suppression_actions(
-    brk: BreakReport, path: str, sources: Sources, diagnostic: lsp.Diagnostic
+    brk: BreakReport, where: Location, sources: Sources, diagnostic: lsp.Diagnostic
 ) -> list[lsp.CodeAction]:
-    """Suppress this break (or every break) on its line of ``path`` (its root cause's)."""
+    """Suppress this break (or every break) on the diagnostic's line ``where``: its root cause, or the
+    place its graph splits (a comment on either line suppresses it)."""
+    path, line = where.path, where.span.line
     source = sources.text(path)
     if source is None:
         return []
-    line = brk.span.line
     actions = []
     if brk.gb_id:
         actions.append(
@@ -223,7 +224,8 @@ def code_actions(
             actions.append(_go_to(Location(brk.path, brk.root.function, brk.span), "the root cause", sources))
         elif brk.split is not None:
             actions.append(_go_to(brk.split, f"where the graph of {brk.function} splits", sources))
-        actions += suppression_actions(brk, analysed.path, sources, diagnostic)
+        here = brk.split if at_split and brk.split is not None else Location(brk.path, brk.function, brk.span)
+        actions += suppression_actions(brk, here, sources, diagnostic)
     source = sources.text(path)
     report = report_of(path)
     if report is not None and selection is not None and source is not None:

@@ -55,8 +55,9 @@ def break_markdown(
     parts = [f"**To do:** {todo.rstrip('.')}. {why}" if todo else why]
     if brk.raises:
         parts.append(f"⛔ `{brk.raises.split(':')[0]}`: this break raises at run time.")
-    kinds = ", ".join(CLASSES[kind] for kind in brk.cause.classes if kind in CLASSES)
-    if brk.owner != "user" or kinds:
+    # The user's own code goes without saying (the JSON and SARIF have its classes): the hover stays short.
+    if brk.owner != "user" or "caused_by_earlier_break" in brk.cause.classes:
+        kinds = ", ".join(CLASSES[kind] for kind in brk.cause.classes if kind in CLASSES)
         parts.append(f"Who can act: {brk.who}" + (f" · torch classes it as {kinds}" if kinds else ""))
     if brk.nested:
         parts.append(f"Nested graph break: the graph {brk.nested}.")
@@ -128,7 +129,7 @@ def _own_frame(function: FunctionReport) -> str:
 def _story_title(function: FunctionReport, where: Where) -> str:
     """``**How `g` splits**``, naming the function's file when that is not the one at hand: the lines
     of its graphs are that file's."""
-    elsewhere = f" (in {where.file(function.path)})" if function.path != where.here else ""
+    elsewhere = f" (in {where.file(function.code_path)})" if function.code_path != where.here else ""
     return f"**How `{function.qualname}` splits**{elsewhere}"
 
 
@@ -137,7 +138,7 @@ def split_story(function: FunctionReport, breaks: BreakReport | tuple[BreakRepor
     order, by the lines of the function's file; a break placed elsewhere names its file."""
     own_breaks = (breaks,) if isinstance(breaks, BreakReport) else breaks
     own = _own_frame(function)
-    lines = Where(function.path, where.folder, where.links, where.cells)
+    lines = Where(function.code_path, where.folder, where.links, where.cells)
     items: list[tuple[int, int, str]] = []
     callee: list[Graph] = []
     number = 0
@@ -146,14 +147,14 @@ def split_story(function: FunctionReport, breaks: BreakReport | tuple[BreakRepor
             callee.append(graph)
             continue
         number += 1
-        at = f" ({lines.position(function.path, graph.first_line)})" if graph.first_line else ""
+        at = f" ({lines.position(function.code_path, graph.first_line)})" if graph.first_line else ""
         # Before a break on its first line: that line computes what the graph splits on (a condition).
         items.append((graph.first_line or 0, 0, f"graph {number} · {_plural(graph.ops, 'op')}{at}"))
     for brk in own_breaks:
         # Where the function's own code splits: the chain's step in its file, else the analysed file's line.
-        split = next((at for at in brk.chain if at.path == function.path), None)
+        split = next((at for at in brk.chain if at.path == function.code_path), None)
         line = split.span.line if split else brk.span.line
-        at = lines.position(function.path, line) if split else where.line(brk.path, brk.span.line)
+        at = lines.position(function.code_path, line) if split else where.line(brk.path, brk.span.line)
         # One break's story (its hover) is about that break: its title is above it already.
         text = (
             f"**break at {at}**" if isinstance(breaks, BreakReport) else f"break at {at}: {prose(brk.title)}"
@@ -200,7 +201,7 @@ def function_markdown(function: FunctionReport, report: FileReport, where: Where
     target = function.target
     lines.append(f"Inputs ({source.get(target.input_source, 'unknown')}): `{target.inputs or 'none'}`")
     if function.graphs:
-        elsewhere = f" (in {where.file(function.path)})" if function.path != where.here else ""
+        elsewhere = f" (in {where.file(function.code_path)})" if function.code_path != where.here else ""
         lines.append(f"**Graphs**{elsewhere}: " + split_story(function, breaks, where))
     if len(breaks) > 1:
         order = " → ".join(f"{where.line(brk.path, brk.span.line)} ({prose(brk.title)})" for brk in breaks)
@@ -208,7 +209,7 @@ def function_markdown(function: FunctionReport, report: FileReport, where: Where
     if any(b.effect == EAGER and b.cause.eager_from is None for b in breaks):
         lines.append("⚠ Dynamo gives up on this function: it runs entirely in eager mode.")
     for line in sorted({b.cause.eager_from for b in breaks if b.cause.eager_from is not None}):
-        after = where.line(function.path, line)
+        after = where.line(function.code_path, line)
         lines.append(f"⚠ Dynamo gives up on the rest of this function: after {after} it runs in eager mode.")
     lines += [_recompile_summary(found) for found in report.recompiles_of(function.qualname)]
     return "\n\n".join(lines)

@@ -55,9 +55,8 @@ async def test_hint_classes_are_those_torch_gives_the_hints_it_logs(analyse_file
     branch = next(brk for brk in report.breaks if brk.gb_id == "GB0170")
     if branch.cause.classes:
         assert branch.cause.classes == ("fundamental",)
-        assert "Who can act: your code · torch classes it as fundamental" in break_markdown(
-            branch, None, Where(branch.path, str(FIXTURES))
-        )
+        hover = break_markdown(branch, None, Where(branch.path, str(FIXTURES)))
+        assert "Who can act" not in hover and "classes" not in hover  # your code: the hover stays short
         result = sarif([report])
         tags = [r["properties"]["tags"] for r in json.loads(result)["runs"][0]["results"]]
         assert ["fundamental", "owner:user"] in tags
@@ -105,6 +104,11 @@ def test_who_can_act_on_a_break(tmp_path: Path) -> None:
     assert made("f", mine, 3, classes=("supportable",)).owner == "pytorch"
     assert made("f", library, 3, classes=("dynamo_bug",)).owner == "pytorch"
     assert made("f", mine, 3, classes=("fundamental",)).owner == "user"
+    # The hover says whose it is when it is not the user's own, with torch's classes.
+    where = Where(mine, str(tmp_path))
+    bug = break_markdown(made("f", library, 3, classes=("dynamo_bug",)), None, where)
+    assert "Who can act: PyTorch · torch classes it as a Dynamo bug" in bug
+    assert "Who can act: the library transformers" in break_markdown(made("f", library, 3), None, where)
 
 
 def test_a_functions_breaks_in_the_order_to_fix_them(tmp_path: Path) -> None:

@@ -30,12 +30,23 @@ async def main_py(client: LanguageClient) -> AsyncIterator[list[lsp.Diagnostic]]
     await close(client, LSP / "main.py")
 
 
-async def test_diagnostics_ranges_related_information_and_links(main_py: list[lsp.Diagnostic]) -> None:
-    diagnostics = main_py
-    breaks = [d for d in diagnostics if d.code == "GB0059"]
-    assert len(breaks) == 1
-    brk = breaks[0]
-    assert brk.range == lsp.Range(lsp.Position(8, 8), lsp.Position(8, 17))  # `middle(y)`
+async def test_diagnostics_ranges_related_information_and_links(
+    client: LanguageClient, main_py: list[lsp.Diagnostic]
+) -> None:
+    """The break is in helpers.py, on its print; main.py holds where g's graph splits, at middle(y)."""
+    (split,) = [d for d in main_py if d.code == "GB0059"]
+    assert split.range == lsp.Range(lsp.Position(8, 8), lsp.Position(8, 17))  # `middle(y)`
+    assert split.severity == lsp.DiagnosticSeverity.Information and split.source == "gbls"
+    assert split.message == (
+        "the graph of `g` splits here: Failed to trace builtin operator (print) at helpers.py:2 "
+        "(via middle → helper)"
+    )
+    assert [(r.location.uri, r.location.range.start.line) for r in split.related_information or []] == [
+        (uri_of(LSP / "helpers.py"), 1)
+    ]
+    helpers = uri_of(LSP / "helpers.py")
+    (brk,) = await until(lambda: [d for d in client.diagnostics.get(helpers, []) if d.code == "GB0059"], 30)
+    assert brk.range == lsp.Range(lsp.Position(1, 4), lsp.Position(1, 33))  # the print
     assert brk.severity == lsp.DiagnosticSeverity.Warning and brk.source == "gbls"
     assert brk.message == "Failed to trace builtin operator (print) (via middle → helper)"
     assert brk.code_description is not None
@@ -45,16 +56,18 @@ async def test_diagnostics_ranges_related_information_and_links(main_py: list[ls
     related = brk.related_information or []
     assert [(r.location.uri, r.location.range.start.line) for r in related] == [
         (uri_of(LSP / "main.py"), 8),
-        (uri_of(LSP / "helpers.py"), 6),
-        (uri_of(LSP / "helpers.py"), 1),
+        (helpers, 6),
+        (helpers, 1),
     ]
     assert related[1].location.range == lsp.Range(lsp.Position(6, 11), lsp.Position(6, 24))
     assert brk.data == {
         "kind": "break",
-        "file": str(LSP / "main.py"),
-        "key": ["g", "Failed to trace builtin operator", 9, 8],
+        "file": str(LSP / "helpers.py"),
+        "key": ["g", "Failed to trace builtin operator", 2, 4, 9, 8],
     }
-    (not_analysed,) = [d for d in diagnostics if d.severity == lsp.DiagnosticSeverity.Information]
+    (not_analysed,) = [
+        d for d in main_py if d.severity == lsp.DiagnosticSeverity.Information and d.code != "GB0059"
+    ]
     assert not_analysed.range.start.line == 18 and "needs_matrix not analysed" in not_analysed.message
     assert "inputs invalid" in not_analysed.message
 
@@ -109,15 +122,16 @@ async def test_code_actions_include_suppression(
     assert "Suppress GB0059 on this line (# gbls: ignore[GB0059])" in titles
     edit = next(a for a in actions or [] if isinstance(a, lsp.CodeAction) and "GB0059" in a.title).edit
     assert edit is not None and edit.changes is not None
-    (text_edit,) = edit.changes[uri]
+    (text_edit,) = edit.changes[uri]  # on the line of the diagnostic: where g's graph splits
     assert text_edit.new_text == "    z = middle(y)  # gbls: ignore[GB0059]"
 
 
-async def test_root_cause_side_gets_a_hint(client: LanguageClient, main_py: list[lsp.Diagnostic]) -> None:
+async def test_the_root_causes_file_open_shows_the_break(
+    client: LanguageClient, main_py: list[lsp.Diagnostic]
+) -> None:
     diagnostics = await open_and_wait(client, LSP / "helpers.py")
-    (hint,) = [d for d in diagnostics if d.severity == lsp.DiagnosticSeverity.Hint]
-    assert hint.range.start.line == 1
-    assert hint.message == "Failed to trace builtin operator: breaks the graph of `g` (via middle)"
+    (brk,) = [d for d in diagnostics if d.code == "GB0059"]
+    assert brk.range.start.line == 1 and brk.severity == lsp.DiagnosticSeverity.Warning
     await close(client, LSP / "helpers.py")
 
 
@@ -127,7 +141,8 @@ async def test_report_command_and_progress(client: LanguageClient, main_py: list
         lsp.ExecuteCommandParams(command="gbls.showReport", arguments=[uri, "g"])
     )
     assert isinstance(report, str)
-    assert report.startswith("# gbls report: lsp/main.py") and "## g" in report and "### line 9" in report
+    assert report.startswith("# gbls report: lsp/main.py") and "## g" in report
+    assert "### lsp/helpers.py:2: " in report  # the break is on its cause, in helpers.py
     kinds = [
         [getattr(value, "kind", None) for value in values] for values in client.progress_reports.values()
     ]
