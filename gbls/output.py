@@ -89,6 +89,8 @@ def _text_message(brk: BreakReport) -> str:
         where += f" via {' → '.join(brk.via)}"
     if brk.eager:
         where += f"; {brk.function} {brk.eager}"
+    if brk.cause.processes:
+        where += f"; {', '.join(brk.cause.processes)}"
     count = f" (hit {brk.count} times)" if brk.count > 1 else ""
     return f"{brk.title} [{where}]{count}"
 
@@ -164,6 +166,7 @@ def to_json(reports: list[FileReport], torch_version: str, fixes: Fixes) -> str:
                         "inputs": f.target.inputs,
                         "input_source": f.target.input_source,
                         "inlined": f.target.inlined or None,
+                        "processes": list(f.target.processes),
                         "graphs": len(f.graphs),
                         "ops": f.ops,
                         "breaks": f.breaks,
@@ -186,6 +189,7 @@ def to_json(reports: list[FileReport], torch_version: str, fixes: Fixes) -> str:
                         "range": _range(b.span),
                         "chain": [_frame(location) for location in b.chain],
                         "paths": [[_frame(location) for location in other] for other in b.paths],
+                        "processes": list(b.cause.processes),
                         "count": b.count,
                         "gaps": list(b.cause.gaps),
                         "fix": _fix(fixes.get((report.path, b.key))),

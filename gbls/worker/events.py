@@ -55,6 +55,8 @@ class TargetEvent(Event):
     reused: bool = False
     disabled: bool = False
     site: str = ""  # the StaticTarget it is, if the source shows it
+    # The program's process it was compiled in, when not the analysed one: "rank 1", "process 4242".
+    process: str = ""
     generator: bool = False  # a generator function (Python 3.10 never hands their frames to Dynamo)
 
 
@@ -118,6 +120,7 @@ class BreakEvent(Event):
     messages: tuple[Message, ...] = ()  # the root cause first, then any break raised while handling it
     chain: tuple[Frame, ...] = ()
     called_at: Frame | None = None  # the analysed file's innermost frame on the eager stack
+    process: str = ""  # the process of its target's, once ``merge`` folded the processes' targets
 
 
 @dataclass(frozen=True)
@@ -201,6 +204,8 @@ class StuckEvent(Event):
     line: int | None = None
     tracing: str = ""
     path: str = ""
+    # gbls stopped the program there: the analysis goes on with the compiled code it never reached.
+    stopped: bool = False
 
 
 @dataclass(frozen=True)

@@ -60,12 +60,14 @@ class _Group:
         self.direct: set[str] = set()
         self.reentries: set[str] = set()
         self.paths: list[Chain] = []  # other chains to the same root cause
+        self.processes: set[str] = set()  # the program's processes it happened in
 
     @property
     def gb_type(self) -> str:
         return self.messages[0].gb_type
 
     def add(self, event: BreakEvent) -> None:
+        self.processes.add(event.process)
         if event.direct:
             self.skipped = self.skipped or event.skipped
             self.reason = self.reason or (event.reason if event.skipped else "")
@@ -92,6 +94,7 @@ class _Group:
         self.direct |= other.direct
         self.reentries |= other.reentries
         self.paths += other.paths
+        self.processes |= other.processes
 
     @property
     def compiles(self) -> set[str]:
@@ -130,9 +133,10 @@ def live_events(events: Iterable[Event]) -> list[Event]:
     return [event for event in events if isinstance(event, DiscardEvent) or event.attempt not in discarded]
 
 
-def merge(events: Iterable[Event], request: Request) -> Merged:
+def merge(events: Iterable[Event], request: Request, timed_out: bool = False) -> Merged:
     """The analysis's compiled functions: those of the workspace (whether they ran or not) and every
-    other one the program called (a library's own ``@torch.compile``)."""
+    other one the program called (a library's own ``@torch.compile``); ``timed_out``: the analysis
+    was stopped by its timeout (what never ran may be what it did not reach)."""
     path = request.path
     roots = roots_of(request)
     every = list(events)
@@ -141,7 +145,7 @@ def merge(events: Iterable[Event], request: Request) -> Merged:
     unseen = {
         e.compile_id for e in every if isinstance(e, FrameEvent) and e.attempt in discarded and e.compile_id
     }
-    events = live_events(every)
+    events, processes = _fold_processes(live_events(every))
     called = {event.target for event in events if isinstance(event, CallEvent)}
     targets = {
         event.target: event
@@ -162,7 +166,7 @@ def merge(events: Iterable[Event], request: Request) -> Merged:
         for e in frames
         if e.compile_id
     ]
-    functions = _functions(events, targets, compilations)
+    functions = _functions(events, targets, compilations, processes, timed_out)
     breaks = _breaks(
         [e for e in events if isinstance(e, BreakEvent) and e.target in targets and e.chain and e.messages],
         frames,
@@ -174,6 +178,77 @@ def merge(events: Iterable[Event], request: Request) -> Merged:
         if isinstance(event, GraphEvent) and event.target in targets
     )
     return Merged(functions, breaks, graphs, _recompiles(compilations, targets))
+
+
+MAIN = "main process"
+
+
+def _fold_processes(events: list[Event]) -> tuple[list[Event], dict[int, tuple[str, ...]]]:
+    """One function per compile site across the program's processes: each rank of a spawned group
+    compiles its own, a target of its own, which is folded into the first target of the same code
+    compiled at the same place. Each break keeps the process it happened in; each folded target, the
+    processes that compiled it (only where other processes than the analysed one did). Ranks that
+    compile alike are one function's compilations, not several: a compilation (or recompilation) is
+    counted once however many processes made it, and a graph as often as the process that made it
+    most often (each process numbers its own compilations: "0/1" is the same step in each)."""
+    first: dict[tuple[str, str, int, str, int], int] = {}
+    into: dict[int, int] = {}
+    process: dict[int, str] = {}
+    for event in events:
+        if isinstance(event, TargetEvent):
+            process[event.target] = event.process
+            key = (event.qualname, event.path, event.line, event.call_path, event.call_line)
+            if event.process and key in first:  # the analysed process's own targets stay apart
+                into[event.target] = first[key]
+            else:
+                first.setdefault(key, event.target)
+    if not any(process.values()):
+        return events, {}
+    compiled_in: dict[int, list[str]] = {}
+    for number, label in process.items():
+        compiled_in.setdefault(into.get(number, number), []).append(label or MAIN)
+    named = {number: tuple(sorted(set(labels), key=_in_order)) for number, labels in compiled_in.items()}
+    shown = {number: labels for number, labels in named.items() if labels != (MAIN,)}
+    folded: list[Event] = []
+    compilations: set[tuple[object, ...]] = set()
+    graphs: dict[tuple[object, ...], int] = {}  # each graph's most copies in one process
+    made: dict[tuple[object, ...], int] = {}  # each graph's copies in each process
+    for event in events:
+        target = getattr(event, "target", None)
+        if isinstance(event, TargetEvent) and event.target in into:
+            continue  # its first target stands for it
+        if isinstance(event, FrameEvent):
+            compilation = (
+                into.get(event.target, event.target),
+                event.compile_id,
+                event.frame,
+                event.recompile,
+            )
+            if compilation in compilations:
+                continue  # another process made this compilation too
+            compilations.add(compilation)
+        if isinstance(event, GraphEvent):
+            graph = (into.get(event.target, event.target), event.frame, event.ops, event.first_line)
+            copies = (*graph, event.target)
+            mine = made[copies] = made.get(copies, 0) + 1
+            if mine <= graphs.get(graph, 0):
+                continue  # another process made this graph as often already
+            graphs[graph] = mine
+        if isinstance(target, int):
+            if isinstance(event, BreakEvent) and into.get(target, target) in shown:
+                event = replace(event, process=process.get(target, "") or MAIN)
+            if target in into:
+                event = replace(event, target=into[target])  # type: ignore[call-arg]
+        if isinstance(event, InlinedEvent) and event.into in into:
+            event = replace(event, into=into[event.into])
+        folded.append(event)
+    return folded, shown
+
+
+def _in_order(label: str) -> tuple[str, int]:
+    """ "rank 2" before "rank 10"."""
+    name, _, number = label.rpartition(" ")
+    return (name, int(number)) if number.isdigit() else (label, 0)
 
 
 def _recompiles(compilations: list[FrameEvent], targets: dict[int, TargetEvent]) -> tuple[Recompile, ...]:
@@ -199,7 +274,11 @@ def _recompiles(compilations: list[FrameEvent], targets: dict[int, TargetEvent])
 
 
 def _functions(
-    events: list[Event], targets: dict[int, TargetEvent], compilations: list[FrameEvent]
+    events: list[Event],
+    targets: dict[int, TargetEvent],
+    compilations: list[FrameEvent],
+    processes: dict[int, tuple[str, ...]],
+    timed_out: bool,
 ) -> tuple[Function, ...]:
     calls: dict[int, CallEvent] = {}
     verdicts: dict[int, VerdictEvent] = {}
@@ -241,7 +320,11 @@ def _functions(
         reason = verdict.reason if verdict else ""
         inside = inlined.get(number, "") if call is None else ""  # its own call says more, if it had one
         if call is None and not reason and not inside:
-            reason = "torch.compile never ran it during the analysis"
+            reason = (
+                "the analysis timed out before it ran"  # the timeout may have stopped the program first
+                if timed_out
+                else "torch.compile never ran it during the analysis"
+            )
             if target.generator and sys.version_info < (3, 11):  # CPython 3.10 skips them, any torch
                 reason += "; Python 3.10 never hands a generator function's frames to Dynamo: it runs eagerly"
         function = Function(
@@ -261,6 +344,7 @@ def _functions(
             call_path=target.call_path,
             compilations=compiled.get(number, 0),
             inlined=inside,
+            processes=processes.get(number, ()),
         )
         # Every compile site of one compiled function (compiled twice: one code, one cache) is it.
         functions += [function] + [replace(function, site=site) for site in aliases.get(number, [])]
@@ -329,6 +413,7 @@ def _breaks(events: list[BreakEvent], frames: list[FrameEvent], names: dict[int,
                 gaps=root.gaps,
                 called_at=group.called_at,
                 paths=tuple(group.paths),
+                processes=tuple(sorted(group.processes - {""}, key=_in_order)),
             )
         )
     breaks.sort(key=lambda b: (b.function, b.chain[0].line, b.chain[0].column or 0, b.gb_type))

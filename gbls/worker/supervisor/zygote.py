@@ -25,7 +25,7 @@ import tempfile
 import time
 from typing import Any
 
-from ..fork import setup
+from ..fork import interpreters, setup
 from ..log import log
 from ..shared import processes, protocol
 from ..shared.protocol import Request
@@ -210,6 +210,7 @@ class Zygote:
                 continue  # decoded a slice at a time, so that the other children are still served
             del self.children[pid]
             shutil.rmtree(child.scratch, ignore_errors=True)
+            shutil.rmtree(interpreters.events_folder(child.scratch), ignore_errors=True)
             result = child.result(self.torch_version)
             log(
                 f"child {pid} ended (wait status {child.status}, stopped for {child.ended_by or 'nothing'}): "
