@@ -153,6 +153,8 @@ def message_of(brk: BreakReport) -> str:
         where += f"; {brk.function} {brk.eager}"
     if brk.nested:
         where += f"; nested graph break: {brk.nested}"
+    if brk.cause.processes:
+        where += f"; {', '.join(brk.cause.processes)}"
     count = f" (hit {brk.count} times)" if brk.count > 1 else ""
     text = f"{brk.title} [{where}]{count}"
     return f"{brk.raises}: {text}" if brk.raises else text
@@ -240,6 +242,7 @@ def to_json(
                         "inputs": f.target.inputs,
                         "input_source": f.target.input_source,
                         "inlined": f.target.inlined or None,
+                        "processes": list(f.target.processes),
                         "graphs": len(f.graphs),
                         "ops": f.ops,
                         "breaks": f.breaks,
@@ -263,6 +266,7 @@ def to_json(
                         "split": _frame(b.splits_at),
                         "chain": [_frame(location) for location in b.chain],
                         "paths": [[_frame(location) for location in other] for other in b.paths],
+                        "processes": list(b.cause.processes),
                         "count": b.count,
                         "gaps": list(b.cause.gaps),
                         "fix": _fix(fixes.get((report.path, b.key))),

@@ -191,6 +191,8 @@ def function_markdown(function: FunctionReport, report: FileReport, where: Where
     if function.suppressed:
         counts += f" · {function.suppressed} suppressed"
     lines.append(counts)
+    if target_processes := function.target.processes:
+        lines.append(f"Compiled in {', '.join(target_processes)} of the program.")
     if not breaks and len(function.graphs) == 1:
         lines.append("fullgraph-clean: one graph, no break.")
     source = {

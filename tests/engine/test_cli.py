@@ -86,6 +86,7 @@ def test_json_output(runs: Runs) -> None:
         "inputs": None,
         "input_source": "module",
         "inlined": None,
+        "processes": [],
         "graphs": 1,
         "ops": 4,
         "breaks": 0,

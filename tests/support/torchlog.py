@@ -211,10 +211,11 @@ class ScriptLog:
     children: list[list[LoggedBreak]]  # each process it started that logged, in the order they first did
 
 
-def logged_script(path: Path, *arguments: str, cwd: Path | None = None) -> ScriptLog:
+def logged_script(path: Path, *arguments: str, cwd: Path | None = None, seconds: float = 600) -> ScriptLog:
     """The breaks of ``python PATH ARGUMENTS`` as its users run it (its own ``sys.argv``, its processes);
     every interpreter of the run (a spawned rank too) compiles on the eager backend, by a
-    sitecustomize put first on its ``PYTHONPATH``."""
+    sitecustomize put first on its ``PYTHONPATH``. A script still running after ``seconds`` is
+    killed, with what it logged until then."""
     with tempfile.TemporaryDirectory() as site:
         Path(site, "sitecustomize.py").write_text(EAGER_SITE)
         python_path = os.pathsep.join(filter(None, [site, os.environ.get("PYTHONPATH", "")]))
@@ -227,7 +228,11 @@ def logged_script(path: Path, *arguments: str, cwd: Path | None = None) -> Scrip
             env=environment,
             cwd=cwd or path.parent,
         )
-        _, stderr = process.communicate(timeout=600)
+        try:
+            _, stderr = process.communicate(timeout=seconds)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            _, stderr = process.communicate()
     found: dict[int, list[LoggedBreak]] = {}
     reading: dict[int, list[str]] = {}  # each process's lines of the entry it is logging
     for raw in stderr.splitlines():

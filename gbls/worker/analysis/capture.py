@@ -75,12 +75,16 @@ class Capture:
         reuse: tuple[str, ...] = (),
         sites: tuple[StaticTarget, ...] = (),
         own: Callable[[str], bool] | None = None,
+        first: int = 0,
+        process: Callable[[], str] = lambda: "",
     ) -> None:
         self.emit = emit
         # The files whose frames say where the program called compiled code: the analysed file, or
         # for a run every file of the workspace.
         self.own = own or (lambda other: other == path)
-        self.registry = Registry(emit, path, reuse, sites)
+        # ``first`` and ``process``: in an interpreter the program started, its targets' numbers and
+        # its name (``spawned.child``).
+        self.registry = Registry(emit, path, reuse, sites, first, process)
         self.messages = Messages()
         self.recompilations = Recompilations(self.note)
         self.steady = SteadyStop(emit, self.own, lambda: bool(self.translations))

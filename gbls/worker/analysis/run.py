@@ -18,6 +18,7 @@ import os
 import runpy
 import signal
 import sys
+import threading
 import types
 from collections.abc import Callable
 from typing import Any, NoReturn
@@ -40,6 +41,7 @@ from ..shared.lines import split_lines
 from ..shared.protocol import Request, Run
 from ..shared.workspace import in_workspace, lines_of, roots_of
 from .capture import Capture, Emit
+from .children import Children
 from .cuda import ToCpu, cap_gpu_memory, why_mapped
 from .failures import (
     SOURCE_LIMIT,
@@ -52,18 +54,25 @@ from .failures import (
     shadowed,
 )
 from .frames import base_name
-from .steady import ProgramStopped
+from .steady import ProgramStopped, SteadyStop
 from .tampering import replaced
 from .uncalled import Attempts, Runner
 
 
-def run(request: Request, emit: Emit, offline: bool, startup: frozenset[str] = frozenset()) -> None:
+def run(
+    request: Request,
+    emit: Emit,
+    offline: bool,
+    startup: frozenset[str] = frozenset(),
+    children: Children | None = None,
+) -> None:
     """Analyse ``request``; ``offline``: the sandbox has cut the network (for clearer messages);
-    ``startup``: the modules a plain interpreter has imported before it runs a file."""
+    ``startup``: the modules a plain interpreter has imported before it runs a file; ``children``:
+    the events of the interpreters the program starts, if they get gbls's capture."""
     path = request.path
     own = lines_of(request)
     warm = frozenset(sys.modules)  # what the warm worker had imported: the rest is this analysis's
-    _name_the_line(own, emit)
+    relay = children.relay if children is not None else lambda: None
     disabled = disabled_by_environment()
     if disabled:
         emit(disabled)
@@ -74,6 +83,7 @@ def run(request: Request, emit: Emit, offline: bool, startup: frozenset[str] = f
     to_cpu = ToCpu(why).install() if why else None
     if to_cpu is None:
         cap_gpu_memory(request.settings.memory_mb)
+    timed_out = _name_the_line(own, emit, relay, capture.steady)
     roots = roots_of(request)
     _fresh_imports(roots, to_cpu)
     if request.run is None:
@@ -96,6 +106,7 @@ def run(request: Request, emit: Emit, offline: bool, startup: frozenset[str] = f
     else:
         failure = _start(request.run, request.settings.memory_mb, offline, own, to_cpu, emit)
     capture.steady.disarm()
+    relay()
     log(f"the program ended: {f'{failure.kind}: {failure.message}' if failure else 'ok'}")
     if failure is not None:
         emit(failure)
@@ -109,7 +120,8 @@ def run(request: Request, emit: Emit, offline: bool, startup: frozenset[str] = f
     if disabled:
         emit(disabled)
     if request.run is None:  # a run is analysed as it runs: what it never called, it never compiles
-        _call_uncalled(request, capture, attempts, module, failure, to_cpu)
+        elsewhere = children.sites if children is not None else set()
+        _call_uncalled(request, capture, attempts, module, failure or timed_out.is_set(), elsewhere, to_cpu)
     if not disabled:
         disabled = disabled_by_module(source)
         if disabled:
@@ -133,10 +145,12 @@ def _call_uncalled(
     capture: Capture,
     attempts: Attempts,
     module: types.ModuleType,
-    failure: FailureEvent | None,
+    stopped: FailureEvent | bool | None,
+    elsewhere: set[str],
     to_cpu: ToCpu | None,
 ) -> None:
-    """Run the analysed file's compiled targets that nothing called, with examples or synthesized inputs."""
+    """Run the analysed file's compiled targets that nothing called, with examples or synthesized inputs;
+    ``elsewhere``: the compile sites another of the program's interpreters compiled, analysed there."""
     path = request.path
     runner = Runner(capture, attempts, module, path, split_lines(request.source), request, to_cpu)
     targets = capture.registry.targets
@@ -147,9 +161,9 @@ def _call_uncalled(
         if path in (target.path, target.call_path) and uncalled and not target.reused:
             runner.run(target)
     for static in request.targets:
-        compiled = {site for t in targets for site in (t.site, *t.aliases)}
+        compiled = {site for t in targets for site in (t.site, *t.aliases)} | elsewhere
         if static.qualname not in request.reuse and static.id not in compiled:
-            runner.run_static(static, stopped=failure is not None)
+            runner.run_static(static, stopped=bool(stopped))
 
 
 def _text(path: str) -> str:
@@ -239,15 +253,27 @@ def _executed(path: str, roots: list[str]) -> list[str]:
     return list(dict.fromkeys(found))
 
 
-def _name_the_line(own: Callable[[str], bool], emit: Emit) -> None:
+def _name_the_line(
+    own: Callable[[str], bool], emit: Emit, relay: Callable[[], None], steady: SteadyStop
+) -> threading.Event:
     """Find the program's line for the endings that leave no Python exception behind; ``own``: the
-    files whose lines count (the analysed file, or a run's workspace)."""
+    files whose lines count (the analysed file, or a run's workspace); ``relay``: what the program's
+    other interpreters found, copied before the analysis ends without running to its end. At the
+    timeout, the program is stopped where it is when ``steady`` can stop it: the analysis goes on
+    with what it never reached. Set once it was stopped so."""
+    timed_out = threading.Event()
     # A crash (segfault, abort) prints the stack it died in: the parent reads the line from it.
     faulthandler.enable(file=sys.stderr, all_threads=False)
 
     def stuck(signum: int, frame: types.FrameType | None) -> None:
+        relay()
         path, line, tracing = _where(frame, own)
-        emit(StuckEvent(line=line, tracing=tracing, path=path))
+        stopping = steady.can_stop(frame)
+        emit(StuckEvent(line=line, tracing=tracing, path=path, stopped=stopping))
+        if stopping:  # as Ctrl-C would; the worker waits a little longer for the rest
+            steady.armed = False
+            timed_out.set()
+            raise ProgramStopped(line)
 
     # On timeout the parent sends SIGUSR1: the handler names the line, or the line Dynamo is
     # tracing; if the code is stuck in C and the handler never runs, faulthandler's dump still does.
@@ -257,6 +283,7 @@ def _name_the_line(own: Callable[[str], bool], emit: Emit) -> None:
     real_exit = os._exit
 
     def exit_now(status: int) -> NoReturn:
+        relay()
         path, line, _ = _where(sys._getframe(1), own)
         emit(ExitEvent(code=status, line=line, path=path))
         real_exit(status)
@@ -271,6 +298,7 @@ def _name_the_line(own: Callable[[str], bool], emit: Emit) -> None:
             emit(ForkEvent(line=line, path=path))
 
     os.register_at_fork(before=before_fork)
+    return timed_out
 
 
 def _where(frame: types.FrameType | None, own: Callable[[str], bool]) -> tuple[str, int | None, str]:

@@ -70,8 +70,7 @@ class SteadyStop:
         (a translation, or the compiled call's own bookkeeping) nor in gbls."""
         if not self.stopping:
             return
-        where = frame.f_code.co_filename if frame is not None else DYNAMO_DIR
-        if self.translating() or where.startswith((DYNAMO_DIR, WORKER_DIR)):
+        if not self.can_stop(frame):
             signal.setitimer(signal.ITIMER_REAL, STOP_RETRY)
             return
         self.stopping = False
@@ -84,6 +83,13 @@ class SteadyStop:
         log(f"the program repeats itself: stopped at line {line} of {path}")
         self.emit(StoppedEvent(line=line, path=path))
         raise ProgramStopped(line)
+
+    def can_stop(self, frame: types.FrameType | None) -> bool:
+        """Whether the program can be stopped in ``frame`` (the innermost), as Ctrl-C would stop it:
+        in its own run, and neither inside Dynamo (a translation, or the compiled call's own
+        bookkeeping) nor in gbls."""
+        where = frame.f_code.co_filename if frame is not None else DYNAMO_DIR
+        return self.armed and not self.translating() and not where.startswith((DYNAMO_DIR, WORKER_DIR))
 
     def disarm(self) -> None:
         """The program's own run is over: what runs next (uncalled targets) runs to its end."""

@@ -57,6 +57,7 @@ class Target:
         self.call_line = 0
         self.reused = False
         self.inlined: Target | None = None  # the target whose graph traced its code inline
+        self.process = ""  # the program's process it was compiled in, when not the analysed one
         self.site = ""  # the StaticTarget.id of its compile site, if the source shows it
         self.aliases: list[str] = []  # other compile sites that compiled it again
         self.reached: set[tuple[str, int, str]] = set()
@@ -81,6 +82,7 @@ class Target:
             reused=self.reused,
             disabled=disabled,
             site=self.site,
+            process=self.process,
             generator=bool(self.code is not None and self.code.co_flags & inspect.CO_GENERATOR),
         )
 
@@ -106,11 +108,15 @@ class Registry:
         path: str,
         reuse: tuple[str, ...],
         sites: tuple[StaticTarget, ...],
+        first: int = 0,
+        process: Callable[[], str] = lambda: "",
     ) -> None:
         self.emit = emit
         self.path = path
         self.reuse = set(reuse)
         self.sites = sites
+        self.first = first  # the number of this process's first target: apart from other processes'
+        self.process = process  # which of the program's processes this is ("": the analysed one)
         self.targets: list[Target] = []
         # Code objects are keyed by identity: Dynamo's generated code can hold unhashable constants.
         self.by_code: dict[int, tuple[types.CodeType, list[Target]]] = {}
@@ -145,7 +151,8 @@ class Registry:
             self.also_compiled_at(known, *call_site())
             return known
         obj = described.instance if described.kind == "module" else model
-        target = Target(len(self.targets), obj, described, fullgraph)
+        target = Target(self.first + len(self.targets), obj, described, fullgraph)
+        target.process = self.process()
         self.targets.append(target)
         self.by_code.setdefault(id(described.entry), (described.entry, []))[1].append(target)
         target.call_path, target.call_line = call_site()

@@ -19,7 +19,7 @@ from ..log import log
 from ..shared import events, processes
 from ..shared.events import DoneEvent, Event, FailureEvent, NoteEvent
 from ..shared.protocol import Request
-from . import layers, limits
+from . import interpreters, layers, limits
 
 # Without bwrap and without a throwaway layer, a run's writes would land on the disk.
 NO_LAYER = (
@@ -100,9 +100,12 @@ def run(
     me = _getpid()
 
     def emit(event: Event) -> None:
+        forward(events.sign(key, events.encode(event)))
+
+    def forward(data: bytes) -> None:
+        """Signed lines into the event stream: the analysis's own, and those its interpreters wrote."""
         if _getpid() != me:  # a process the analysed code forked has no say in the result
             return
-        data = events.sign(key, events.encode(event))
         while data:
             data = data[_write(events_fd, data) :]
 
@@ -142,9 +145,12 @@ def run(
         _writable_caches(scratch, sandboxed)
         limits.apply(request.settings)
         _fresh_random_state()
+        from ..analysis.children import Children
         from ..analysis.run import run as analyse
 
-        analyse(request, emit, offline, startup)
+        analyse(
+            request, emit, offline, startup, Children(interpreters.arm(key, scratch, request), forward, key)
+        )
         code = 0
     except BaseException as error:
         sabotaged = replaced()

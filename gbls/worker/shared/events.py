@@ -58,6 +58,8 @@ class TargetEvent(Event):
     reused: bool = False
     disabled: bool = False
     site: str = ""  # the StaticTarget it is, if the source shows it
+    # The program's process it was compiled in, when not the analysed one: "rank 1", "process 4242".
+    process: str = ""
     generator: bool = False  # a generator function (Python 3.10 never hands their frames to Dynamo)
 
 
@@ -123,6 +125,7 @@ class BreakEvent(Event):
     called_at: Frame | None = None  # the analysed file's innermost frame on the eager stack
     split: int = 0  # the frame of ``chain`` whose graph splits (deeper than 0: a nested graph break)
     raises: Raises = ""  # error_on_graph_break was on: the program raises here
+    process: str = ""  # the process of its target's, once ``merge`` folded the processes' targets
 
 
 @dataclass(frozen=True)
@@ -214,6 +217,8 @@ class StuckEvent(Event):
     line: int | None = None
     tracing: str = ""
     path: str = ""
+    # gbls stopped the program there: the analysis goes on with the compiled code it never reached.
+    stopped: bool = False
 
 
 @dataclass(frozen=True)

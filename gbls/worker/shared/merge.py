@@ -43,6 +43,7 @@ from .events import (
     VerdictEvent,
 )
 from .protocol import EAGER, SPLIT, Break, Code, Effect, Frame, Function, Graph, Recompile, Request
+from .ranks import fold_processes, in_order
 from .workspace import in_workspace, roots_of
 
 Chain = tuple[Frame, ...]
@@ -63,6 +64,7 @@ class _Group:
         self.direct: set[str] = set()
         self.reentries: set[str] = set()
         self.paths: list[Chain] = []  # other chains to the same root cause
+        self.processes: set[str] = set()  # the program's processes it happened in
 
     @property
     def gb_type(self) -> str:
@@ -70,6 +72,7 @@ class _Group:
 
     def add(self, event: BreakEvent) -> None:
         self.raises = self.raises or event.raises
+        self.processes.add(event.process)
         if event.direct:
             self.split = event.split  # where the function's own graph splits, not a re-entered callee's
             self.skipped = self.skipped or event.skipped
@@ -98,6 +101,7 @@ class _Group:
         self.direct |= other.direct
         self.reentries |= other.reentries
         self.paths += other.paths
+        self.processes |= other.processes
 
     @property
     def compiles(self) -> set[str]:
@@ -145,9 +149,10 @@ def live_events(events: Iterable[Event]) -> list[Event]:
     return [event for event in events if isinstance(event, DiscardEvent) or event.attempt not in discarded]
 
 
-def merge(events: Iterable[Event], request: Request) -> Merged:
+def merge(events: Iterable[Event], request: Request, timed_out: bool = False) -> Merged:
     """The analysis's compiled functions: those of the workspace (whether they ran or not) and every
-    other one the program called (a library's own ``@torch.compile``)."""
+    other one the program called (a library's own ``@torch.compile``); ``timed_out``: the analysis
+    was stopped by its timeout (what never ran may be what it did not reach)."""
     path = request.path
     roots = roots_of(request)
     every = list(events)
@@ -156,7 +161,7 @@ def merge(events: Iterable[Event], request: Request) -> Merged:
     unseen = {
         e.compile_id for e in every if isinstance(e, FrameEvent) and e.attempt in discarded and e.compile_id
     }
-    events = live_events(every)
+    events, processes = fold_processes(live_events(every))
     called = {event.target for event in events if isinstance(event, CallEvent)}
     targets = {
         event.target: event
@@ -177,7 +182,7 @@ def merge(events: Iterable[Event], request: Request) -> Merged:
         for e in frames
         if e.compile_id
     ]
-    functions = _functions(events, targets, compilations)
+    functions = _functions(events, targets, compilations, processes, timed_out)
     breaks = _breaks(
         [e for e in events if isinstance(e, BreakEvent) and e.target in targets and e.chain and e.messages],
         frames,
@@ -215,7 +220,11 @@ def _recompiles(compilations: list[FrameEvent], targets: dict[int, TargetEvent])
 
 
 def _functions(
-    events: list[Event], targets: dict[int, TargetEvent], compilations: list[FrameEvent]
+    events: list[Event],
+    targets: dict[int, TargetEvent],
+    compilations: list[FrameEvent],
+    processes: dict[int, tuple[str, ...]],
+    timed_out: bool,
 ) -> tuple[Function, ...]:
     calls: dict[int, CallEvent] = {}
     verdicts: dict[int, VerdictEvent] = {}
@@ -257,7 +266,11 @@ def _functions(
         reason = verdict.reason if verdict else ""
         inside = inlined.get(number, "") if call is None else ""  # its own call says more, if it had one
         if call is None and not reason and not inside:
-            reason = "torch.compile never ran it during the analysis"
+            reason = (
+                "the analysis timed out before it ran"  # the timeout may have stopped the program first
+                if timed_out
+                else "torch.compile never ran it during the analysis"
+            )
             if target.generator and sys.version_info < (3, 11):  # CPython 3.10 skips them, any torch
                 reason += "; Python 3.10 never hands a generator function's frames to Dynamo: it runs eagerly"
         function = Function(
@@ -277,6 +290,7 @@ def _functions(
             call_path=target.call_path,
             compilations=compiled.get(number, 0),
             inlined=inside,
+            processes=processes.get(number, ()),
         )
         # Every compile site of one compiled function (compiled twice: one code, one cache) is it.
         functions += [function] + [replace(function, site=site) for site in aliases.get(number, [])]
@@ -351,6 +365,7 @@ def _breaks(
                 raises="fullgraph" if group.target in fullgraph else group.raises,
                 classes=root.classes,
                 paths=tuple(group.paths),
+                processes=tuple(sorted(group.processes - {""}, key=in_order)),
             )
         )
     breaks.sort(key=lambda b: (b.function, b.chain[0].line, b.chain[0].column or 0, b.gb_type))

@@ -153,6 +153,9 @@ class Break:
     # Every other chain that leads to the same root cause (a library function reached on two paths,
     # or from two lines of the compiled function): one cause, one break.
     paths: tuple[tuple[Frame, ...], ...] = ()
+    # The program's processes it happened in, when other interpreters than the analysed one (each
+    # rank of a spawned group) ran its function: "main process", "rank 0", "rank 1"; else empty.
+    processes: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -230,6 +233,8 @@ class Function:
     # The compiled function whose graphs hold its code, when it only ever ran traced inline in that
     # one's (a compiled module called inside a compiled step): analysed, as part of that function.
     inlined: str = ""
+    # The program's processes that compiled it, when others than the analysed one did (as Break's).
+    processes: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)

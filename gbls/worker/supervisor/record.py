@@ -13,6 +13,7 @@ from ..shared.events import (
     ExecutedEvent,
     NoteEvent,
     StoppedEvent,
+    StuckEvent,
     TorchEvent,
 )
 from ..shared.merge import merge
@@ -37,6 +38,9 @@ MAX_EVENTS = 100_000
 MAX_CHAINS = 5_000  # distinct break chains merged: bounds the merge, however many events repeat them
 MAX_BREAKS = 1_000  # root causes reported per file; a real file has a handful
 DIGEST_LINES = 200  # event lines decoded per turn of the parent's loop: it serves every child meanwhile
+# Seconds a timed-out analysis that could stop its program gets for the compiled code the program
+# never reached (synthesized inputs), before it is killed: within the server's margin of 8 s.
+AFTER_TIMEOUT = 5.0
 
 
 class Output:
@@ -127,6 +131,8 @@ class Child:
             except ProtocolError:
                 self.unreadable += 1
                 continue
+            if isinstance(event, StuckEvent) and event.stopped and self.ended_by == TIMEOUT:
+                self.kill_at = time.monotonic() + AFTER_TIMEOUT
             if isinstance(event, BreakEvent) and event.messages:
                 chain = (event.target, event.messages[0].gb_type, event.chain)
                 if chain not in self.chains and len(self.chains) >= MAX_CHAINS:
@@ -181,7 +187,7 @@ def result_of(
     ``ended_by``: what the parent stopped it for ("" if it ended by itself); ``status``: its wait
     status; ``unreadable``: event lines that were not gbls's; ``truncated``: what was dropped.
     """
-    found = merge(events, request)
+    found = merge(events, request, timed_out=ended_by == TIMEOUT)
     stopped = next((e for e in events if isinstance(e, StoppedEvent)), None)
     breaks = found.breaks
     truncated = list(truncated or ())

@@ -28,7 +28,7 @@ import tempfile
 import time
 from typing import Any
 
-from ..fork import setup
+from ..fork import interpreters, setup
 from ..log import log
 from ..shared import processes, protocol
 from ..shared.events import LibrariesEvent
@@ -221,6 +221,7 @@ class Zygote:
                 continue  # decoded a slice at a time, so that the other children are still served
             del self.children[pid]
             shutil.rmtree(child.scratch, ignore_errors=True)
+            shutil.rmtree(interpreters.events_folder(child.scratch), ignore_errors=True)
             result = child.result(self.torch_version)
             for event in child.events:
                 if isinstance(event, LibrariesEvent):
