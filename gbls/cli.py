@@ -25,6 +25,7 @@ from .engine.fixes.edits import apply
 from .engine.model import FileReport, failure_report
 from .engine.sources import Sources, read_source, source_encoding, why_unreadable
 from .engine.store import FOLDER
+from .runtime import persistent
 from .runtime.errors import WorkerError
 from .runtime.persistent import Persistent
 from .runtime.sandbox import not_dumpable
@@ -378,7 +379,7 @@ def _run_of(arguments: argparse.Namespace) -> Run | str:
 
 def cache_folder(arguments: argparse.Namespace) -> str | None:
     """The persistent cache's folder the options and the environment name; None: no cache."""
-    if arguments.no_cache or os.environ.get("GBLS_NO_CACHE", "") not in ("", "0"):
+    if arguments.no_cache or persistent.disabled():
         return None
     return os.path.abspath(arguments.cache_dir or os.environ.get("GBLS_CACHE_DIR") or FOLDER)
 

@@ -87,6 +87,17 @@ def own_code() -> str:
     return digest.hexdigest()
 
 
+def disabled() -> bool:
+    """Whether the environment turns the cache off (``GBLS_NO_CACHE=1``, as ruff's ``RUFF_NO_CACHE``)."""
+    return os.environ.get("GBLS_NO_CACHE", "") not in ("", "0")
+
+
+def from_environment(say: Callable[[str], None]) -> Persistent | None:
+    """The language server's cache: ``GBLS_CACHE_DIR``, else each workspace folder's ``.gbls_cache``;
+    None if ``GBLS_NO_CACHE`` turns it off."""
+    return None if disabled() else Persistent(os.environ.get("GBLS_CACHE_DIR") or None, say)
+
+
 class Persistent:
     """The cache folders of a session: ``folder`` for every analysis (``gbls check``'s), else each
     workspace folder's ``.gbls_cache``; what goes wrong with them is said through ``say``."""
