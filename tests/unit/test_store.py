@@ -200,7 +200,7 @@ def test_concurrent_writers_and_readers_never_see_a_partial_entry(project: Path)
 
 def test_a_file_that_does_not_tokenize_is_not_kept(project: Path) -> None:
     (project / "helper.py").write_text("def log(x:\n")
-    cache = store.Store(str(project / ".gbls_cache"), [].append)
+    cache = store.Store(str(project / ".gbls_cache"), lambda note: None)
     report = report_of(project)
     assert not cache.save(store.lookup(path=report.path), "", list(report.executed), report, read_source)
 
