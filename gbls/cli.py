@@ -24,9 +24,12 @@ from .engine.fixes import policy
 from .engine.fixes.edits import apply
 from .engine.model import FileReport, failure_report
 from .engine.sources import Sources, read_source, source_encoding, why_unreadable
+from .engine.store import FOLDER
+from .runtime import persistent
 from .runtime.errors import WorkerError
+from .runtime.persistent import Persistent
 from .runtime.sandbox import not_dumpable
-from .runtime.session import Session, analyse
+from .runtime.session import Session, analyse, entry_of
 from .settings import DEVICES, SANDBOX_MODES, Settings
 from .worker.shared.lines import split_lines
 from .worker.shared.protocol import Run
@@ -104,26 +107,42 @@ async def check(
     fix: bool = False,
     show_diff: bool = False,
     runs: tuple[Run, ...] = (),
+    cache_dir: str | None = None,
 ) -> int:
-    """Analyse ``files`` and the project ``runs``; print what each file holds."""
+    """Analyse ``files`` and the project ``runs``; print what each file holds. ``cache_dir``: the
+    persistent cache's folder (None: no cache)."""
     if not files and not runs:  # nothing to run (pre-commit's files none of which compiles): no worker
         return print_reports([], "", {}, reporting)
     workspace = os.getcwd()
     folders = [workspace, *sorted({os.path.dirname(path) for path in files} | {run.cwd for run in runs})]
     session = Session(settings, folders, read_source)
-    try:
-        info = await session.warm()
-    except WorkerError as error:
-        print(f"gbls: {error}", file=sys.stderr)
-        return 2
-    if session.worker.note:
-        print(f"gbls: {session.worker.note}", file=sys.stderr)
+    if cache_dir is not None:
+        session.persistent = Persistent(cache_dir, lambda note: print(f"gbls: {note}", file=sys.stderr))
+    # What the cache holds first: when it holds everything, no worker starts.
+    stored = await asyncio.gather(
+        *(_stored(session, files, runs, index) for index in range(len(files) + len(runs)))
+    )
+    cached = {index: report for index, report in enumerate(stored) if report is not None}
+    torch = session.torch
+    if len(cached) < len(stored):
+        try:
+            torch = (await session.warm()).torch
+        except WorkerError as error:
+            print(f"gbls: {error}", file=sys.stderr)
+            return 2
+        if session.worker.note:
+            print(f"gbls: {session.worker.note}", file=sys.stderr)
+    if cached and cache_dir is not None:
+        note = f"{len(cached)} of {len(stored)} analyses from the cache in {output.relative(cache_dir)}"
+        print(f"gbls: {note}", file=sys.stderr)
     limit = asyncio.Semaphore(PARALLEL)
 
     async def one(index: int) -> FileReport:
+        if index in cached:
+            return cached.pop(index)
         if index >= len(files):
             async with limit:
-                return await session.analyse_run(runs[index - len(files)])
+                return await session.check_run(runs[index - len(files)])
         path = files[index]
         source = read_source(path)
         if source is None:
@@ -170,7 +189,14 @@ async def check(
     finally:
         await session.stop()
     ran = [(run, analyses[len(files) + index]) for index, run in enumerate(runs)]
-    return print_reports(reports, info.torch, fixes, reporting, ran, named=files)
+    return print_reports(reports, torch, fixes, reporting, ran, named=files)
+
+
+async def _stored(session: Session, files: list[str], runs: tuple[Run, ...], index: int) -> FileReport | None:
+    """The persistent cache's report of the file or run ``index``, if it holds one that still holds."""
+    if index >= len(files):
+        return await session.stored(entry_of(runs[index - len(files)]), runs[index - len(files)])
+    return await session.stored(files[index])
 
 
 def against_baseline(reports: list[FileReport], reporting: Reporting) -> baseline.Applied:
@@ -244,6 +270,17 @@ async def check_in_process(files: list[str], settings: Settings, reporting: Repo
 def _analysis_options(parser: argparse.ArgumentParser) -> None:
     """The options of every command that analyses, and reports."""
     parser.add_argument("--python", default="", help="interpreter with the torch to analyse with")
+    parser.add_argument(
+        "--cache-dir",
+        default="",
+        metavar="DIR",
+        help=f"where to keep analyses for reuse (default: $GBLS_CACHE_DIR, else ./{FOLDER})",
+    )
+    parser.add_argument(
+        "--no-cache",
+        action="store_true",
+        help="analyse everything again, and keep nothing (also: GBLS_NO_CACHE=1)",
+    )
     parser.add_argument("--format", choices=("text", "json", "sarif", "github"), default="text")
     parser.add_argument(
         "--sarif-file", default="", metavar="FILE", help="also write the report as SARIF to FILE"
@@ -340,6 +377,13 @@ def _run_of(arguments: argparse.Namespace) -> Run | str:
     return runs.command_line(os.getcwd(), target[0], target[1:], bool(arguments.module), arguments.cwd, env)
 
 
+def cache_folder(arguments: argparse.Namespace) -> str | None:
+    """The persistent cache's folder the options and the environment name; None: no cache."""
+    if arguments.no_cache or persistent.disabled():
+        return None
+    return os.path.abspath(arguments.cache_dir or os.environ.get("GBLS_CACHE_DIR") or FOLDER)
+
+
 def main(argv: list[str] | None = None) -> int:
     arguments = _parser().parse_args(argv)
     if arguments.command == "serve":
@@ -370,7 +414,7 @@ def main(argv: list[str] | None = None) -> int:
         if isinstance(run, str):
             print(f"gbls: {run}", file=sys.stderr)
             return 2
-        return asyncio.run(check([], settings, reporting, runs=(run,)))
+        return asyncio.run(check([], settings, reporting, runs=(run,), cache_dir=cache_folder(arguments)))
     paths: list[str] = arguments.paths
     configured: tuple[Run, ...] = ()
     if not paths:
@@ -384,7 +428,17 @@ def main(argv: list[str] | None = None) -> int:
     files = list(python_files(paths, arguments.only_compiling))
     if arguments.in_process:
         return asyncio.run(check_in_process(files, settings, reporting))
-    return asyncio.run(check(files, settings, reporting, arguments.fix, arguments.diff, runs=configured))
+    return asyncio.run(
+        check(
+            files,
+            settings,
+            reporting,
+            arguments.fix,
+            arguments.diff,
+            runs=configured,
+            cache_dir=cache_folder(arguments),
+        )
+    )
 
 
 if __name__ == "__main__":

@@ -4,9 +4,14 @@ neither is installed. The tests of a layer that runs torch (through the warm wor
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
+
+# Every `gbls check` and server the tests start analyses afresh, and writes no `.gbls_cache` into the
+# repository: the tests of the persistent cache name their own folder and take this out.
+os.environ["GBLS_NO_CACHE"] = "1"
 
 TESTS = Path(__file__).parent
 # tests/editors marks its own: its TypeScript tests need node, not torch.

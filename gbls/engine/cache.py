@@ -80,6 +80,7 @@ def shifted_break(brk: BreakReport, maps: dict[str, Lines]) -> BreakReport:
         chain=tuple(_location(location, maps) for location in brk.chain),
         split=_location(brk.split, maps) if brk.split is not None else None,
         called_at=_location(brk.called_at, maps) if brk.called_at is not None else None,
+        paths=tuple(tuple(_location(location, maps) for location in path) for path in brk.paths),
     )
 
 
@@ -132,16 +133,25 @@ def shifted_function(function: FunctionReport, maps: dict[str, Lines]) -> Functi
 
 def shifted(report: FileReport, lines: Lines) -> FileReport:
     """``report`` with every line in its own file moved by ``lines``; other files are untouched."""
-    maps = {report.path: lines}
+    return shifted_files(report, {report.path: lines})
+
+
+def shifted_files(report: FileReport, maps: dict[str, Lines]) -> FileReport:
+    """``report`` with every line in each file of ``maps`` moved by that file's map."""
     return dataclasses.replace(
         report,
         breaks=tuple(shifted_break(b, maps) for b in report.breaks),
         suppressed=tuple(shifted_break(b, maps) for b in report.suppressed),
+        splits=tuple(shifted_break(b, maps) for b in report.splits),
+        elsewhere=tuple(shifted_break(b, maps) for b in report.elsewhere),
         functions=tuple(shifted_function(f, maps) for f in report.functions),
         recompiles=tuple(shifted_recompile(r, maps) for r in report.recompiles),
         failure_span=_maybe(report.failure_span, maps.get(report.failure_path or report.path, {})),
         stopped=_maybe(report.stopped, maps.get(report.stopped_path or report.path, {})),
-        cuda_only=tuple(dataclasses.replace(call, span=_span(call.span, lines)) for call in report.cuda_only),
+        cuda_only=tuple(
+            dataclasses.replace(call, span=_span(call.span, maps.get(report.path, {})))
+            for call in report.cuda_only
+        ),
     )
 
 

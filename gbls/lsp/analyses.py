@@ -25,6 +25,7 @@ from pygls.lsp.server import LanguageServer
 from .. import __version__
 from ..engine.model import FileReport, failure_report
 from ..engine.sources import Sources, read_source
+from ..runtime import persistent
 from ..runtime.errors import WorkerError
 from ..runtime.scheduler import Scheduler
 from ..runtime.session import Analysed, Session, entry_of
@@ -53,6 +54,8 @@ class GblsServer(LanguageServer):
         # so a key the user removes goes back to its default instead of keeping its last value.
         self.initial_settings = Settings()
         self.session = Session(Settings(), [], self.text_of)
+        # The cache's notes come from the threads that read and write it: logged, not sent from there.
+        self.session.persistent = persistent.from_environment(log.warning)
         self.scheduler = Scheduler(self.analyse_key)
         self._said_sandbox_note = False
         self._said_notes: set[str] = set()
@@ -167,7 +170,29 @@ class GblsServer(LanguageServer):
                 self.scheduler.cancel(uri)
                 self._record(uri, Analysed(document.version, document.source, report))
                 return
+            if self.session.analysed_of(uri) is None and self.notebooks.program(uri) is None:
+                self.in_background(self._from_store(uri, document.version))
         self.scheduler.schedule(uri, delay)
+
+    async def _from_store(self, uri: str, version: int | None) -> None:
+        """Show the persistent cache's result of a document just opened, marked cached, while its
+        analysis runs behind it; unless that analysis is done first, or the document changed."""
+        try:
+            report = await self.session.stored(self.path_of(uri))
+        except Exception:
+            log.exception("gbls failed to read the cache for %s", uri)
+            return
+        document = self.open_document(uri)
+        if report is None or document is None or document.version != version:
+            return
+        if self.session.analysed_of(uri) is not None:
+            return
+        self._record(uri, Analysed(version, document.source, report, cached=True))
+
+    def cached(self, uri: str) -> bool:
+        """Whether the document shows the persistent cache's result, its analysis not yet done."""
+        own = self.session.analysed_of(uri)
+        return own is not None and own.cached
 
     def reach(self, uri: str) -> None:
         """Analyse in the background what reaches the file: the configured runs that have not run yet,
@@ -297,6 +322,8 @@ class GblsServer(LanguageServer):
             self.in_background(self.warm())
         try:
             await self.session.remember(uri, path, source, report)
+            if self.notebooks.program(uri) is None:
+                await self.session.keep(report)
         except Exception:
             log.exception("gbls failed to remember the analysis of %s", path)
 
@@ -339,6 +366,8 @@ class GblsServer(LanguageServer):
                 "breaks": len(view.breaks) if view else 0,
                 "notAnalysed": [f.qualname for f in view.functions if not f.analysed] if view else [],
                 "reused": self.session.reused(uri),
+                # From the persistent cache, until the analysis that runs behind it is done.
+                "cached": self.cached(uri),
                 "message": (view.message if view else "") if reached else NOTHING_REACHES,
             }
         self.protocol.notify(STATUS, status)

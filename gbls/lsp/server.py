@@ -30,6 +30,7 @@ log = logging.getLogger(__name__)
 
 ANALYSE_FILE = "gbls.analyseFile"
 RESTART_WORKER = "gbls.restartWorker"
+CACHED = "*From gbls's cache of an earlier analysis: the file is being analysed again.*"
 
 
 def create_server() -> GblsServer:
@@ -122,6 +123,8 @@ def create_server() -> GblsServer:
         markdown = hover_markdown(view, where.line, where.column, ls.where(path, links=True), ls.fix_of(path))
         if markdown is None:
             return None
+        if ls.cached(uri):
+            markdown += f"\n\n---\n{CACHED}"
         return lsp.Hover(contents=lsp.MarkupContent(kind=lsp.MarkupKind.Markdown, value=markdown))
 
     @server.feature(lsp.TEXT_DOCUMENT_CODE_LENS)

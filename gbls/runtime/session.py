@@ -25,6 +25,7 @@ from ..engine.sources import TextOf
 from ..settings import Settings
 from ..worker.shared.protocol import Request, Result, Run, StaticTarget
 from ..worker.shared.workspace import roots_of
+from .persistent import Persistent, interpreter
 from .sandbox import launch
 from .workerclient import Worker, WorkerInfo
 
@@ -34,6 +35,7 @@ class Analysed:
     version: int | None
     source: str
     report: FileReport
+    cached: bool = False  # read from the persistent cache: shown until its analysis runs again
     # What the analysis says of each file it reached (``views.by_file``), worked out once.
     views: dict[str, FileReport] = field(init=False, compare=False, repr=False)
 
@@ -121,6 +123,10 @@ class Session:
         self._worker: Worker | None = None
         self._worker_key: tuple[str, str, bool] | None = None
         self._stopping: set[asyncio.Task[None]] = set()
+        # The persistent cache (``engine.store``); None: every analysis runs.
+        self.persistent: Persistent | None = None
+        self.torch = ""  # the torch version of the cache's reports, for a check no worker ran
+        self.served = 0  # the analyses it served
 
     # -- the worker -------------------------------------------------------------------------
 
@@ -131,6 +137,7 @@ class Session:
         if self._worker is None or key != self._worker_key:
             if self._worker is not None:
                 self._stop_later(self._worker)
+            interpreter.cache_clear()  # a new worker: its interpreter may have changed since
             settings, folders = self.settings, self.folders or [os.getcwd()]
             self._worker = Worker(
                 lambda: launch(settings.interpreter or None, folders, settings.sandbox, settings.gpu)
@@ -262,14 +269,45 @@ class Session:
 
     async def check(self, path: str, source: str) -> FileReport:
         """The CLI's whole cycle for one file: reuse what still holds, analyse the rest, remember it."""
-        report = self.from_cache(path, path, source)
+        report = self.from_cache(path, path, source) or await self.stored(path)
         if report is None:
             report = await self.analyse(path, path, source)
             await self.remember(path, path, source, report)
+            await self.keep(report)
         self.record(path, path, Analysed(None, source, report))
         return report
 
+    # -- the persistent cache -----------------------------------------------------------------
+
+    async def stored(self, path: str, run: Run | None = None) -> FileReport | None:
+        """The persistent cache's report of the analysis of ``path`` (or of ``run``), moved onto the
+        files' current texts; None if it has none that still holds."""
+        if self.persistent is None:
+            return None
+        path = os.path.abspath(path) if path else ""
+        workspace = self.folder_of(run.cwd if run else path)
+        hit = await self.persistent.load(self.settings, path, workspace, self.text_of, run)
+        if hit is None:
+            return None
+        self.served += 1
+        self.torch = self.torch or hit.torch
+        return hit.report
+
+    async def keep(self, report: FileReport, run: Run | None = None) -> None:
+        """Put a finished analysis in the persistent cache."""
+        if self.persistent is not None:
+            workspace = self.folder_of(run.cwd if run else report.path)
+            await self.persistent.save(self.settings, workspace, report, self.text_of, run)
+
     # -- runs ---------------------------------------------------------------------------------
+
+    async def check_run(self, run: Run) -> FileReport:
+        """The CLI's cycle for a run: the persistent cache's report, else the run analysed, and kept."""
+        report = await self.stored(entry_of(run), run)
+        if report is None:
+            report = await self.analyse_run(run)
+            await self.keep(report, run)
+        return report
 
     async def analyse_run(self, run: Run) -> FileReport:
         """The project run ``run``, as its users start it, from the files on disk."""

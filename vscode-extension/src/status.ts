@@ -8,6 +8,7 @@ export interface FileStatus {
     breaks?: number;
     notAnalysed?: string[];
     message?: string;
+    cached?: boolean; // from gbls's cache of an earlier session, until its analysis runs again
 }
 
 export type Phase =
@@ -99,6 +100,10 @@ export function statusView(phase: Phase, file: FileStatus | undefined): StatusVi
     if (skipped.length > 0) {
         text += ` · ${skipped.length} not analysed`;
         tooltip = `Not analysed: ${skipped.join(', ')}. Hover the function for why.\n\n${tooltip}`;
+    }
+    if (file.cached) {
+        text += ' (cached)';
+        tooltip = `From gbls's cache of an earlier analysis: the file is being analysed again.\n\n${tooltip}`;
     }
     return { text, tooltip, command: REPORT };
 }

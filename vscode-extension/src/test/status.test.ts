@@ -23,6 +23,16 @@ test('functions that could not be run are counted and named', () => {
     assert.match(view.tooltip, /^Not analysed: Head, gate\./);
 });
 
+test('results from the cache say so until the analysis behind them is done', () => {
+    const view = statusView(running, done({ breaks: 2, cached: true }));
+    assert.equal(view.text, '$(warning) gbls: 2 graph breaks in this file (cached)');
+    assert.match(view.tooltip, /^From gbls's cache of an earlier analysis/);
+    assert.equal(
+        statusView(running, done({ breaks: 2, cached: false })).text,
+        '$(warning) gbls: 2 graph breaks in this file',
+    );
+});
+
 test('a file that could not be analysed says why, shortly', () => {
     const message =
         'the module raised ModuleNotFoundError: No module named "transformers_but_much_longer_than_the_bar"\nTraceback…';

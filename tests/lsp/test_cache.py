@@ -1,0 +1,94 @@
+"""The persistent cache in the editor: a file opened in a new server shows the results an earlier
+server kept, at once and marked cached, until the analysis that runs behind them replaces them."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from lsprotocol import types as lsp
+from pytest_lsp import ClientServerConfig, LanguageClient, client_capabilities
+
+from ..support import FIXTURES
+from ..support.lsp import Recorder, answer_lens_refreshes, until, uri_of
+
+
+async def started(folder: Path, cache: Path) -> LanguageClient:
+    """A fresh server on ``folder`` with the cache in ``cache``, recording diagnostics and statuses."""
+    environment = {name: value for name, value in os.environ.items() if name != "GBLS_NO_CACHE"}
+    config = ClientServerConfig(
+        server_command=[sys.executable, "-m", "gbls"],
+        server_env={**environment, "GBLS_CACHE_DIR": str(cache)},
+    )
+    client: Any = await config.start()
+    client.diagnostics = Recorder()
+    client.statuses = []
+    answer_lens_refreshes(client)
+
+    @client.feature("gbls/status")
+    def status(params: Any) -> None:
+        client.statuses.append(params if isinstance(params, dict) else params._asdict())
+
+    settings = {"timeout": 60}
+    client.set_configuration(settings, section="gbls")
+    await client.initialize_session(
+        lsp.InitializeParams(
+            capabilities=client_capabilities("visual-studio-code"),
+            workspace_folders=[lsp.WorkspaceFolder(uri=uri_of(folder), name="project")],
+            initialization_options={"gbls": settings},
+        )
+    )
+    return client  # type: ignore[no-any-return]
+
+
+def opened(client: LanguageClient, path: Path) -> None:
+    client.text_document_did_open(
+        lsp.DidOpenTextDocumentParams(
+            lsp.TextDocumentItem(uri=uri_of(path), language_id="python", version=1, text=path.read_text())
+        )
+    )
+
+
+def breaks(diagnostics: Sequence[lsp.Diagnostic]) -> list[tuple[int, int, str]]:
+    return sorted((d.range.start.line, d.range.start.character, str(d.code)) for d in diagnostics)
+
+
+def done(client: Any, uri: str) -> list[dict[str, Any]]:
+    return [s for s in client.statuses if s["uri"] == uri and s["state"] == "done"]
+
+
+async def test_a_new_server_shows_the_cached_results_first_then_its_own(tmp_path: Path) -> None:
+    folder, cache = tmp_path / "project", tmp_path / "cache"
+    shutil.copytree(FIXTURES / "runs" / "twofile", folder)
+    train = folder / "train.py"
+    uri, model = uri_of(train), uri_of(folder / "model.py")  # the breaks are the model's
+
+    first = await started(folder, cache)
+    try:
+        opened(first, train)
+        await until(lambda: done(first, uri), 180)
+        analysed = breaks(first.diagnostics[model])
+        assert analysed and not done(first, uri)[0]["cached"]
+        await until(lambda: list(cache.rglob("*.json")), 30)  # kept after it is published
+    finally:
+        await first.shutdown_session()
+        await first.stop()  # type: ignore[no-untyped-call]
+
+    second = await started(folder, cache)
+    try:
+        opened(second, train)
+        await until(lambda: len(done(second, uri)) >= 2, 180)
+        shown, confirmed = done(second, uri)[:2]
+        assert shown["cached"] and not confirmed["cached"]
+        assert shown["breaks"] == confirmed["breaks"]
+        recorder: Recorder = second.diagnostics  # type: ignore[assignment]
+        published = [breaks(found) for published, found in recorder.history if published == model]
+        assert published[0] == analysed  # the cache's, before the server analysed anything
+        assert published[-1] == analysed
+    finally:
+        await second.shutdown_session()
+        await second.stop()  # type: ignore[no-untyped-call]
