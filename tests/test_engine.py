@@ -18,7 +18,7 @@ from gbls.engine.sources import read_source
 from gbls.lsp.hover import break_markdown
 from gbls.settings import Settings
 from gbls.worker.analysis import hookpoints
-from gbls.worker.analysis.frames import base_name
+from gbls.worker.shared.frames import base_name
 from gbls.worker.shared.protocol import EAGER, OK, SPLIT, Break, Frame, Function, Result
 
 from .conftest import FIXTURES, Analyse

@@ -52,8 +52,7 @@ async def client(lsp_client: LanguageClient, projects: Path) -> AsyncIterator[La
         lsp.InitializeParams(
             capabilities=client_capabilities("visual-studio-code"),
             workspace_folders=[
-                lsp.WorkspaceFolder(uri=uri_of(projects / name), name=name)
-                for name in ("twofile", "trainer")
+                lsp.WorkspaceFolder(uri=uri_of(projects / name), name=name) for name in ("twofile", "trainer")
             ],
             initialization_options={"gbls": settings},
         )

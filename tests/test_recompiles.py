@@ -14,7 +14,7 @@ from gbls.engine.model import FileReport, FunctionReport, RecompileReport
 from gbls.engine.ranges import Span
 from gbls.engine.report import build
 from gbls.engine.sources import read_source
-from gbls.worker.analysis.frames import base_name
+from gbls.worker.shared.frames import base_name
 from gbls.worker.shared.protocol import OK, Code, Frame, Function, Guard, Recompile, Result
 
 from .conftest import FIXTURES, Analyse

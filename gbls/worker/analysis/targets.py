@@ -14,8 +14,9 @@ import torch
 
 from ..log import log
 from ..shared.events import Event, SiteEvent, TargetEvent
+from ..shared.frames import RESUME_PREFIX, base_name
 from ..shared.protocol import StaticTarget, TargetKind
-from .frames import RESUME_PREFIX, base_name, code_of, is_user_file
+from .frames import code_of, is_user_file
 
 
 class Target:
