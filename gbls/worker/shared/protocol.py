@@ -120,6 +120,8 @@ class Break:
     gaps: tuple[str, ...] = ()
     # Where the analysed file called the compiled code, when the chain never enters the file.
     called_at: Frame | None = None
+    # The compilations that hit it (its function's own, else the re-entered callees'), in order.
+    compile_ids: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
