@@ -13,8 +13,9 @@ from . import __version__
 from .engine import views
 from .engine.fixes.edits import Fix
 from .engine.fixes.policy import Fixes
-from .engine.model import STOPPED, BreakReport, FileReport, Location, RecompileReport
+from .engine.model import STOPPED, BreakReport, FileReport, Location, Provenance, RecompileReport
 from .engine.ranges import Span
+from .traces.load import Imported
 from .worker.shared.protocol import Run
 
 # A project run as the outputs list it: what ran, and the analysis of it.
@@ -78,7 +79,9 @@ def text(
                 fixable += 1
             lines.append(f"{path}:{_where(brk.span)}: {brk.code} {mark}{_text_message(brk)}")
         for problem in report.problems:
-            lines.append(f"{path}:{_where(problem.span)}: {problem.code} {problem.message}")
+            lines.append(
+                f"{path}:{_where(problem.span)}: {problem.code} {problem.message}{_from(problem.provenance)}"
+            )
         for function in report.functions:
             if not function.analysed:
                 lines.append(
@@ -119,7 +122,24 @@ def _text_message(brk: BreakReport) -> str:
     if brk.eager:
         where += f"; {brk.function} {brk.eager}"
     count = f" (hit {brk.count} times)" if brk.count > 1 else ""
-    return f"{brk.title} [{where}]{count}"
+    return f"{brk.title} [{where}]{count}{_from(brk.provenance)}"
+
+
+def _from(provenance: Provenance | None) -> str:
+    """`` (from trace runs/t0 (2026-12-02 01:09), rank 3 only (of 8))`` for an imported finding."""
+    return f" (from {provenance.said})" if provenance is not None else ""
+
+
+def _provenance(provenance: Provenance | None) -> dict[str, Any] | None:
+    if provenance is None:
+        return None
+    return {
+        "path": provenance.trace,
+        "date": provenance.date,
+        "ranks": list(provenance.ranks),
+        "of_ranks": provenance.of_ranks,
+        "compile_ids": list(provenance.compile_ids),
+    }
 
 
 def _range(span: Span) -> dict[str, Any]:
@@ -174,6 +194,7 @@ def to_json(
     fixes: Fixes,
     runs: Ran | None = None,
     missed: list[str] | None = None,
+    traces: list[Imported] | None = None,
 ) -> str:
     files = []
     for report in reports:
@@ -224,6 +245,8 @@ def to_json(
                         "chain": [_frame(location) for location in b.chain],
                         "count": b.count,
                         "gaps": list(b.cause.gaps),
+                        "compile_ids": list(b.cause.compile_ids),
+                        "trace": _provenance(b.provenance),
                         "fix": _fix(fixes.get((report.path, b.key))),
                     }
                     for b in report.breaks
@@ -248,7 +271,18 @@ def to_json(
         }
         for run, analysis in runs or []
     ]
-    document = {"gbls": __version__, "torch": torch_version, "runs": ran, "files": files}
+    imported = [
+        {
+            "path": trace.source,
+            "date": trace.date,
+            "torch": trace.torch,
+            "ranks": trace.ranks,
+            "problems": trace.problems,
+            "notes": trace.notes,
+        }
+        for trace in traces or []
+    ]
+    document = {"gbls": __version__, "torch": torch_version, "runs": ran, "traces": imported, "files": files}
     return json.dumps(document, indent=2) + "\n"
 
 
@@ -284,6 +318,7 @@ def _recompile_json(found: RecompileReport, fix: Fix | None) -> dict[str, Any]:
             else None
         ),
         "url": found.url,
+        "trace": _provenance(found.provenance),
         "fix": _fix(fix),
     }
 
@@ -299,6 +334,11 @@ def _region(span: Span) -> dict[str, int]:
 
 def _physical(path: str, span: Span) -> dict[str, Any]:
     return {"physicalLocation": {"artifactLocation": {"uri": relative(path)}, "region": _region(span)}}
+
+
+def _properties(provenance: Provenance | None) -> dict[str, Any]:
+    """SARIF's bag of extra facts: where an imported finding came from."""
+    return {"properties": {"trace": _provenance(provenance)}} if provenance is not None else {}
 
 
 def sarif(reports: list[FileReport], missed: list[str] | None = None) -> str:
@@ -319,8 +359,9 @@ def sarif(reports: list[FileReport], missed: list[str] | None = None) -> str:
                 {
                     "ruleId": brk.code,
                     "level": "warning",
-                    "message": {"text": f"{brk.message}. {brk.cause.explanation}"},
+                    "message": {"text": f"{brk.message}. {brk.cause.explanation}{_from(brk.provenance)}"},
                     "locations": [_physical(report.path, brk.span)],
+                    **_properties(brk.provenance),
                     "relatedLocations": [
                         {
                             "id": index,
@@ -352,8 +393,9 @@ def sarif(reports: list[FileReport], missed: list[str] | None = None) -> str:
                 {
                     "ruleId": rule,
                     "level": "error" if problem.limit else "warning",
-                    "message": {"text": problem.message},
+                    "message": {"text": problem.message + _from(problem.provenance)},
                     "locations": [_physical(report.path, problem.span)],
+                    **_properties(problem.provenance),
                     "relatedLocations": (
                         [
                             {
@@ -426,7 +468,7 @@ def github(reports: list[FileReport], missed: list[str] | None = None) -> str:
             lines.append(
                 f"::{level} title=gbls ({problem.code}),file={path},line={s.line},col={s.column + 1},"
                 f"endLine={s.end_line},endColumn={s.end_column + 1}::"
-                + _escape(f"{path}:{_where(s)}: {problem.code} {problem.message}")
+                + _escape(f"{path}:{_where(s)}: {problem.code} {problem.message}{_from(problem.provenance)}")
             )
         if report.message and report.failure_span is not None:
             s = report.failure_span
