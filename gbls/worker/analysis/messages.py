@@ -38,8 +38,10 @@ class Messages:
     def remember_message(
         self, text: str, gb_type: str, context: str, explanation: str, hints: list[str]
     ) -> None:
+        # Without the whitespace torch leaves around them (an explanation ending in "\n    "): the
+        # formatted text, all that a trace or log keeps, has none, and both must read alike.
         self.structured[message_key(text)] = Message(
-            str(gb_type), str(context), str(explanation), tuple(map(str, hints))
+            str(gb_type), str(context).strip(), str(explanation).strip(), tuple(str(h).strip() for h in hints)
         )
 
     def remember_columns(self, exc: BaseException, columns: list[hookpoints.Columns]) -> None:

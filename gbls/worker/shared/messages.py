@@ -71,6 +71,8 @@ def parse_break_text(text: str) -> Message:
             current = None
         elif current is not None and line.startswith("    "):
             current.append(line[4:])
+        elif current is not None and not stripped:
+            current.append("")  # a blank line within a section (an explanation's paragraphs)
     return Message(
         gb_type=lines[0].strip() if lines else "",
         context="\n".join(sections["context"]).strip(),
