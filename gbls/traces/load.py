@@ -216,7 +216,9 @@ def _process(
         workspace,
         entry,
         mine,
-        guard_positions=release is not None and release >= NO_COLUMNS_BEFORE,
+        # A log does not say its torch (2.12's reads as 2.13's): its guards are placed as the newest
+        # torch places them, on the operation that reads what they check.
+        guard_positions=release is None or release >= NO_COLUMNS_BEFORE,
         relocate=relocate,
     )
     events = translator.translate(found)

@@ -290,9 +290,11 @@ class Translator:
 
     def compiled_frame(self, compilation: Compilation, taken: set[tuple[str, str, int]]) -> None:
         """A log's compilation's code, from its breaks' tracebacks (from 2.10 they start above the
-        compiled frame): the outermost frame a compile site compiles, else the first one after the
-        eager frames of torch and the standard library; a frame of an earlier compilation's code
-        (another frame id) is a callee it re-entered below, unless nothing else is left."""
+        compiled frame, at the eager callers: ``main``): the outermost frame of code an earlier
+        compilation translated (another frame id), or else that a compile site compiles. Below an
+        earlier compilation's code, the first other frame is a callee it re-entered; with none
+        below, it is that code again, resumed after its break (the log names the resume function
+        as the function). With neither, the first frame after torch's and the standard library's."""
         written = next((logged.frames for logged in compilation.breaks if not logged.suppressed), None)
         if written is None:  # only breaks whose stack the log left out: a callee a break re-enters
             stacks = [self.stacks.get(self.place(logged), ()) for logged in compilation.breaks]
@@ -308,11 +310,16 @@ class Translator:
             return
         frames = [frame for frame in written if self.mine(frame.path) and frame.name != "<module>"]
         codes = [(frame, code) for frame in frames if (code := self.code_of(frame)) is not None]
-        free = [(frame, code) for frame, code in codes if code not in taken]
-        compiled = [(frame, code) for frame, code in free or codes if self.compiled_by_site(code)]
-        chosen = (compiled or free or codes)[:1]
-        if chosen:
-            compilation.path, compilation.name, compilation.line = chosen[0][1]
+        for index, (_, code) in enumerate(codes):
+            if code in taken:
+                below = [other for _, other in codes[index + 1 :] if other not in taken]
+                compilation.path, compilation.name, compilation.line = below[0] if below else code
+                return
+            if self.compiled_by_site(code):
+                compilation.path, compilation.name, compilation.line = code
+                return
+        if codes:
+            compilation.path, compilation.name, compilation.line = codes[0][1]
 
     @staticmethod
     def place(logged: LoggedBreak) -> tuple[tuple[str, int], str]:
@@ -335,7 +342,10 @@ class Translator:
         return frame.path, frame.name, max(enclosing, key=lambda pair: pair[0])[0]
 
     def compiled_by_site(self, code: tuple[str, str, int]) -> bool:
+        """Whether a compile site of the file compiles the code: its function's, a resume
+        function's (``torch_dynamo_resume_in_step_at_11`` is ``step``'s), or its module's forward."""
         path, name, line = code
+        name = base_name(name)
         definition = definitions(self.text_of(path) or "").get(line)
         for site in self.sites_of(path):
             if site.kind != "module" and site.name == name:
