@@ -216,8 +216,9 @@ def import_traces(paths: list[str], fmt: str) -> int:
         for view in trace_reports(trace, read_source, workspace):
             found.setdefault(view.path, []).append(view)
     reports = [views.combined(found[path]) for path in sorted(found)]
+    said = {note for report in reports for note in report.notes}  # print_reports says those
     for trace in imported:
-        for line in [*trace.problems, *trace.notes]:
+        for line in [*trace.problems, *(note for note in trace.notes if note not in said)]:
             print(f"gbls: {line}", file=sys.stderr)
         if not trace.processes and not trace.problems:
             print(f"gbls: {trace.source}: no compilation recorded", file=sys.stderr)

@@ -103,6 +103,8 @@ def load(source: str, workspace: list[str], text_of: TextOf) -> Imported:
                 "(no [__graph_breaks] or [__recompiles] line): not read"
             )
     imported.notes += relocate.said()
+    # What each process's findings could not show (lines that changed since the run), said once.
+    imported.notes += dict.fromkeys(note for process in imported.processes for note in process.result.notes)
     return imported
 
 
