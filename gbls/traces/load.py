@@ -23,8 +23,9 @@ from ..worker.shared.protocol import OK, Request, Result
 from ..worker.shared.workspace import in_workspace
 from . import logs, records
 from .breaks import parse as parse_break
+from .compilations import Compilation, compilations, torch_dirs, user_file
 from .records import TraceFile, interned
-from .translate import Compilation, Translator, compilations, torch_dirs, user_file
+from .translate import Translator
 
 RANK_IN_NAME = re.compile(r"rank_(\d+)_")
 NO_COLUMNS_BEFORE = (2, 13)  # torch gives a guard's instruction from 2.13 on

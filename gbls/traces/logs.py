@@ -23,7 +23,7 @@ import re
 from dataclasses import dataclass
 
 from .breaks import parse as parse_break
-from .translate import Compilation
+from .compilations import Compilation
 
 LINE = re.compile(
     r"^(?:\[rank(?P<rank>\d+)\]:)?[VIWEC]\d{4} \d\d:\d\d:\d\d\.\d+ (?P<pid>\d+) (?P<at>\S+:\d+)\]"
