@@ -13,7 +13,17 @@ from . import __version__
 from .engine import views
 from .engine.fixes.edits import Fix
 from .engine.fixes.policy import Fixes
-from .engine.model import STOPPED, BreakReport, FileReport, Location, Provenance, RecompileReport
+from .engine.model import (
+    STOPPED,
+    BreakReport,
+    FileReport,
+    Location,
+    Provenance,
+    RecompileReport,
+)
+from .engine.model import (
+    imported_from as _from,
+)
 from .engine.ranges import Span
 from .traces.load import Imported
 from .worker.shared.protocol import Run
@@ -123,11 +133,6 @@ def _text_message(brk: BreakReport) -> str:
         where += f"; {brk.function} {brk.eager}"
     count = f" (hit {brk.count} times)" if brk.count > 1 else ""
     return f"{brk.title} [{where}]{count}{_from(brk.provenance)}"
-
-
-def _from(provenance: Provenance | None) -> str:
-    """`` (from trace runs/t0 (2026-12-02 01:09), rank 3 only (of 8))`` for an imported finding."""
-    return f" (from {provenance.said})" if provenance is not None else ""
 
 
 def _provenance(provenance: Provenance | None) -> dict[str, Any] | None:

@@ -56,6 +56,12 @@ class Provenance:
         return text
 
 
+def imported_from(provenance: Provenance | None) -> str:
+    """`` (from trace runs/t0 (2026-12-02 01:09), rank 3 only (of 8))`` for an imported finding,
+    "" for one analysed here: what its message ends with, wherever it is shown."""
+    return f" (from {provenance.said})" if provenance is not None else ""
+
+
 @dataclass(frozen=True)
 class Location:
     path: str
