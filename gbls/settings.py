@@ -25,6 +25,9 @@ class Settings:
     analyse_on_change: bool = True
     run_main: bool = True  # run the `__main__` block, as `python file.py` does
     sandbox: SandboxMode = "auto"
+    # Real runs' TORCH_TRACE folders or files, or TORCH_LOGS logs, to show on the source: paths or
+    # globs, relative to the workspace folder (``gbls.traces``).
+    traces: tuple[str, ...] = ()
 
     def for_worker(self) -> protocol.Settings:
         return protocol.Settings(timeout=self.timeout, memory_mb=self.memory_mb, run_main=self.run_main)
@@ -57,7 +60,10 @@ def from_options(options: Any, base: Settings | None = None) -> Settings:
         default = getattr(base, name, None) if name in fields else None
         if name not in fields or value is None:
             continue
-        if isinstance(default, bool):
+        if isinstance(default, tuple):
+            if isinstance(value, list) and all(isinstance(item, str) for item in value):
+                changes[name] = tuple(value)
+        elif isinstance(default, bool):
             if isinstance(value, bool):
                 changes[name] = value
         elif (

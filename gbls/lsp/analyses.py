@@ -6,7 +6,8 @@ analyses of unopened files that reach an open one (``project``). This module dec
 run (one at a time per analysis, through the ``Scheduler``; those in the background take turns),
 publishes each file's view of them (``Session.view``) to every file an analysis touched, before
 and after, and drops a result whose version is gone. Saving a file analyses again every analysis
-that executed it.
+that executed it. Real runs' traces (``gbls.traces``, or imported by command) are read in the
+background and shown with the rest, each finding while its lines still read as the run's.
 """
 
 from __future__ import annotations
@@ -30,7 +31,7 @@ from ..runtime.scheduler import Scheduler
 from ..runtime.session import Analysed, Session, entry_of
 from ..settings import Settings, from_options
 from ..worker.shared.protocol import Run
-from . import project
+from . import project, traces
 from .diagnostics import file_diagnostics, split_diagnostics
 from .documents import GblsProtocol
 from .project import NOTHING_REACHES
@@ -52,6 +53,7 @@ class GblsServer(LanguageServer):
         self._said_notes: set[str] = set()
         self._background: set[asyncio.Task[Any]] = set()
         self._runs: dict[str, Run] = {}  # the configured runs, by name, as last read
+        self._commanded: set[str] = set()  # the traces imported by command, not by the settings
         # Analyses in the background (runs, unopened files) take turns: the open file's goes first.
         self._one_at_a_time = asyncio.Lock()
 
@@ -358,6 +360,39 @@ class GblsServer(LanguageServer):
         for other in analysed.views if analysed else {}:
             if other != path:
                 self.publish(uris.from_fs_path(other) or other)
+
+    # -- real runs' traces ------------------------------------------------------------------------
+
+    async def import_configured(self) -> None:
+        """Read the traces ``gbls.traces`` names; forget the ones it no longer names."""
+        wanted = traces.configured(self.settings.traces, self.session.folders) if self.settings.enable else []
+        for name in self.session.imports():
+            if name not in wanted and name not in self._commanded:
+                self._publish_files(self.session.forget_import(name))
+        for path in wanted:
+            await self.import_trace(path)
+
+    async def import_trace(self, path: str, commanded: bool = False) -> str:
+        """Read the trace or log at ``path``, show what it says, and say how the reading went."""
+        if commanded:
+            self._commanded.add(path)
+        read = await asyncio.to_thread(traces.read, path, self.session.folders, self.text_of)
+        previous = self.session.record_import(path, read.views)
+        self._publish_files({**previous, **read.views})
+        summary = read.summary
+        self.window_log_message(lsp.LogMessageParams(type=lsp.MessageType.Info, message=f"gbls: {summary}"))
+        for problem in read.trace.problems:
+            self._say_once(problem)
+        return summary
+
+    def changed(self, uri: str) -> None:
+        """The document changed: what a trace says of it shows only while its lines read as the run's."""
+        if self.session.imported_in(self.path_of(uri)):
+            self.publish(uri)
+
+    def _publish_files(self, paths: Any) -> None:
+        for path in paths:
+            self.publish(uris.from_fs_path(path) or path)
 
     # -- settings ---------------------------------------------------------------------------------
 

@@ -9,7 +9,7 @@ import os
 
 from pygls import uris
 
-from ..engine.model import BreakReport, FileReport, FunctionReport, Location, RecompileReport
+from ..engine.model import BreakReport, FileReport, FunctionReport, Location, Provenance, RecompileReport
 from ..engine.recompiles import remedies
 from ..worker.shared.protocol import EAGER, Graph
 
@@ -43,7 +43,15 @@ def break_markdown(brk: BreakReport, function: FunctionReport | None) -> str:
         parts.append(f"**How `{function.qualname}` splits**\n" + split_story(function, brk))
     if brk.cause.gaps:
         parts.append("_Not from your torch_: " + "; ".join(brk.cause.gaps) + ".")
+    if brk.provenance is not None:
+        parts.append(_imported(brk.provenance))
     return "\n\n".join(parts)
+
+
+def _imported(provenance: Provenance) -> str:
+    """Where an imported finding comes from: not this analysis, but a real run's record."""
+    ids = f"; compile ids {', '.join(provenance.compile_ids)}" if provenance.compile_ids else ""
+    return f"_From a real run_: {provenance.said}{ids}."
 
 
 def recompile_markdown(found: RecompileReport) -> str:
@@ -76,6 +84,8 @@ def recompile_markdown(found: RecompileReport) -> str:
     ]
     parts.append("**Recompilations**\n" + "\n".join(steps))
     parts.append("**What to do**\n" + "\n".join(f"- {remedy}" for remedy in remedies(found)))
+    if found.provenance is not None:
+        parts.append(_imported(found.provenance))
     parts.append(f"[PyTorch: recompilation]({found.url})")
     return "\n\n".join(parts)
 

@@ -44,7 +44,7 @@ def reports(imported: Imported, text_of: TextOf, workspace: list[str]) -> list[F
         report = build(result.path, source, result, sites, text_of, workspace, origin)
         for path, view in views.by_file(report).items():
             files.setdefault(path, []).append((process.rank, view))
-    lines = _lines(text_of)
+    lines = lines_of(text_of)
     return [_Marks(imported, seen, lines).view(origin) for seen in files.values()]
 
 
@@ -101,7 +101,8 @@ def _keys(view: FileReport) -> set[Hashable]:
     return {("break", b.key) for b in breaks} | {("recompile", r.key) for r in view.recompiles}
 
 
-def _lines(text_of: TextOf) -> Lines:
+def lines_of(text_of: TextOf) -> Lines:
+    """Each file's lines, read once."""
     cache: dict[str, list[str]] = {}
 
     def lines(path: str) -> list[str]:
