@@ -15,6 +15,7 @@ export interface ServerSettings {
     analyseOnChange: boolean;
     runMain: boolean;
     sandbox: Sandbox;
+    traces: string[]; // real runs' traces and logs, paths or globs relative to the workspace folder
 }
 
 // Settings of the extension alone, never sent: gbls.trace.server is read by vscode-languageclient.
@@ -48,6 +49,7 @@ export function readSettings(configuration: Configuration): ServerSettings {
         analyseOnChange: contributed<boolean>(configuration, 'analyseOnChange'),
         runMain: contributed<boolean>(configuration, 'runMain'),
         sandbox: contributed<Sandbox>(configuration, 'sandbox'),
+        traces: contributed<string[]>(configuration, 'traces'),
     };
 }
 

@@ -42,6 +42,7 @@ test('the defaults are the server defaults', () => {
         analyseOnChange: true,
         runMain: true,
         sandbox: 'auto',
+        traces: [],
     });
 });
 
