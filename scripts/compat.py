@@ -45,6 +45,7 @@ TESTS = [
     "tests/test_engine.py",
     "tests/test_capture.py",
     "tests/test_recompiles.py",
+    "tests/test_traces.py",  # the trace's and the log's format differs between releases
     "tests/test_fidelity.py::test_every_break_is_what_dynamo_did",
     "tests/test_cli.py::test_readme_quick_start_output_is_what_gbls_prints",
     # What static discovery lists does not depend on torch: the suite checks it once.
