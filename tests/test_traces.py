@@ -4,7 +4,8 @@ trace and its log imported, and the result compared with the analysis of the sam
 same torch: the same root causes and split sites, chains, counts, GB ids, and recompilations.
 
 The runs are real ``python fixture.py`` runs (the default inductor backend), two at a time; a
-representative subset of the engine and recompilation fixtures keeps the module within a minute.
+representative subset of the engine and recompilation fixtures keeps the module to about 80 s of
+CPU (about 45 s on two idle cores).
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import torch
 
 from gbls.cli import main
 from gbls.engine import views
@@ -43,7 +45,7 @@ FIXTURES_RUN = [
     "recompiles/switch.py",
     "recompiles/limit.py",
 ]
-UNRECORDED = {"Attempt to trace generator"}
+UNRECORDED = {"Attempt to trace generator"}  # loop_break.py's generator: see ``recorded``
 TWO_RANKS = FIXTURES / "traces" / "two_ranks.py"
 
 
@@ -212,7 +214,8 @@ async def test_trace_equals_analysis(name: str, traced: dict[str, Path], analyse
     analysed = await analysis_of(fixture, analyse_file)
     trace = load(str(traced[name] / "trace"), [str(fixture.parent)], read_source)
     assert trace.problems == []
-    assert trace.processes and trace.torch
+    assert trace.processes
+    assert trace.torch in ("", torch.__version__)  # torch 2.6's trace does not say its version
     for path, ours, theirs in compared(analysed, imported_views(trace, str(fixture.parent))):
         assert theirs == ours, path
 
@@ -288,7 +291,7 @@ def test_a_truncated_trace_keeps_what_was_read(traced: dict[str, Path], tmp_path
     cut.write_text("".join(lines[: start + 3]))
     trace = load(str(cut), [str(FIXTURES / "engine")], read_source)
     assert any("cut off or altered" in problem for problem in trace.problems)
-    assert trace.processes and trace.torch
+    assert trace.processes
     assert all(not view.breaks for view in imported_views(trace, str(FIXTURES / "engine")).values())
 
 
