@@ -16,6 +16,7 @@ import asyncio
 import logging
 import os
 import uuid
+from collections.abc import Iterable
 from typing import Any
 from urllib.parse import unquote
 
@@ -376,7 +377,12 @@ class GblsServer(LanguageServer):
         """Read the trace or log at ``path``, show what it says, and say how the reading went."""
         if commanded:
             self._commanded.add(path)
-        read = await asyncio.to_thread(traces.read, path, self.session.folders, self.text_of)
+        try:
+            read = await asyncio.to_thread(traces.read, path, self.session.folders, self.text_of)
+        except Exception as error:  # a bug in gbls: said, and the other traces are still read
+            log.exception("gbls failed to import %s", path)
+            self._say_once(f"could not import {path} ({type(error).__name__}: {error})")
+            return f"gbls could not import {path}: {error}"
         previous = self.session.record_import(path, read.views)
         self._publish_files({**previous, **read.views})
         summary = read.summary
@@ -390,7 +396,7 @@ class GblsServer(LanguageServer):
         if self.session.imported_in(self.path_of(uri)):
             self.publish(uri)
 
-    def _publish_files(self, paths: Any) -> None:
+    def _publish_files(self, paths: Iterable[str]) -> None:
         for path in paths:
             self.publish(uris.from_fs_path(path) or path)
 

@@ -125,7 +125,7 @@ def holds(provenance: Provenance | None, lines: Lines) -> bool:
 def current(view: FileReport, lines: Lines) -> FileReport:
     """``view`` without the imported findings whose lines changed since: they are of another
     version of the file, and would be shown on the wrong line."""
-    return dataclasses.replace(
+    kept = dataclasses.replace(
         view,
         breaks=tuple(b for b in view.breaks if holds(b.provenance, lines)),
         suppressed=tuple(b for b in view.suppressed if holds(b.provenance, lines)),
@@ -133,3 +133,6 @@ def current(view: FileReport, lines: Lines) -> FileReport:
         elsewhere=tuple(b for b in view.elsewhere if holds(b.provenance, lines)),
         recompiles=tuple(r for r in view.recompiles if holds(r.provenance, lines)),
     )
+    # The compiled functions' summaries (their lenses count the breaks) are of the run's version
+    # of the file too: once any of its findings is gone, they go with it.
+    return kept if kept == view else dataclasses.replace(kept, functions=())
