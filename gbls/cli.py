@@ -1,5 +1,5 @@
-"""The ``gbls`` command: ``gbls check PATH…`` and ``gbls run SCRIPT ARGS…`` for CI, ``gbls serve``
-for editors.
+"""The ``gbls`` command: ``gbls check PATH…`` and ``gbls run SCRIPT ARGS…`` for CI, ``gbls import
+TRACE…`` for what a real run recorded, ``gbls serve`` for editors.
 
 Exit codes of ``check``, as ruff's: 0 no graph break, 1 graph breaks found or a function hit the
 recompile limit (with ``--diff``: a fix would change a file), 2 a file or a compile site in it
@@ -31,6 +31,8 @@ from .runtime.persistent import Persistent
 from .runtime.sandbox import not_dumpable
 from .runtime.session import Session, analyse, entry_of
 from .settings import DEVICES, SANDBOX_MODES, Settings
+from .traces.load import Imported, load
+from .traces.report import reports as trace_reports
 from .worker.shared.lines import split_lines
 from .worker.shared.protocol import Run
 
@@ -217,9 +219,11 @@ def print_reports(
     reporting: Reporting,
     runs: output.Ran | None = None,
     named: list[str] | None = None,
+    traces: list[Imported] | None = None,
 ) -> int:
     """Print the reports as ``reporting`` says; the exit status. ``runs``: each project run and its
-    analysis; ``named``: the files given, each of which must have been analysed."""
+    analysis; ``named``: the files given, each of which must have been analysed; ``traces``: the
+    traces imported."""
     runs = runs or []
     for note in dict.fromkeys(note for report in reports for note in report.notes):
         print(f"gbls: {note}", file=sys.stderr)
@@ -231,7 +235,7 @@ def print_reports(
         if baselined.removable and reporting.format not in ("text", "json"):
             print(output.removable(baselined.path, baselined.removable), file=sys.stderr)
     if reporting.format == "json":
-        sys.stdout.write(output.to_json(reports, torch, fixes, baselined, runs, unreached))
+        sys.stdout.write(output.to_json(reports, torch, fixes, baselined, runs, unreached, traces))
     elif reporting.format == "sarif":
         sys.stdout.write(scanning.sarif(reports, unreached))
     elif reporting.format == "github":
@@ -265,6 +269,29 @@ async def check_in_process(files: list[str], settings: Settings, reporting: Repo
     reports = files_of(analyses, files)
     fixes = policy.preferred(reports, Sources(read_source), [os.getcwd()])
     return print_reports(reports, debug.torch_version(), fixes, reporting, named=files)
+
+
+def import_traces(paths: list[str], fmt: str) -> int:
+    """``gbls import``: what real runs' traces and logs say, placed on the workspace's source (the
+    current folder) as ``gbls check`` places an analysis; exit status as check's, and 2 when part of
+    a trace could not be read."""
+    workspace = [os.getcwd()]
+    imported = [load(path, workspace, read_source) for path in paths]
+    found: dict[str, list[FileReport]] = {}
+    for trace in imported:
+        for view in trace_reports(trace, read_source, workspace):
+            found.setdefault(view.path, []).append(view)
+    reports = [views.combined(found[path]) for path in sorted(found)]
+    said = {note for report in reports for note in report.notes}  # print_reports says those
+    for trace in imported:
+        for line in [*trace.problems, *(note for note in trace.notes if note not in said)]:
+            print(f"gbls: {line}", file=sys.stderr)
+        if not trace.processes and not trace.problems:
+            print(f"gbls: {trace.source}: no compilation recorded", file=sys.stderr)
+    fixes = policy.preferred(reports, Sources(read_source), workspace)
+    torch = next((trace.torch for trace in imported if trace.torch), "")
+    status = print_reports(reports, torch, fixes, Reporting(format=fmt), traces=imported)
+    return max(status, 2 if any(trace.problems for trace in imported) else 0)
 
 
 def _analysis_options(parser: argparse.ArgumentParser) -> None:
@@ -353,6 +380,14 @@ def _parser() -> argparse.ArgumentParser:
     run_parser.add_argument("-m", dest="module", nargs=argparse.REMAINDER, help="run a module, as python -m")
     run_parser.add_argument("program", nargs=argparse.REMAINDER, metavar="SCRIPT [ARGS...]")
 
+    import_parser = commands.add_parser(
+        "import",
+        help="report the graph breaks and recompilations a real run recorded: a TORCH_TRACE folder or "
+        "file, or a saved TORCH_LOGS=graph_breaks,recompiles log, on the current folder's source",
+    )
+    import_parser.add_argument("paths", nargs="+", metavar="PATH")
+    import_parser.add_argument("--format", choices=("text", "json", "sarif", "github"), default="text")
+
     commands.add_parser("serve", help="run the language server over stdio")
     return parser
 
@@ -392,6 +427,8 @@ def main(argv: list[str] | None = None) -> int:
         serve()
         return 0
     not_dumpable()
+    if arguments.command == "import":
+        return import_traces(arguments.paths, arguments.format)
     settings = dataclasses.replace(
         Settings(),
         interpreter=arguments.python,

@@ -20,10 +20,13 @@ from .engine.model import (
     BreakReport,
     FileReport,
     Location,
+    Provenance,
     RecompileReport,
     costliest_first,
+    imported_from,
 )
 from .engine.ranges import Span
+from .traces.load import Imported
 from .worker.shared.protocol import Run
 
 # A project run as the outputs list it: what ran, and the analysis of it.
@@ -91,7 +94,7 @@ def text(
                 fixable += 1
             lines.append(f"{path}:{where(brk.span)}: {brk.code} {mark}{message_of(brk)}")
         for problem in report.problems:
-            lines.append(f"{path}:{where(problem.span)}: {problem.code} {problem.message}")
+            lines.append(f"{path}:{where(problem.span)}: {problem.code} {problem_text(problem)}")
         for function in report.functions:
             if not function.analysed:
                 lines.append(
@@ -156,8 +159,25 @@ def message_of(brk: BreakReport) -> str:
     if brk.cause.processes:
         where += f"; {', '.join(brk.cause.processes)}"
     count = f" (hit {brk.count} times)" if brk.count > 1 else ""
-    text = f"{brk.title} [{where}]{count}"
+    text = f"{brk.title} [{where}]{count}{imported_from(brk.provenance)}"
     return f"{brk.raises}: {text}" if brk.raises else text
+
+
+def problem_text(problem: RecompileReport) -> str:
+    """A recompilation's message, and where it came from if a real run's trace said it."""
+    return problem.message + imported_from(problem.provenance)
+
+
+def provenance_json(provenance: Provenance | None) -> dict[str, Any] | None:
+    if provenance is None:
+        return None
+    return {
+        "path": provenance.trace,
+        "date": provenance.date,
+        "ranks": list(provenance.ranks),
+        "of_ranks": provenance.of_ranks,
+        "compile_ids": list(provenance.compile_ids),
+    }
 
 
 def _range(span: Span) -> dict[str, Any]:
@@ -213,6 +233,7 @@ def to_json(
     baselined: Applied | None = None,
     runs: Ran | None = None,
     missed: list[str] | None = None,
+    traces: list[Imported] | None = None,
 ) -> str:
     """The report as ``gbls.schema.json`` describes it."""
     files = []
@@ -269,6 +290,8 @@ def to_json(
                         "processes": list(b.cause.processes),
                         "count": b.count,
                         "gaps": list(b.cause.gaps),
+                        "compile_ids": list(b.cause.compile_ids),
+                        "trace": provenance_json(b.provenance),
                         "fix": _fix(fixes.get((report.path, b.key))),
                         "split_index": b.cause.split,
                         "raises": b.cause.raises or None,
@@ -307,10 +330,22 @@ def to_json(
         }
         for run, analysis in runs or []
     ]
+    imported = [
+        {
+            "path": trace.source,
+            "date": trace.date,
+            "torch": trace.torch,
+            "ranks": trace.ranks,
+            "problems": trace.problems,
+            "notes": trace.notes,
+        }
+        for trace in traces or []
+    ]
     document = {
         "gbls": __version__,
         "torch": torch_version,
         "runs": ran,
+        "traces": imported,
         "files": files,
         "baseline": _baseline_json(baselined) if baselined is not None else None,
     }
@@ -366,5 +401,6 @@ def _recompile_json(found: RecompileReport, fix: Fix | None) -> dict[str, Any]:
             else None
         ),
         "url": found.url,
+        "trace": provenance_json(found.provenance),
         "fix": _fix(fix),
     }

@@ -10,9 +10,9 @@ import json
 from typing import Any
 
 from . import __version__
-from .engine.model import LIMIT_CODE, BreakReport, FileReport
+from .engine.model import LIMIT_CODE, BreakReport, FileReport, Provenance, imported_from
 from .engine.ranges import Span
-from .output import UNREACHED, message_of, relative, where
+from .output import UNREACHED, message_of, problem_text, provenance_json, relative, where
 
 
 def _tags(brk: BreakReport) -> list[str]:
@@ -37,6 +37,14 @@ def _physical(path: str, span: Span) -> dict[str, Any]:
     return {"physicalLocation": {"artifactLocation": {"uri": relative(path)}, "region": _region(span)}}
 
 
+def _properties(brk: BreakReport | None, provenance: Provenance | None) -> dict[str, Any]:
+    """SARIF's bag of extra facts: a break's tags, and where an imported finding came from."""
+    properties: dict[str, Any] = {"tags": _tags(brk)} if brk is not None else {}
+    if provenance is not None:
+        properties["trace"] = provenance_json(provenance)
+    return {"properties": properties} if properties else {}
+
+
 def sarif(reports: list[FileReport], missed: list[str] | None = None) -> str:
     rules: dict[str, dict[str, Any]] = {}
     results = []
@@ -55,8 +63,10 @@ def sarif(reports: list[FileReport], missed: list[str] | None = None) -> str:
                 {
                     "ruleId": brk.code,
                     "level": "error" if brk.raises else "warning",
-                    "message": {"text": f"{brk.message}. {brk.cause.explanation}"},
-                    "properties": {"tags": _tags(brk)},
+                    "message": {
+                        "text": f"{brk.message}. {brk.cause.explanation}{imported_from(brk.provenance)}"
+                    },
+                    **_properties(brk, brk.provenance),
                     "locations": [_physical(report.path, brk.span)],
                     "relatedLocations": [
                         {
@@ -89,7 +99,8 @@ def sarif(reports: list[FileReport], missed: list[str] | None = None) -> str:
                 {
                     "ruleId": rule,
                     "level": "error" if problem.limit else "warning",
-                    "message": {"text": problem.message},
+                    "message": {"text": problem_text(problem)},
+                    **_properties(None, problem.provenance),
                     "locations": [_physical(report.path, problem.span)],
                     "relatedLocations": (
                         [
@@ -164,7 +175,9 @@ def github(reports: list[FileReport], missed: list[str] | None = None) -> str:
             lines.append(
                 f"::{level} title=gbls ({problem.code}),file={path},line={s.line},col={s.column + 1},"
                 f"endLine={s.end_line},endColumn={s.end_column + 1}::"
-                + _escape(f"{path}:{where(s)}: {problem.code} {problem.message}")
+                + _escape(
+                    f"{path}:{where(s)}: {problem.code} {problem.message}{imported_from(problem.provenance)}"
+                )
             )
         if report.message and report.failure_span is not None:
             s = report.failure_span

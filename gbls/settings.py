@@ -37,6 +37,9 @@ class Settings:
     # A code's own severity, over ``severity`` ("GB0124": "error"), as Pylance's diagnosticSeverityOverrides.
     severity_overrides: Mapping[str, Severity] = field(default_factory=dict)
     ignore: tuple[str, ...] = ()  # codes never reported, as ruff's lint.ignore
+    # Real runs' TORCH_TRACE folders or files, or TORCH_LOGS logs, to show on the source: paths or
+    # globs, relative to the workspace folder (``gbls.traces``).
+    traces: tuple[str, ...] = ()
 
     def for_worker(self) -> protocol.Settings:
         return protocol.Settings(
@@ -108,6 +111,9 @@ def _value(name: str, default: Any, value: Any) -> Any:
         return _overrides(value)
     if name == "ignore":
         return _ignored(value)
+    if name == "traces":
+        fits = isinstance(value, list) and all(isinstance(item, str) for item in value)
+        return tuple(value) if fits else None
     if isinstance(default, bool):
         return value if isinstance(value, bool) else None
     if isinstance(default, int | float):

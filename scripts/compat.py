@@ -58,6 +58,7 @@ TESTS = [
     "tests/engine/test_nested.py",
     "tests/engine/test_triage.py",
     "tests/engine/test_hatches.py",
+    "tests/engine/test_traces.py",  # the trace's and the log's format differs between releases
     # What static discovery lists does not depend on torch: the suite checks it once.
     "--deselect=tests/engine/test_fidelity.py::test_every_break_is_what_dynamo_did[phantom_targets.py]",
 ]

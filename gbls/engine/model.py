@@ -42,6 +42,37 @@ RECOMPILATION_DOCS = "https://docs.pytorch.org/docs/main/user_guide/torch_compil
 
 
 @dataclass(frozen=True)
+class Provenance:
+    """Where a finding imported from a real run's trace or log comes from (``gbls import``)."""
+
+    trace: str  # the trace or log as given
+    date: str  # when the run last wrote it
+    ranks: tuple[int, ...] = ()  # the ranks that recorded it; () for a run of one process
+    of_ranks: int = 0  # how many ranks the run had
+    compile_ids: tuple[str, ...] = ()
+    # The source lines it is shown on, as they read when it was imported: (path, line, text). A
+    # finding whose line no longer reads so is of another version of the file, and is not shown.
+    code: tuple[tuple[str, int, str], ...] = ()
+
+    @property
+    def said(self) -> str:
+        """``trace runs/exp1 (2026-12-02 01:09), rank 3 only (of 8)``"""
+        text = f"trace {self.trace}" + (f" ({self.date})" if self.date else "")
+        if self.of_ranks > 1 and 0 < len(self.ranks) < self.of_ranks:
+            ranks = ", ".join(map(str, self.ranks))
+            text += f", rank{'s' * (len(self.ranks) > 1)} {ranks} only (of {self.of_ranks})"
+        elif self.of_ranks > 1:
+            text += f", all {self.of_ranks} ranks"
+        return text
+
+
+def imported_from(provenance: Provenance | None) -> str:
+    """`` (from trace runs/t0 (2026-12-02 01:09), rank 3 only (of 8))`` for an imported finding,
+    "" for one analysed here: what its message ends with, wherever it is shown."""
+    return f" (from {provenance.said})" if provenance is not None else ""
+
+
+@dataclass(frozen=True)
 class Location:
     path: str
     function: str
@@ -64,6 +95,7 @@ class BreakReport:
     # What the analysing torch offers as escape hatches (the result's), for the fixes that need one.
     features: tuple[Feature, ...] = ()
     paths: tuple[tuple[Location, ...], ...] = ()  # every other chain to the same root cause
+    provenance: Provenance | None = None  # imported from a real run's trace, not analysed here
 
     @property
     def function(self) -> str:
@@ -215,6 +247,7 @@ class RecompileReport:
     guard_at: Location | None  # where Dynamo installed the first failed check, in whatever file
     why: str  # "the value of `mode` changes between calls", or "" when the check says nothing
     suppressed: bool = False
+    provenance: Provenance | None = None  # imported from a real run's trace, not analysed here
 
     @property
     def guard(self) -> Guard | None:

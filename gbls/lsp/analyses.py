@@ -1,13 +1,12 @@
 """The language server's state: when each analysis runs, and where its results are published.
 
-The process never imports torch. The analyses belong to a ``Session`` (the same engine
-``gbls check`` drives): each open document's own, the project's configured runs, and the
-analyses of unopened files that reach an open one (``project``). This module decides when they
-run (one at a time per analysis, through the ``Scheduler``; those in the background take turns),
-publishes each file's view of them (``Session.view``) to every file an analysis touched, before
-and after, and drops a result whose version is gone. Saving a file analyses again every analysis
-that executed it.
-"""
+The process never imports torch. The analyses belong to a ``Session`` (the engine ``gbls check``
+drives): each open document's own, the project's runs, and those of unopened files that reach an
+open one (``project``). This module runs them (one at a time per analysis, through the
+``Scheduler``; those in the background take turns), publishes each file's view (``Session.view``)
+to every file an analysis touched, before and after, drops a result whose version is gone, and on
+a save analyses again every analysis that executed the file. Real runs' traces are read in the
+background and shown with the rest, each finding while its lines still read as the run's."""
 
 from __future__ import annotations
 
@@ -15,6 +14,7 @@ import asyncio
 import logging
 import os
 import uuid
+from collections.abc import Iterable
 from typing import Any
 from urllib.parse import unquote
 
@@ -31,7 +31,7 @@ from ..runtime.scheduler import Scheduler
 from ..runtime.session import Analysed, Session, entry_of
 from ..settings import Settings, from_options
 from ..worker.shared.protocol import Run
-from . import notebooks, project
+from . import notebooks, project, traces
 from .actions import preferred_title
 from .diagnostics import configured, file_diagnostics, split_diagnostics
 from .documents import GblsProtocol
@@ -61,6 +61,7 @@ class GblsServer(LanguageServer):
         self._said_notes: set[str] = set()
         self._background: set[asyncio.Task[Any]] = set()
         self._runs: dict[str, Run] = {}  # the configured runs, by name, as last read
+        self._commanded: set[str] = set()  # the traces imported by command, not by the settings
         # Analyses in the background (runs, unopened files) take turns: the open file's goes first.
         self._one_at_a_time = asyncio.Lock()
         self.notebooks = notebooks.Notebooks(lambda: self.workspace)
@@ -421,9 +422,45 @@ class GblsServer(LanguageServer):
             return
         analysed = self.session.forget(uri)
         self.text_document_publish_diagnostics(lsp.PublishDiagnosticsParams(uri=uri, diagnostics=[]))
-        for other in analysed.views if analysed else {}:
-            if other != path:
-                self.publish(uris.from_fs_path(other) or other)
+        self._publish_files(other for other in (analysed.views if analysed else {}) if other != path)
+
+    # -- real runs' traces ------------------------------------------------------------------------
+
+    async def import_configured(self) -> None:
+        """Read the traces ``gbls.traces`` names; forget the ones it no longer names."""
+        wanted = traces.configured(self.settings.traces, self.session.folders) if self.settings.enable else []
+        for name in self.session.imports():
+            if name not in wanted and name not in self._commanded:
+                self._publish_files(self.session.forget_import(name))
+        for path in wanted:
+            await self.import_trace(path)
+
+    async def import_trace(self, path: str, commanded: bool = False) -> str:
+        """Read the trace or log at ``path``, show what it says, and say how the reading went."""
+        if commanded:
+            self._commanded.add(path)
+        try:
+            read = await asyncio.to_thread(traces.read, path, self.session.folders, self.text_of)
+        except Exception as error:  # a bug in gbls: said, and the other traces are still read
+            log.exception("gbls failed to import %s", path)
+            self._say_once(f"could not import {path} ({type(error).__name__}: {error})")
+            return f"gbls could not import {path}: {error}"
+        previous = self.session.record_import(path, read.views)
+        self._publish_files({**previous, **read.views})
+        summary = read.summary
+        self.window_log_message(lsp.LogMessageParams(type=lsp.MessageType.Info, message=f"gbls: {summary}"))
+        for problem in read.trace.problems:
+            self._say_once(problem)
+        return summary
+
+    def changed(self, uri: str) -> None:
+        """The document changed: what a trace says of it shows only while its lines read as the run's."""
+        if self.session.imported_in(self.path_of(uri)):
+            self.publish(uri)
+
+    def _publish_files(self, paths: Iterable[str]) -> None:
+        for path in paths:
+            self.publish(uris.from_fs_path(path) or path)
 
     # -- settings ---------------------------------------------------------------------------------
 
@@ -449,8 +486,7 @@ class GblsServer(LanguageServer):
             self.scheduler.cancel_all()
             for name in list(self._runs):
                 analysed = self.session.forget_run(name)
-                for path in analysed.views if analysed else {}:
-                    self.publish(uris.from_fs_path(path) or path)
+                self._publish_files(analysed.views if analysed else {})
             self._runs.clear()
             for uri, _ in list(self.session.analysed()):
                 self.forget(uri)

@@ -14,7 +14,7 @@ from typing import Any
 from lsprotocol import types as lsp
 from pygls import uris
 
-from ..engine.model import STOPPED, BreakReport, FileReport, RecompileReport
+from ..engine.model import STOPPED, BreakReport, FileReport, RecompileReport, imported_from
 from ..engine.ranges import Span, char_to_utf16, line_text
 from ..settings import Settings, Severity
 from ..worker.shared.lines import split_lines
@@ -137,7 +137,7 @@ def file_diagnostics(
         found.append(
             lsp.Diagnostic(
                 range=to_range(brk.span, lines),
-                message=brk.message,
+                message=brk.message + imported_from(brk.provenance),
                 # The program raises there (fullgraph=True, error_on_graph_break): always an error.
                 severity=lsp.DiagnosticSeverity.Error if brk.raises else level,
                 code=brk.code,
@@ -151,7 +151,7 @@ def file_diagnostics(
         found.append(
             lsp.Diagnostic(
                 range=to_range(problem.span, lines),
-                message=problem.message,
+                message=problem.message + imported_from(problem.provenance),
                 # Past the limit Dynamo compiles the function no more: one step above the setting.
                 severity=level if problem.limit is None else lsp.DiagnosticSeverity(max(1, level - 1)),
                 code=problem.code,
@@ -224,7 +224,8 @@ def split_diagnostics(report: FileReport, source: str, lines_of: LinesOf) -> lis
         found.append(
             lsp.Diagnostic(
                 range=to_range(brk.split.span, lines),
-                message=f"the graph of `{brk.function}` splits here: {brk.title} at {where}{via}{effect}",
+                message=f"the graph of `{brk.function}` splits here: {brk.title} at {where}{via}{effect}"
+                + imported_from(brk.provenance),
                 severity=lsp.DiagnosticSeverity.Information,
                 code=brk.code,
                 code_description=lsp.CodeDescription(href=brk.url) if brk.url else None,

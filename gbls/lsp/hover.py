@@ -10,7 +10,14 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from ..engine.model import BreakReport, FileReport, FunctionReport, RecompileReport, costliest_first
+from ..engine.model import (
+    BreakReport,
+    FileReport,
+    FunctionReport,
+    Provenance,
+    RecompileReport,
+    costliest_first,
+)
 from ..engine.recompiles import remedies
 from ..worker.shared.protocol import EAGER, Graph
 from .markdown import Where, explanation, prose
@@ -74,7 +81,15 @@ def break_markdown(
         parts.append("**More hints**\n" + "\n".join(f"- {hint}" for hint in hints))
     if brk.cause.gaps:
         parts.append("_Not from your torch_: " + "; ".join(brk.cause.gaps) + ".")
+    if brk.provenance is not None:
+        parts.append(_imported(brk.provenance))
     return "\n\n".join(parts)
+
+
+def _imported(provenance: Provenance) -> str:
+    """Where an imported finding comes from: not this analysis, but a real run's record."""
+    ids = f"; compile ids {', '.join(provenance.compile_ids)}" if provenance.compile_ids else ""
+    return f"_From a real run_: {provenance.said}{ids}."
 
 
 def recompile_markdown(found: RecompileReport, where: Where) -> str:
@@ -107,6 +122,8 @@ def recompile_markdown(found: RecompileReport, where: Where) -> str:
     ]
     parts.append("**Recompilations**\n" + "\n".join(steps))
     parts.append("**What to do**\n" + "\n".join(f"- {remedy}" for remedy in remedies(found)))
+    if found.provenance is not None:
+        parts.append(_imported(found.provenance))
     parts.append(f"[PyTorch: recompilation]({found.url})")
     return "\n\n".join(parts)
 

@@ -18,7 +18,7 @@ from ..engine.sources import Sources
 from ..runtime.sandbox import not_dumpable
 from ..settings import from_options
 from ..worker.shared.lines import split_lines
-from . import notebooks
+from . import notebooks, traces
 from .actions import FIX_ALL, SHOW_LOCATION, requested_actions
 from .analyses import GblsServer
 from .codelens import SHOW_REPORT, lenses
@@ -31,6 +31,7 @@ log = logging.getLogger(__name__)
 ANALYSE_FILE = "gbls.analyseFile"
 RESTART_WORKER = "gbls.restartWorker"
 CACHED = "*From gbls's cache of an earlier analysis: the file is being analysed again.*"
+IMPORT_TRACE = "gbls.importTrace"
 
 
 def create_server() -> GblsServer:
@@ -51,12 +52,14 @@ def create_server() -> GblsServer:
         await ls.pull_configuration()
         if ls.settings.enable:
             ls.in_background(ls.warm())  # before the first file is opened
+        ls.in_background(ls.import_configured())
 
     @server.feature(lsp.WORKSPACE_DID_CHANGE_CONFIGURATION)
     async def did_change_configuration(ls: GblsServer, params: lsp.DidChangeConfigurationParams) -> None:
         if isinstance(params.settings, dict) and params.settings:
             ls.apply_settings(from_options(params.settings, ls.initial_settings))
         await ls.pull_configuration()
+        ls.in_background(ls.import_configured())
         for uri in ls.notebooks.documents():
             ls.request(uri)
 
@@ -71,6 +74,7 @@ def create_server() -> GblsServer:
     @server.feature(lsp.TEXT_DOCUMENT_DID_CHANGE)
     def did_change(ls: GblsServer, params: lsp.DidChangeTextDocumentParams) -> None:
         uri = params.text_document.uri
+        ls.changed(uri)
         if ls.settings.analyse_on_change:
             ls.request(uri, ls.settings.debounce_ms / 1000)
         else:
@@ -184,6 +188,12 @@ def create_server() -> GblsServer:
         await ls.window_show_document_async(
             lsp.ShowDocumentParams(uri=uri, take_focus=True, selection=selection)
         )
+
+    @server.command(IMPORT_TRACE)
+    async def import_trace(ls: GblsServer, path: str) -> str:
+        """A real run's TORCH_TRACE folder or file, or TORCH_LOGS log (a path, relative to the
+        workspace, or a file URI): its findings shown; what the reading found said back."""
+        return await ls.import_trace(traces.path_of(path, ls.session.folders), commanded=True)
 
     @server.command(RESTART_WORKER)
     async def restart_worker(ls: GblsServer) -> None:

@@ -4,8 +4,9 @@ A ``Session`` owns the worker (started for the current settings, replaced when t
 or the sandbox changes); per document (keyed by whatever its driver names documents by: the
 server's URI, the CLI's path) the last result of its own analysis, the cache entry that lets a
 comment-only edit reuse it, and the incremental memory that lets an edit re-translate only what
-it can change; and per configured run its last result. Every analysis's findings belong to the
-files they are in: ``view(path)`` is what all of them say about one file.
+it can change; per configured run its last result; and per imported trace of a real run what it
+says of each file. Every analysis's findings belong to the files they are in: ``view(path)`` is
+what all of them say about one file (an imported finding only while its lines read as the run's).
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ from ..engine.model import FileReport
 from ..engine.report import build
 from ..engine.sources import TextOf
 from ..settings import Settings
+from ..traces.report import current, lines_of
 from ..worker.shared.protocol import Request, Result, Run, StaticTarget
 from ..worker.shared.workspace import roots_of
 from .persistent import Persistent, interpreter
@@ -120,6 +122,7 @@ class Session:
         self.text_of = text_of
         self._documents: dict[str, Document] = {}
         self._runs: dict[str, Analysed] = {}
+        self._imports: dict[str, dict[str, FileReport]] = {}  # each trace's view of each file
         self._worker: Worker | None = None
         self._worker_key: tuple[str, str, bool] | None = None
         self._stopping: set[asyncio.Task[None]] = set()
@@ -337,9 +340,30 @@ class Session:
             yield f"run:{name}", analysed
 
     def view(self, path: str) -> FileReport | None:
-        """What every analysis says about the file ``path``; None if none reached it."""
+        """What every analysis and every imported trace says about the file ``path``; None if none
+        reached it. The file's own analysis comes first: a root cause it and a trace both found is
+        its, once."""
         found = [analysed.views[path] for _, analysed in self.results() if path in analysed.views]
+        lines = lines_of(self.text_of)
+        found += [current(seen[path], lines) for seen in self._imports.values() if path in seen]
         return views.combined(found) if found else None
+
+    # -- imported traces ------------------------------------------------------------------------
+
+    def record_import(self, name: str, found: dict[str, FileReport]) -> dict[str, FileReport]:
+        """Keep what the trace ``name`` says of each file; what it said before (maybe nothing)."""
+        previous, self._imports[name] = self._imports.get(name, {}), found
+        return previous
+
+    def forget_import(self, name: str) -> dict[str, FileReport]:
+        return self._imports.pop(name, {})
+
+    def imports(self) -> list[str]:
+        return list(self._imports)
+
+    def imported_in(self, path: str) -> bool:
+        """Whether a trace says something of ``path``: an edit of it can hide what it says."""
+        return any(path in seen for seen in self._imports.values())
 
     def executing(self, path: str) -> list[str]:
         """The analyses (keys as ``results`` names them) whose results an edit of ``path`` can change:

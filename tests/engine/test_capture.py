@@ -20,8 +20,8 @@ from gbls.runtime.session import analyse
 from gbls.runtime.workerclient import Worker
 from gbls.settings import Settings
 from gbls.worker.analysis import hookpoints
-from gbls.worker.analysis.frames import base_name
-from gbls.worker.analysis.messages import NESTED_BREAK_SEPARATOR, parse_break_text
+from gbls.worker.shared.frames import base_name
+from gbls.worker.shared.messages import NESTED_BREAK_SEPARATOR, message_key, parse_break_text, shipped_ids
 from gbls.worker.shared.protocol import Message
 
 from ..support import FIXTURES
@@ -36,7 +36,7 @@ formats = pytest.mark.skipif(
 def registry_entries() -> list[tuple[str, dict[str, object]]]:
     """The first entry of each GB id in this torch's registry; before it had one (2.7), gbls's table."""
     if not os.path.exists(REGISTRY):
-        shipped = sorted((gb_id, gb_type) for gb_type, gb_id in hookpoints.shipped_ids().items())
+        shipped = sorted((gb_id, gb_type) for gb_type, gb_id in shipped_ids().items())
         return [
             (gb_id, {"Gb_type": gb_type, "Explanation": f"Why {gb_type}", "Hints": []})
             for gb_id, gb_type in shipped
@@ -53,7 +53,7 @@ def test_text_fallback_reads_what_dynamo_formats(gb_id: str, entry: dict[str, ob
     hints = [str(hint) for hint in entry["Hints"]] or ["First hint", "A second\\nhint over two lines"]  # type: ignore[attr-defined]
     explanation = str(entry["Explanation"]) + "\\nsecond line of the explanation"
     text = dynamo_exc.format_graph_break_message(str(entry["Gb_type"]), "ctx: Variable()", explanation, hints)
-    parsed = parse_break_text(hookpoints.message_key(text))
+    parsed = parse_break_text(message_key(text))
     # Text loses only the whitespace at the ends of each field.
     assert parsed == Message(
         gb_type=str(entry["Gb_type"]).strip(),
@@ -78,8 +78,8 @@ def test_messages_are_keyed_without_the_documentation_link() -> None:
     """torch 2.9-2.10 append the link after formatting, 2.11+ inside: either way the key is the message."""
     message = "Failed to trace builtin operator\n  Explanation: print"
     link = "For more details about this graph break, please visit: https://x.example/gb/gb0059.html"
-    assert hookpoints.message_key(f"{message}\n {link}") == message
-    assert hookpoints.message_key(f"{message}\n\n {link}\n") == message
+    assert message_key(f"{message}\n {link}") == message
+    assert message_key(f"{message}\n\n {link}\n") == message
 
 
 def test_resume_functions_map_back() -> None:

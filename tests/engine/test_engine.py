@@ -16,7 +16,7 @@ from gbls.lsp.hover import break_markdown
 from gbls.lsp.markdown import Where
 from gbls.settings import Settings
 from gbls.worker.analysis import hookpoints
-from gbls.worker.analysis.frames import base_name
+from gbls.worker.shared.frames import base_name
 from gbls.worker.shared.protocol import EAGER, SPLIT
 
 from ..support import FIXTURES

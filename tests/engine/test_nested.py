@@ -20,7 +20,7 @@ from gbls.lsp.diagnostics import file_diagnostics
 from gbls.lsp.hover import break_markdown
 from gbls.lsp.markdown import Where
 from gbls.output import text
-from gbls.worker.analysis.frames import base_name
+from gbls.worker.shared.frames import base_name
 from gbls.worker.shared.protocol import SPLIT
 
 from ..support import FIXTURES

@@ -8,7 +8,7 @@ from pathlib import Path
 import torch
 
 from gbls.engine.model import FileReport, FunctionReport, RecompileReport
-from gbls.worker.analysis.frames import base_name
+from gbls.worker.shared.frames import base_name
 from gbls.worker.shared.protocol import Recompile
 
 from ..support import FIXTURES

@@ -6,9 +6,10 @@ from __future__ import annotations
 
 from gbls.settings import Settings
 
-from ..conftest import FIXTURES, Analyse
-from ..test_engine import assert_agrees_with_torch, assert_same_roots, summary
-from ..torchlog import logged_script
+from ..support import FIXTURES
+from ..support.torchlog import logged_script
+from ..support.worker import Analyse
+from .test_engine import assert_agrees_with_torch, assert_same_roots, summary
 
 SCRIPTS = FIXTURES / "scripts"
 

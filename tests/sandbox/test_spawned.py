@@ -15,10 +15,11 @@ from typing import Any
 
 import pytest
 
-from ..conftest import FIXTURES, Analyse
-from ..test_engine import root_of
-from ..test_sandbox import require_bwrap
-from ..torchlog import ScriptLog, logged_script
+from ..engine.test_engine import root_of
+from ..support import FIXTURES
+from ..support.torchlog import ScriptLog, logged_script
+from ..support.worker import Analyse
+from .test_sandbox import require_bwrap
 
 ROOT = Path(__file__).parent.parent.parent
 DISTRIBUTED = FIXTURES / "distributed"

@@ -9,8 +9,7 @@ import os
 
 import pytest
 
-from gbls.worker.analysis import reasons
-from gbls.worker.shared import events
+from gbls.worker.shared import events, reasons
 from gbls.worker.shared.events import BreakEvent, CallEvent, DiscardEvent, Event, FrameEvent, TargetEvent
 from gbls.worker.shared.merge import merge
 from gbls.worker.shared.protocol import Code, Frame, Guard, Message, ProtocolError, Request

@@ -22,6 +22,7 @@ import { RESTART_KEYS, unresolved } from './settings';
 import { FileStatus, Phase, statusView } from './status';
 
 const SERVER_ANALYSE_FILE = 'gbls.analyseFile';
+const SERVER_IMPORT_TRACE = 'gbls.importTrace';
 const STATUS_NOTIFICATION = 'gbls/status';
 const REPORT_SCHEME = 'gbls-report';
 
@@ -412,6 +413,32 @@ class Gbls implements vscode.Disposable {
         }
     }
 
+    // A real run's TORCH_TRACE folder or file, or TORCH_LOGS log, chosen by the user, read by the
+    // server of the folder that holds it (else of the active file) onto that folder's source.
+    async importTrace(): Promise<void> {
+        const chosen = await vscode.window.showOpenDialog({
+            canSelectFiles: true,
+            canSelectFolders: true,
+            canSelectMany: false,
+            openLabel: 'Import',
+            title: 'gbls: a TORCH_TRACE folder or file, or a TORCH_LOGS=graph_breaks,recompiles log',
+        });
+        const trace = chosen?.[0];
+        if (trace === undefined) {
+            return;
+        }
+        const document = vscode.window.activeTextEditor?.document;
+        const client = this.running(this.serverFor(trace) || document === undefined ? trace : document.uri);
+        if (client === undefined) {
+            return;
+        }
+        const answer: unknown = await client.sendRequest(ExecuteCommandRequest.type, {
+            command: SERVER_IMPORT_TRACE,
+            arguments: [client.code2ProtocolConverter.asUri(trace)],
+        });
+        void vscode.window.showInformationMessage(typeof answer === 'string' ? answer : 'gbls imported the trace.');
+    }
+
     // From the command palette (the active file) or a code lens ([uri, qualname]).
     async showBreakReport(uri?: string, qualname?: string): Promise<void> {
         const target = uri ?? activeAnalysed()?.toString();
@@ -484,6 +511,7 @@ export function activate(context: vscode.ExtensionContext): void {
         vscode.commands.registerCommand(CLIENT_SHOW_REPORT, (uri?: string, qualname?: string) =>
             controller.showBreakReport(uri, qualname),
         ),
+        vscode.commands.registerCommand('gbls.importTraceFile', () => controller.importTrace()),
         vscode.commands.registerCommand('gbls.restart', () => controller.restart()),
         vscode.commands.registerCommand('gbls.showOutput', () => output.show()),
         vscode.workspace.registerTextDocumentContentProvider(REPORT_SCHEME, {

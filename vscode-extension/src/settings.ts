@@ -19,6 +19,7 @@ export interface ServerSettings {
     device: Device;
     severityOverrides: Record<string, Severity>; // by code: a GB id or "recompile"
     ignore: string[];
+    traces: string[]; // real runs' traces and logs, paths or globs relative to the workspace folder
 }
 
 // Settings of the extension alone, never sent: gbls.trace.server is read by vscode-languageclient.
@@ -55,6 +56,7 @@ export function readSettings(configuration: Configuration): ServerSettings {
         device: contributed<Device>(configuration, 'device'),
         severityOverrides: contributed<Record<string, Severity>>(configuration, 'severityOverrides'),
         ignore: contributed<string[]>(configuration, 'ignore'),
+        traces: contributed<string[]>(configuration, 'traces'),
     };
 }
 

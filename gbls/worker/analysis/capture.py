@@ -39,6 +39,8 @@ from ..shared.events import (
     ReachEvent,
     TorchEvent,
 )
+from ..shared.frames import RESUME_PREFIX, base_name, resume_line
+from ..shared.messages import NESTED_BREAK_SEPARATOR, legacy_gb_type
 from ..shared.protocol import Frame, InputSource, Message, Raises, StaticTarget
 from . import flags, hookpoints, patches
 from .chains import eager_chain, position
@@ -52,8 +54,8 @@ from .compilations import (
     newest_metric,
     takes_symbolic_sizes,
 )
-from .frames import RESUME_PREFIX, base_name, collapse, is_user_file, resume_line
-from .messages import NESTED_BREAK_SEPARATOR, Messages
+from .frames import collapse, is_user_file
+from .messages import Messages
 from .steady import SteadyStop
 from .targets import INLINE_WRAPPER, Registry, Target, is_compiled_call_impl, runs_own_code
 from .values import describe_arguments
@@ -378,7 +380,7 @@ class Capture:
             compile_id = translation.compile_ids[-1]
         failure = str(getattr(mine[-1], "fail_reason", None) or "").strip() if mine else ""
         if not produced and translation.loop_skip:  # before torch 2.11 only this says why
-            failure = f"{hookpoints.legacy_gb_type(translation.loop_skip)}: {translation.loop_skip}"
+            failure = f"{legacy_gb_type(translation.loop_skip)}: {translation.loop_skip}"
         log(
             f"frame {code.co_name} ({code.co_filename}:{code.co_firstlineno}) of target {target.number}: "
             + ("compiled" if produced else "runs eagerly")

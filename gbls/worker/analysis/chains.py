@@ -10,8 +10,9 @@ from __future__ import annotations
 
 import types
 
+from ..shared.frames import RawFrame
 from .columns import of_instruction as columns_from_syntax
-from .frames import RawFrame, is_user_file, resumes
+from .frames import is_user_file, resumes
 from .targets import Registry, Target
 
 

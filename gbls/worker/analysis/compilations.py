@@ -17,9 +17,11 @@ from typing import Any
 import torch
 import torch._dynamo
 
+from ..shared import reasons
+from ..shared.frames import RawFrame, base_name
 from ..shared.protocol import Frame, Guard
-from . import hookpoints, reasons
-from .frames import RawFrame, base_name, collapse, raw_frame
+from . import hookpoints
+from .frames import collapse, raw_frame
 from .targets import Target
 
 

@@ -35,7 +35,6 @@ import functools
 import inspect
 import json
 import os
-import re
 import sys
 import traceback
 import types
@@ -49,6 +48,7 @@ import torch._dynamo.exc as dynamo_exc
 import torch._dynamo.guards as dynamo_guards
 import torch._dynamo.symbolic_convert as symbolic_convert
 
+from ..shared.messages import LOOP_SKIP, site_link
 from . import columns, patches
 
 # What the wrappers run gbls's bookkeeping through: (what it is about, the work).
@@ -56,30 +56,7 @@ Guard = Callable[[str, Callable[[], None]], None]
 Columns = tuple[int | None, int | None]
 
 TORCH_RELEASE = ".".join(torch.__version__.split("+")[0].split(".")[:2])
-HERE = os.path.dirname(os.path.abspath(__file__))
 REGISTRY = os.path.join(os.path.dirname(dynamo_exc.__file__), "graph_break_registry.json")
-# gb_type → GB id, from torch 2.15's registry: the ids are stable across releases.
-SHIPPED_IDS = os.path.join(HERE, "gb_ids.json")
-GRAPH_BREAK_SITE = "https://meta-pytorch.github.io/compile-graph-break-site/gb/"
-
-LINK_SUFFIX = re.compile(r"\n+ ?For more details about this graph break, please visit: \S+\s*$")
-LOOP_SKIP = "Skipping frame because there is a graph break in a for/while loop"
-# The one-line texts of torch 2.6 (and the few text-only breaks of 2.7-2.10) → the gb_type later
-# releases give the same break. Others keep their first line as their gb_type.
-LEGACY_GB_TYPES = (
-    (re.compile(r"^builtin: \w+ "), "Failed to trace builtin operator"),
-    (re.compile(r"^Data-dependent jump$"), "Data-dependent branching"),
-    (re.compile(r"^Tensor\.item$"), "Unsupported Tensor.item() call with capture_scalar_outputs=False"),
-    (re.compile(r"^dynamic shape operator: "), "Dynamic shape operator"),
-    (re.compile(r"^generator$"), "Attempt to trace generator"),
-    (re.compile(r"^(accumulated_)?(cache_size|recompile)_limit reached"), "Dynamo recompile limit exceeded"),
-    (re.compile(r"^'skip function graph_break in file "), "Call to `torch._dynamo.graph_break()`"),
-    (
-        re.compile(r"^call torch\._dynamo\.disable\(\) wrapped function"),
-        "Skip calling `torch.compiler.disable()`d function",
-    ),
-    (re.compile(r"^(SKIPPED INLINING .*: )?" + re.escape(LOOP_SKIP)), "graph break in loop"),  # or a callee's
-)
 
 
 class Missing(Exception):
@@ -100,16 +77,6 @@ def _find(owner: Any, name: str, where: str) -> Any:
     return found
 
 
-def legacy_gb_type(text: str) -> str | None:
-    """The gb_type later releases give a break torch formatted as one line of text, if gbls knows it."""
-    return next((gb_type for pattern, gb_type in LEGACY_GB_TYPES if pattern.search(text)), None)
-
-
-def message_key(text: str) -> str:
-    """A formatted message without the documentation link (appended after formatting in 2.9-2.10)."""
-    return LINK_SUFFIX.sub("", text).strip("\n")
-
-
 # -- structured messages ---------------------------------------------------------------------
 
 
@@ -122,7 +89,7 @@ def wrap_messages(guard: Guard, record: Callable[[str, str, str, str, list[str]]
     """``record(text, gb_type, context, explanation, hints)`` for every structured message."""
     original = getattr(dynamo_exc, "format_graph_break_message", None)
     if original is None:
-        return  # torch 2.6: plain text only (parse_break_text reads it)
+        return  # torch 2.6: plain text only (shared.messages reads it)
 
     signature = inspect.signature(original)
 
@@ -482,19 +449,9 @@ def registry_ids() -> dict[str, str] | None:
     return ids
 
 
-def shipped_ids() -> dict[str, str]:
-    """gb_type → GB id as gbls ships them (from torch 2.15's registry), for the gaps of older ones."""
-    try:
-        with open(SHIPPED_IDS, encoding="utf-8") as handle:
-            shipped: dict[str, str] = json.load(handle)
-    except (OSError, ValueError):
-        return {}
-    return shipped
-
-
 def documentation_link(gb_type: str, gb_id: str | None) -> str | None:
     link = getattr(dynamo_exc, "get_gbid_documentation_link", None)  # 2.9+
     found = link(gb_type) if link is not None else None
     if found:
         return str(found)
-    return f"{GRAPH_BREAK_SITE}gb{gb_id[2:]}.html" if gb_id else None
+    return site_link(gb_id)

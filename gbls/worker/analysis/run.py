@@ -37,6 +37,7 @@ from ..shared.events import (
     NoteEvent,
     StuckEvent,
 )
+from ..shared.frames import base_name
 from ..shared.lines import split_lines
 from ..shared.protocol import Request, Run
 from ..shared.workspace import in_workspace, lines_of, roots_of
@@ -53,7 +54,6 @@ from .failures import (
     failure_at,
     shadowed,
 )
-from .frames import base_name
 from .steady import ProgramStopped, SteadyStop
 from .tampering import replaced
 from .uncalled import Attempts, Runner

@@ -366,10 +366,16 @@ def _breaks(
                 classes=root.classes,
                 paths=tuple(group.paths),
                 processes=tuple(sorted(group.processes - {""}, key=in_order)),
+                compile_ids=tuple(sorted((c for c in group.compiles if c), key=_compile_order)),
             )
         )
     breaks.sort(key=lambda b: (b.function, b.chain[0].line, b.chain[0].column or 0, b.gb_type))
     return tuple(breaks)
+
+
+def _compile_order(compile_id: str) -> tuple[int, ...]:
+    """``10/2`` after ``9/3``: compile ids by their numbers."""
+    return tuple(int(part) if part.isdigit() else 0 for part in compile_id.split("/"))
 
 
 def _without_wrappers(groups: list[_Group]) -> list[_Group]:

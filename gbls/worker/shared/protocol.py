@@ -156,6 +156,8 @@ class Break:
     # The program's processes it happened in, when other interpreters than the analysed one (each
     # rank of a spawned group) ran its function: "main process", "rank 0", "rank 1"; else empty.
     processes: tuple[str, ...] = ()
+    # The compilations that hit it (its function's own, else the re-entered callees'), in order.
+    compile_ids: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)

@@ -22,11 +22,12 @@ test('limited in untrusted workspaces, where a workspace may not choose the inte
     assert.deepEqual(untrusted.restrictedConfigurations, ['gbls.interpreter']);
 });
 
-test('the four commands, under the gbls category', () => {
+test('the five commands, under the gbls category', () => {
     const titles = manifest.contributes.commands.map((c) => `${c.category}: ${c.title}`);
     assert.deepEqual(titles, [
         'gbls: Analyse current file',
         'gbls: Show break report',
+        'gbls: Import trace…',
         'gbls: Restart server',
         'gbls: Show output',
     ]);

@@ -45,6 +45,7 @@ test('the defaults are the server defaults', () => {
         device: 'auto',
         severityOverrides: {},
         ignore: [],
+        traces: [],
     });
 });
 

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import re
 
-from ..shared.protocol import Guard, GuardKind
+from .protocol import Guard, GuardKind
 
 REASON = re.compile(r"^(\S+?): (.*)$")  # "0/0: <check>", "!1/0/3: <check>"
 COMMENT = re.compile(r"^(.*?)\s{2,}#\s?(.*)$")  # the check, padded, then "# <source line>  # <where>"
