@@ -72,8 +72,18 @@ class GblsServer(LanguageServer):
         """The open text document at ``uri``, or the open notebook as the program gbls analyses."""
         return self.notebooks.program(uri) or self.workspace.text_documents.get(unquote(uri))
 
+    def uri_of(self, path: str) -> str:
+        """The URI of the file ``path``: an open document's own, an untitled one's too, whose path
+        (``Untitled-1``, in the server's folder) has no URI of its own."""
+        uri = uris.from_fs_path(path) or path
+        if self.open_document(uri) is None:
+            for other in list(self.workspace.text_documents):
+                if other.startswith("untitled:") and self.path_of(other) == path:
+                    return str(other)
+        return uri
+
     def text_of(self, path: str) -> str | None:
-        document = self.open_document(uris.from_fs_path(path) or path)
+        document = self.open_document(self.uri_of(path))
         return document.source if document is not None else read_source(path)
 
     def report_of(self, path: str) -> FileReport | None:
@@ -213,7 +223,7 @@ class GblsServer(LanguageServer):
         report = analysed.report
         touched = dict.fromkeys([*(previous.views if previous else {}), *analysed.views])
         for path in touched:
-            uri = uris.from_fs_path(path) or path
+            uri = self.uri_of(path)
             self.publish(uri)
             if self.open_document(uri) is not None:
                 self._status(uri, "done")
@@ -384,7 +394,7 @@ class GblsServer(LanguageServer):
         own = self.session.analysed_of(uri)
         path = self.path_of(uri)
         needed = own is not None and any(
-            self.open_document(uris.from_fs_path(other) or other) is not None
+            self.open_document(self.uri_of(other)) is not None
             for other in own.views
             if other != path
         )
@@ -394,7 +404,7 @@ class GblsServer(LanguageServer):
         self.text_document_publish_diagnostics(lsp.PublishDiagnosticsParams(uri=uri, diagnostics=[]))
         for other in analysed.views if analysed else {}:
             if other != path:
-                self.publish(uris.from_fs_path(other) or other)
+                self.publish(self.uri_of(other))
 
     # -- settings ---------------------------------------------------------------------------------
 
@@ -421,7 +431,7 @@ class GblsServer(LanguageServer):
             for name in list(self._runs):
                 analysed = self.session.forget_run(name)
                 for path in analysed.views if analysed else {}:
-                    self.publish(uris.from_fs_path(path) or path)
+                    self.publish(self.uri_of(path))
             self._runs.clear()
             for uri, _ in list(self.session.analysed()):
                 self.forget(uri)
