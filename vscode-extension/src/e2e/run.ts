@@ -184,6 +184,11 @@ function executable(python: string): string {
     return execFileSync(python, ['-c', 'import sys; print(sys.executable)'], { encoding: 'utf8' }).trim();
 }
 
+function sitePackages(python: string): string {
+    const code = 'import sysconfig; print(sysconfig.get_paths()["purelib"])';
+    return execFileSync(python, ['-c', code], { encoding: 'utf8' }).trim();
+}
+
 function hasDebugpy(python: string): boolean {
     try {
         execFileSync(python, ['-c', 'import debugpy'], { stdio: 'ignore' });
@@ -257,7 +262,7 @@ function extensionLogs(root: string): string {
 
 async function openWorkbench(browser: Browser, url: string): Promise<Page> {
     const page = await browser.newPage({ viewport: { width: 1280, height: 900 } });
-    await page.goto(url);
+    await page.goto(url, { timeout: 60 * SECOND }); // a cold code-server on a busy machine takes over 30 s
     await page.locator('.monaco-workbench').waitFor({ timeout: 60 * SECOND });
     return page;
 }
@@ -767,6 +772,9 @@ async function inMultiRootCodeServer(browser: Browser, root: string): Promise<vo
     const venv = path.join(root, 'python-b');
     execFileSync(PYTHON, ['-m', 'venv', '--without-pip', '--system-site-packages', venv]);
     const python = path.join(venv, 'bin', 'python');
+    // A venv made from a venv's Python sees its base Python's packages, not that venv's: a .pth
+    // file gives it GBLS_PYTHON's own, torch among them.
+    fs.writeFileSync(path.join(sitePackages(python), 'gbls-e2e-parent.pth'), `${sitePackages(PYTHON)}\n`);
     const interpreters = {
         a: { setting: PYTHON, executable: executable(PYTHON) },
         b: { setting: python, executable: executable(python) },
