@@ -13,7 +13,6 @@ from __future__ import annotations
 import asyncio
 import logging
 import os
-import uuid
 from collections.abc import Iterable
 from typing import Any
 from urllib.parse import unquote
@@ -38,6 +37,7 @@ from .documents import GblsProtocol
 from .hover import FixOf
 from .markdown import Where
 from .messages import analysis_line
+from .progress import progress_begin, progress_end
 from .project import NOTHING_REACHES
 
 log = logging.getLogger(__name__)
@@ -76,8 +76,18 @@ class GblsServer(LanguageServer):
         """The open text document at ``uri``, or the open notebook as the program gbls analyses."""
         return self.notebooks.program(uri) or self.workspace.text_documents.get(unquote(uri))
 
+    def uri_of(self, path: str) -> str:
+        """The URI of the file ``path``: an open document's own, an untitled one's too, whose path
+        (``Untitled-1``, in the server's folder) has no URI of its own."""
+        uri = uris.from_fs_path(path) or path
+        if self.open_document(uri) is None:
+            for other in list(self.workspace.text_documents):
+                if other.startswith("untitled:") and self.path_of(other) == path:
+                    return str(other)
+        return uri
+
     def text_of(self, path: str) -> str | None:
-        document = self.open_document(uris.from_fs_path(path) or path)
+        document = self.open_document(self.uri_of(path))
         return document.source if document is not None else read_source(path)
 
     def report_of(self, path: str) -> FileReport | None:
@@ -239,7 +249,7 @@ class GblsServer(LanguageServer):
         report = analysed.report
         touched = dict.fromkeys([*(previous.views if previous else {}), *analysed.views])
         for path in touched:
-            uri = uris.from_fs_path(path) or path
+            uri = self.uri_of(path)
             self.publish(uri)
             if self.open_document(uri) is not None:
                 self._status(uri, "done")
@@ -277,7 +287,7 @@ class GblsServer(LanguageServer):
         if run is None:
             return
         path = entry_of(run)
-        progress = await self._progress_begin(f"run:{name}", f"run {name}")
+        progress = await progress_begin(self, f"run {name}", lambda: self.scheduler.cancel(f"run:{name}"))
         try:
             report = await self.session.analyse_run(run)
         except WorkerError as error:
@@ -285,7 +295,7 @@ class GblsServer(LanguageServer):
         except Exception as error:  # a bug in gbls: say so, with the traceback in the log
             report = self._internal_failure(path, error)
         finally:
-            self._progress_end(progress)
+            progress_end(self, progress)
         if self._runs.get(name) != run:
             return  # reconfigured meanwhile: its own analysis is on its way
         analysed = Analysed(None, self.text_of(path) or "" if path else "", report)
@@ -300,7 +310,7 @@ class GblsServer(LanguageServer):
         version, source = (document.version, document.source) if document else (None, read_source(path))
         if source is None:
             return
-        progress = await self._progress_begin(uri, os.path.basename(path))
+        progress = await progress_begin(self, os.path.basename(path), lambda: self.scheduler.cancel(uri))
         if document is not None:
             self._status(uri, "analysing")
         try:
@@ -310,7 +320,7 @@ class GblsServer(LanguageServer):
         except Exception as error:  # a bug in gbls: say so, with the traceback in the log
             report = self._internal_failure(path, error)
         finally:
-            self._progress_end(progress)
+            progress_end(self, progress)
         current = self.open_document(uri)
         if (current.version if current is not None else None) != version:
             return  # a newer version is on its way; this result belongs to none that exists
@@ -332,30 +342,6 @@ class GblsServer(LanguageServer):
     def _internal_failure(path: str, error: Exception) -> FileReport:
         log.exception("gbls failed while analysing %s", path)
         return failure_report(path, "internal", f"gbls itself failed ({type(error).__name__}: {error})")
-
-    async def _progress_begin(self, uri: str, name: str) -> str | None:
-        capabilities = self.client_capabilities.window
-        if capabilities is None or not capabilities.work_done_progress:
-            return None
-        token = f"gbls-{uuid.uuid4()}"
-        try:
-            await self.work_done_progress.create_async(token)
-        except Exception:
-            return None
-        self.work_done_progress.begin(
-            token, lsp.WorkDoneProgressBegin(title="gbls", message=f"analysing {name}", cancellable=True)
-        )
-        cancelled = self.work_done_progress.tokens.get(token)
-        if cancelled is not None:
-            cancelled.add_done_callback(
-                lambda future: self.scheduler.cancel(uri) if future.cancelled() else None
-            )
-        return token
-
-    def _progress_end(self, token: str | None) -> None:
-        if token is not None:
-            self.work_done_progress.end(token, lsp.WorkDoneProgressEnd())
-            self.work_done_progress.tokens.pop(token, None)
 
     def _status(self, uri: str, state: str) -> None:
         status: dict[str, Any] = {"uri": uri, "state": state}
@@ -414,9 +400,7 @@ class GblsServer(LanguageServer):
         own = self.session.analysed_of(uri)
         path = self.path_of(uri)
         needed = own is not None and any(
-            self.open_document(uris.from_fs_path(other) or other) is not None
-            for other in own.views
-            if other != path
+            self.open_document(self.uri_of(other)) is not None for other in own.views if other != path
         )
         if needed:
             return
@@ -460,7 +444,7 @@ class GblsServer(LanguageServer):
 
     def _publish_files(self, paths: Iterable[str]) -> None:
         for path in paths:
-            self.publish(uris.from_fs_path(path) or path)
+            self.publish(self.uri_of(path))
 
     # -- settings ---------------------------------------------------------------------------------
 

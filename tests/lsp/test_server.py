@@ -17,7 +17,7 @@ from pygls.protocol.json_rpc import JsonRPCRequestMessage
 from pytest_lsp import LanguageClient
 
 from ..support import FIXTURES
-from ..support.lsp import Recorder, close, diagnostics_for, open_and_wait, until, uri_of
+from ..support.lsp import Recorder, close, diagnostics_for, open_and_wait, published_after, until, uri_of
 
 LSP = FIXTURES / "lsp"
 ENGINE = FIXTURES / "engine"
@@ -323,3 +323,20 @@ async def test_hover_anywhere_is_answered(
         lsp.HoverParams(lsp.TextDocumentIdentifier(uri_of(LSP / "main.py")), lsp.Position(8, 10))
     )
     assert hover is not None
+
+
+async def test_an_untitled_document_gets_its_breaks(client: LanguageClient) -> None:
+    """Its path (``Untitled-1``) has no URI of its own: the breaks go to the document's."""
+    uri = "untitled:Untitled-1"
+    text = (ENGINE / "print_body.py").read_text()
+    client.text_document_did_open(
+        lsp.DidOpenTextDocumentParams(
+            lsp.TextDocumentItem(uri=uri, language_id="python", version=1, text=text)
+        )
+    )
+    diagnostics = await diagnostics_for(client, uri)
+    assert [(d.code, d.range.start.line) for d in diagnostics] == [("GB0059", 6)]
+    recorder: Recorder = client.diagnostics  # type: ignore[assignment]
+    seen = len(recorder.history)
+    client.text_document_did_close(lsp.DidCloseTextDocumentParams(lsp.TextDocumentIdentifier(uri)))
+    await published_after(client, seen, uri)

@@ -7,12 +7,15 @@
 // its own interpreter (the second a venv), each folder's file is analysed by its folder's server
 // with its folder's interpreter; gbls.trace.server traces both servers in "gbls Trace"; and, when
 // the interpreter has no debugpy, GBLS_DEBUG_PORT gets a warning and the server runs as usual. A
-// Jupyter notebook gets its break in the cell it is in, its hover, code lens and status bar.
-// It saves the README's screenshot of the squiggle and its hover.
+// Jupyter notebook gets its break in the cell it is in, its hover, code lens and status bar. In a
+// two-file project (fixtures/project), opening only model.py, which compiles nothing, shows the break
+// on its `print`, found by running train.py, which compiles the model, in the background; that
+// scenario saves the README's screenshot of the squiggle and its hover.
 //
 // Environment (defaults in brackets): GBLS_PYTHON, the interpreter with torch [python3];
 // GBLS_E2E_TOOLS, where scripts/ci-setup.sh put Node 24 and code-server [.e2e];
-// CHROMIUM [/usr/bin/chromium]; GBLS_SCREENSHOT [../docs/vscode-hover.png].
+// CHROMIUM [/usr/bin/chromium]; GBLS_SCREENSHOT [../docs/vscode-hover.png]; GBLS_E2E_ONLY, to run
+// only some scenarios while working on them, by name, comma-separated [all of them].
 
 import { ChildProcess, execFileSync, spawn } from 'node:child_process';
 import * as fs from 'node:fs';
@@ -33,17 +36,23 @@ const SCREENSHOT = path.resolve(EXTENSION, process.env.GBLS_SCREENSHOT ?? path.j
 const FIXTURE = path.join(EXTENSION, 'fixtures', 'workspace');
 const NOTEBOOK_FIXTURE = path.join(EXTENSION, 'fixtures', 'notebook');
 const NOTEBOOK = 'training.ipynb'; // its third cell is a compiled function whose fourth line prints
+const PROJECT_FIXTURE = path.join(EXTENSION, 'fixtures', 'project');
+const MODEL = 'model.py'; // TinyNet, whose forward prints and calls .item(); train.py compiles it
+const MODEL_PRINT_LINE = 13;
 const FILE = 'preprocess.py';
 const SECOND_FILE = 'features.py'; // the fixture's file, in the second folder of the multi-root workspace
 
 const SECOND = 1000;
 const ANALYSED = 120 * SECOND; // server start, torch import in the worker, first analysis: ~10 s here
 const UI = 20 * SECOND;
+const SCENARIOS = ['trusted', 'project', 'untrusted', 'notebook', 'no-torch', 'multi-root'];
+const ONLY = (process.env.GBLS_E2E_ONLY ?? '').split(',').filter((name) => name !== '');
 
 const EXPECTED = {
     code: 'GB0059',
     gbType: 'Failed to trace builtin operator',
     chain: ['preprocess', 'normalize', 'log_stats'],
+    split: 'the graph of `preprocess` splits here: Failed to trace builtin operator (print) at preprocess.py:7',
     fixes: [
         'Suppress GB0059 on this line (# gbls: ignore[GB0059])',
         'Suppress every graph break on this line (# gbls: ignore)',
@@ -175,6 +184,11 @@ function executable(python: string): string {
     return execFileSync(python, ['-c', 'import sys; print(sys.executable)'], { encoding: 'utf8' }).trim();
 }
 
+function sitePackages(python: string): string {
+    const code = 'import sysconfig; print(sysconfig.get_paths()["purelib"])';
+    return execFileSync(python, ['-c', code], { encoding: 'utf8' }).trim();
+}
+
 function hasDebugpy(python: string): boolean {
     try {
         execFileSync(python, ['-c', 'import debugpy'], { stdio: 'ignore' });
@@ -248,13 +262,13 @@ function extensionLogs(root: string): string {
 
 async function openWorkbench(browser: Browser, url: string): Promise<Page> {
     const page = await browser.newPage({ viewport: { width: 1280, height: 900 } });
-    await page.goto(url);
+    await page.goto(url, { timeout: 60 * SECOND }); // a cold code-server on a busy machine takes over 30 s
     await page.locator('.monaco-workbench').waitFor({ timeout: 60 * SECOND });
     return page;
 }
 
-async function openFile(page: Page): Promise<void> {
-    const row = page.locator('.explorer-folders-view .monaco-list-row', { hasText: FILE });
+async function openFile(page: Page, name: string = FILE): Promise<void> {
+    const row = page.locator('.explorer-folders-view .monaco-list-row', { hasText: name });
     await row.waitFor({ timeout: UI });
     await row.click();
     await page.locator('.monaco-editor .view-lines').first().waitFor({ timeout: UI });
@@ -293,18 +307,52 @@ async function pick(page: Page, label: string): Promise<void> {
         .click({ timeout: UI });
 }
 
-// The break is on `normalize(y)`, line 19. The squiggle is drawn beneath the text, which takes the
-// pointer, so the mouse aims at the word; the editor renders spaces as no-break spaces (\s).
-const BROKEN_LINE = 19;
-const BROKEN_COLUMN = 10;
+// The break is on its root cause, the `print` in log_stats, line 7; the graph of `preprocess` splits
+// at `normalize(y)`, line 19, where an information diagnostic points to it.
+const BROKEN_LINE = 7;
+const BROKEN_COLUMN = 6;
+const SPLIT_LINE = 19;
 
-async function hoverBrokenCall(page: Page): Promise<void> {
-    const word = page
-        .locator('.view-lines .view-line', { hasText: /z\s=\snormalize\(y\)/ })
-        .locator('span', { hasText: /^\s*normalize$/ });
-    const box = await word.boundingBox(); // not locator.hover(): its scrolling into view scrolls the editor
-    check(box !== null, 'the call with the break is not on screen');
+// The pointer onto `word` on the line whose text matches `line`, and the gbls hover that shows there.
+// The squiggle is drawn beneath the text, which takes the pointer, so the mouse aims at the word; the
+// editor renders spaces as no-break spaces (\s).
+async function hoverWord(page: Page, line: RegExp, word: string): Promise<{ hover: Locator; text: string }> {
+    const span = page
+        .locator('.view-lines .view-line', { hasText: line })
+        .locator('span', { hasText: new RegExp(`^\\s*${word}$`) })
+        .first();
+    const box = await span.boundingBox(); // not locator.hover(): its scrolling into view scrolls the editor
+    check(box !== null, `\`${word}\` is not on screen`);
     await page.mouse.move(box.x + box.width - 8, box.y + box.height / 2);
+    const hover = page.locator('.monaco-hover:visible', { hasText: 'To do:' }).first();
+    await hover.waitFor({ timeout: UI });
+    const text = await hover.innerText();
+    const bold = await hover.locator('strong', { hasText: 'To do:' }).count();
+    check(bold > 0, `the hover does not start with what to do, in bold: ${text}`);
+    return { hover, text };
+}
+
+// VS Code's hover at its default size holds it all: the diagnostic and gbls's markdown.
+async function checkFits(hover: Locator): Promise<void> {
+    const hidden = await hover
+        .locator('.monaco-hover-content')
+        .first()
+        .evaluate(
+            (content: { scrollHeight: number; clientHeight: number }) => content.scrollHeight - content.clientHeight,
+        );
+    check(hidden <= 1, `the hover needs scrolling: ${hidden} px of it are hidden`);
+}
+
+async function hideHover(page: Page): Promise<void> {
+    await page.mouse.move(5, 400);
+    await page.keyboard.press('Escape');
+}
+
+// The row of the Problems panel with `text` (the panel open), its text on one line.
+async function problem(page: Page, text: string): Promise<string> {
+    const row = page.locator('.markers-panel .monaco-list-row', { hasText: text }).first();
+    await row.waitFor({ timeout: UI });
+    return (await row.innerText()).replace(/\s+/g, ' ');
 }
 
 // The cursor onto the break, by Go to Line.
@@ -378,7 +426,8 @@ async function trustedScenario(page: Page, workspace: string): Promise<void> {
 
     const squiggle = page.locator('.monaco-editor .squiggly-warning').first();
     await squiggle.waitFor({ timeout: ANALYSED });
-    log('squiggle shown');
+    await page.locator('.monaco-editor .squiggly-info').first().waitFor({ timeout: UI });
+    log('squiggle shown, and the split beside it');
     const status = await until('the status bar to count the break', UI, async () => {
         const text = await statusText(page);
         return text.includes('1 graph break in this file') ? text : undefined;
@@ -386,39 +435,31 @@ async function trustedScenario(page: Page, workspace: string): Promise<void> {
     log(`status bar: ${status}`);
 
     await page.keyboard.press('Control+Shift+M');
-    const problem = page.locator('.markers-panel .monaco-list-row', { hasText: EXPECTED.code }).first();
-    await problem.waitFor({ timeout: UI });
-    const problemText = await problem.innerText();
-    log(`Problems: ${problemText.replace(/\s+/g, ' ')}`);
-    check(problemText.includes(EXPECTED.gbType), `the Problems entry lacks "${EXPECTED.gbType}": ${problemText}`);
-    check(problemText.includes('gbls'), `the Problems entry does not name gbls as its source: ${problemText}`);
-    await page.keyboard.press('Control+Shift+M'); // close the panel again for the screenshot
+    const cause = await problem(page, EXPECTED.code);
+    log(`Problems: ${cause}`);
+    check(cause.includes(EXPECTED.gbType), `the Problems entry lacks "${EXPECTED.gbType}": ${cause}`);
+    check(cause.includes('gbls'), `the Problems entry does not name gbls as its source: ${cause}`);
+    check(cause.includes(`Ln ${BROKEN_LINE},`), `the break is not on the print, line ${BROKEN_LINE}: ${cause}`);
+    const split = await problem(page, EXPECTED.split);
+    log(`Problems: ${split}`);
+    check(split.includes(`Ln ${SPLIT_LINE},`), `the split is not on normalize(y), line ${SPLIT_LINE}: ${split}`);
+    await page.keyboard.press('Control+Shift+M'); // close the panel again
 
-    await hoverBrokenCall(page);
-    const hover = page.locator('.monaco-hover:visible', { hasText: 'To do:' }).first();
-    await hover.waitFor({ timeout: UI });
-    const hoverText = await hover.innerText();
+    const { hover, text: hoverText } = await hoverWord(page, /print\("normalizing"/, 'print');
     log(`hover: ${hoverText.replace(/\s+/g, ' ').slice(0, 300)}…`);
     check(hoverText.includes(EXPECTED.gbType), `the hover lacks the gb_type: ${hoverText}`);
     check(hoverText.includes(EXPECTED.code), `the hover lacks ${EXPECTED.code}: ${hoverText}`);
     for (const name of EXPECTED.chain) {
         check(hoverText.includes(name), `the hover's inline chain lacks ${name}: ${hoverText}`);
     }
-    const bold = await hover.locator('strong', { hasText: 'To do:' }).count();
-    check(bold > 0, 'the hover does not start with what to do, in bold');
-    // VS Code's hover at its default size holds it all: the diagnostic and gbls's markdown.
-    const hidden = await hover
-        .locator('.monaco-hover-content')
-        .first()
-        .evaluate(
-            (content: { scrollHeight: number; clientHeight: number }) => content.scrollHeight - content.clientHeight,
-        );
-    check(hidden <= 1, `the hover needs scrolling: ${hidden} px of it are hidden`);
-    fs.mkdirSync(path.dirname(SCREENSHOT), { recursive: true });
-    await page.screenshot({ path: SCREENSHOT });
-    log(`screenshot: ${SCREENSHOT}`);
-    await page.mouse.move(5, 400);
-    await page.keyboard.press('Escape');
+    await checkFits(hover);
+    await hideHover(page);
+    // The split's hover: its diagnostic, which names the cause's place, and the same advice.
+    const splitHover = await hoverWord(page, /z\s=\snormalize\(y\)/, 'normalize');
+    log(`hover on the split: ${splitHover.text.replace(/\s+/g, ' ').slice(0, 300)}…`);
+    check(splitHover.text.includes(EXPECTED.split), `the split's hover lacks its diagnostic: ${splitHover.text}`);
+    check(splitHover.text.includes(EXPECTED.code), `the split's hover lacks ${EXPECTED.code}: ${splitHover.text}`);
+    await hideHover(page);
 
     await cursorOnBrokenCall(page);
     await page.keyboard.press('Control+.');
@@ -451,7 +492,7 @@ async function trustedScenario(page: Page, workspace: string): Promise<void> {
     await expectReport(page, `Preview ${FILE} preprocess.md`, 'preprocess');
     await page.locator('.tabs-container .tab', { hasText: FILE }).first().click();
     await runCommand(page, 'gbls: Show break report');
-    await expectReport(page, `Preview ${FILE}.md`, 'line 19: Failed to trace builtin operator');
+    await expectReport(page, `Preview ${FILE}.md`, `line ${BROKEN_LINE}: ${EXPECTED.gbType}`);
     await page.locator('.tabs-container .tab', { hasText: FILE }).first().click();
 
     await runCommand(page, 'gbls: Show output');
@@ -462,8 +503,10 @@ async function trustedScenario(page: Page, workspace: string): Promise<void> {
     await cursorOnBrokenCall(page);
     await page.keyboard.press('Control+.');
     await menu.locator('.monaco-list-row.action', { hasText: EXPECTED.fixes[0] }).first().click();
-    await until('the squiggle to go once the break is suppressed', ANALYSED, async () =>
-        (await page.locator('.monaco-editor .squiggly-warning').count()) === 0 ? true : undefined,
+    await until('the squiggle and the split to go once the break is suppressed', ANALYSED, async () =>
+        (await page.locator('.monaco-editor .squiggly-warning, .monaco-editor .squiggly-info').count()) === 0
+            ? true
+            : undefined,
     );
     const after = await until('the status bar to say the break is gone', UI, async () => {
         const text = await statusText(page);
@@ -503,6 +546,42 @@ async function trustedScenario(page: Page, workspace: string): Promise<void> {
         return text.includes('1 graph break in this file') ? text : undefined;
     });
     log(`restarted: ${restarted}`);
+}
+
+// A project of two files: model.py, which compiles nothing, and train.py, which compiles its model and
+// trains it. Opening model.py alone, the server runs what reaches it (train.py, found by its import)
+// in the background: the break is on model.py's `print`, where its root cause is.
+async function projectScenario(page: Page): Promise<void> {
+    await openFile(page, MODEL);
+    await page.locator('.monaco-editor .squiggly-warning').first().waitFor({ timeout: ANALYSED });
+    const status = await until("the status bar to count model.py's breaks", UI, async () => {
+        const text = await statusText(page);
+        return text.includes('2 graph breaks in this file') ? text : undefined;
+    });
+    log(`project, ${MODEL}: ${status}`);
+
+    await page.keyboard.press('Control+Shift+M');
+    await page.locator('.markers-panel .monaco-list-row', { hasText: MODEL }).first().waitFor({ timeout: UI });
+    const cause = await problem(page, EXPECTED.code);
+    log(`project, Problems: ${cause}`);
+    check(cause.includes(EXPECTED.gbType), `the Problems entry lacks "${EXPECTED.gbType}": ${cause}`);
+    check(
+        cause.includes(`Ln ${MODEL_PRINT_LINE},`),
+        `the break is not on the print, line ${MODEL_PRINT_LINE}: ${cause}`,
+    );
+    await page.keyboard.press('Control+Shift+M'); // close the panel again for the screenshot
+
+    const { hover, text } = await hoverWord(page, /print\("mean\sactivation:"/, 'print');
+    log(`project, hover: ${text.replace(/\s+/g, ' ').slice(0, 300)}…`);
+    for (const expected of [EXPECTED.code, EXPECTED.gbType, 'print']) {
+        check(text.includes(expected), `the hover lacks "${expected}": ${text}`);
+    }
+    await checkFits(hover);
+    const tabs = await page.locator('.tabs-container .tab').allInnerTexts();
+    check(!tabs.some((tab) => tab.includes('train.py')), `train.py was opened: ${JSON.stringify(tabs)}`);
+    fs.mkdirSync(path.dirname(SCREENSHOT), { recursive: true });
+    await page.screenshot({ path: SCREENSHOT });
+    log(`screenshot: ${SCREENSHOT}`);
 }
 
 // A Jupyter notebook: its Python cells are one program, and the break shows in the cell it is in.
@@ -688,6 +767,43 @@ function multiRootWorkspace(root: string, python: string): string {
     return workspace;
 }
 
+// The multi-root scenario in a workspace of two folders, the second with a venv of GBLS_PYTHON.
+async function inMultiRootCodeServer(browser: Browser, root: string): Promise<void> {
+    const venv = path.join(root, 'python-b');
+    execFileSync(PYTHON, ['-m', 'venv', '--without-pip', '--system-site-packages', venv]);
+    const python = path.join(venv, 'bin', 'python');
+    // A venv made from a venv's Python sees its base Python's packages, not that venv's: a .pth
+    // file gives it GBLS_PYTHON's own, torch among them.
+    fs.writeFileSync(path.join(sitePackages(python), 'gbls-e2e-parent.pth'), `${sitePackages(PYTHON)}\n`);
+    const interpreters = {
+        a: { setting: PYTHON, executable: executable(PYTHON) },
+        b: { setting: python, executable: executable(python) },
+    };
+    const workspace = multiRootWorkspace(root, python);
+    // The warning for GBLS_DEBUG_PORT without debugpy; with debugpy, the server would wait for a debugger.
+    const debugPort = hasDebugpy(PYTHON) ? undefined : String(await freePort());
+    if (debugPort === undefined) {
+        log(`${PYTHON} has debugpy: GBLS_DEBUG_PORT without it is not checked`);
+    }
+    const server = await CodeServer.start(
+        root,
+        workspace,
+        true,
+        debugPort === undefined ? {} : { GBLS_DEBUG_PORT: debugPort },
+    );
+    let page: Page | undefined;
+    try {
+        page = await openWorkbench(browser, server.url);
+        await multiRootScenario(page, root, path.dirname(workspace), interpreters, debugPort);
+    } catch (error) {
+        await explainFailure(page, server, root, 'multi-root');
+        throw error;
+    } finally {
+        await page?.close();
+        await server.stop();
+    }
+}
+
 async function main(): Promise<void> {
     requireFile(CODE_SERVER, 'run scripts/ci-setup.sh');
     requireFile(path.join(NODE24_BIN, 'node'), 'run scripts/ci-setup.sh');
@@ -709,50 +825,36 @@ async function main(): Promise<void> {
             '--no-first-run',
         ],
     });
+    const wanted = (name: string): boolean => ONLY.length === 0 || ONLY.includes(name);
+    const unknown = ONLY.filter((name) => !SCENARIOS.includes(name));
+    check(unknown.length === 0, `GBLS_E2E_ONLY: no scenario ${unknown.join(', ')} (${SCENARIOS.join(', ')})`);
     try {
-        await inCodeServer(browser, root, 'trusted', true, trustedScenario);
-        await inCodeServer(browser, root, 'untrusted', false, untrustedScenario);
-        await inCodeServer(browser, root, 'notebook', true, notebookScenario, {}, NOTEBOOK_FIXTURE);
-        const bare = path.join(root, 'python-without-torch');
-        execFileSync(PYTHON, ['-m', 'venv', '--without-pip', bare]);
-        const settings = { 'gbls.interpreter': path.join(bare, 'bin', 'python') };
-        await inCodeServer(browser, root, 'no-torch', true, noTorchScenario, settings);
-
-        const venv = path.join(root, 'python-b');
-        execFileSync(PYTHON, ['-m', 'venv', '--without-pip', '--system-site-packages', venv]);
-        const python = path.join(venv, 'bin', 'python');
-        const interpreters = {
-            a: { setting: PYTHON, executable: executable(PYTHON) },
-            b: { setting: python, executable: executable(python) },
-        };
-        const workspace = multiRootWorkspace(root, python);
-        // The warning for GBLS_DEBUG_PORT without debugpy; with debugpy, the server would wait for a debugger.
-        const debugPort = hasDebugpy(PYTHON) ? undefined : String(await freePort());
-        if (debugPort === undefined) {
-            log(`${PYTHON} has debugpy: GBLS_DEBUG_PORT without it is not checked`);
+        if (wanted('trusted')) {
+            await inCodeServer(browser, root, 'trusted', true, trustedScenario);
         }
-        const server = await CodeServer.start(
-            root,
-            workspace,
-            true,
-            debugPort === undefined ? {} : { GBLS_DEBUG_PORT: debugPort },
-        );
-        let page: Page | undefined;
-        try {
-            page = await openWorkbench(browser, server.url);
-            await multiRootScenario(page, root, path.dirname(workspace), interpreters, debugPort);
-        } catch (error) {
-            await explainFailure(page, server, root, 'multi-root');
-            throw error;
-        } finally {
-            await page?.close();
-            await server.stop();
+        if (wanted('project')) {
+            await inCodeServer(browser, root, 'project', true, projectScenario, {}, PROJECT_FIXTURE);
+        }
+        if (wanted('untrusted')) {
+            await inCodeServer(browser, root, 'untrusted', false, untrustedScenario);
+        }
+        if (wanted('notebook')) {
+            await inCodeServer(browser, root, 'notebook', true, notebookScenario, {}, NOTEBOOK_FIXTURE);
+        }
+        if (wanted('no-torch')) {
+            const bare = path.join(root, 'python-without-torch');
+            execFileSync(PYTHON, ['-m', 'venv', '--without-pip', bare]);
+            const settings = { 'gbls.interpreter': path.join(bare, 'bin', 'python') };
+            await inCodeServer(browser, root, 'no-torch', true, noTorchScenario, settings);
+        }
+        if (wanted('multi-root')) {
+            await inMultiRootCodeServer(browser, root);
         }
     } finally {
         await browser.close();
     }
     fs.rmSync(root, { recursive: true, force: true });
-    log('passed');
+    log(ONLY.length === 0 ? 'passed' : `passed (only ${ONLY.join(', ')})`);
 }
 
 main().catch((error: unknown) => {

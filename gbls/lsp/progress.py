@@ -1,0 +1,36 @@
+"""LSP's work-done progress for an analysis: begun where the client shows progress, cancellable
+from there."""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Callable
+
+from lsprotocol import types as lsp
+from pygls.lsp.server import LanguageServer
+
+
+async def progress_begin(server: LanguageServer, name: str, cancel: Callable[[], None]) -> str | None:
+    """Show ``analysing NAME`` in the client; its token, or None where the client shows no progress.
+    Cancelling it in the client calls ``cancel``."""
+    capabilities = server.client_capabilities.window
+    if capabilities is None or not capabilities.work_done_progress:
+        return None
+    token = f"gbls-{uuid.uuid4()}"
+    try:
+        await server.work_done_progress.create_async(token)
+    except Exception:
+        return None
+    server.work_done_progress.begin(
+        token, lsp.WorkDoneProgressBegin(title="gbls", message=f"analysing {name}", cancellable=True)
+    )
+    cancelled = server.work_done_progress.tokens.get(token)
+    if cancelled is not None:
+        cancelled.add_done_callback(lambda future: cancel() if future.cancelled() else None)
+    return token
+
+
+def progress_end(server: LanguageServer, token: str | None) -> None:
+    if token is not None:
+        server.work_done_progress.end(token, lsp.WorkDoneProgressEnd())
+        server.work_done_progress.tokens.pop(token, None)
