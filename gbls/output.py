@@ -59,8 +59,13 @@ def unanalysed(reports: list[FileReport]) -> int:
 
 
 def unreached(reports: list[FileReport], named: list[str]) -> list[str]:
-    """The files asked for whose code no analysis translated: they are not analysed, never clean."""
-    return [report.path for report in reports if report.path in named and not report.translated]
+    """The files asked for whose code no analysis translated, though it ran: they are not analysed,
+    never clean. A file whose analysis failed (a syntax error) says its failure instead."""
+    return [
+        report.path
+        for report in reports
+        if report.path in named and not report.translated and not report.failure_kind
+    ]
 
 
 def command(run: Run) -> str:
