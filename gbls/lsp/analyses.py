@@ -235,8 +235,8 @@ class GblsServer(LanguageServer):
         """The file is saved: its own analysis, and every other analysis that executed it, again."""
         self.request(uri)
         for key in self.session.executing(self.path_of(uri)):
-            if key != uri:
-                self.scheduler.schedule(key, self.settings.debounce_ms / 1000)
+            if key != uri:  # a save is no keystroke: no pause (those in the background take turns)
+                self.scheduler.schedule(key)
 
     def _record(self, uri: str, analysed: Analysed) -> None:
         """Keep ``analysed`` as the document's result and publish it where it shows."""
