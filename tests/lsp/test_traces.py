@@ -104,7 +104,7 @@ async def test_a_configured_trace_marks_a_file_gbls_never_ran(
         lsp.HoverParams(lsp.TextDocumentIdentifier(uri=uri), lsp.Position(6, 10))
     )
     assert hover is not None and isinstance(hover.contents, lsp.MarkupContent)
-    assert "**Failed to trace builtin operator**" in hover.contents.value
+    assert "[GB0059](" in hover.contents.value  # the title is the diagnostic's, above the hover
     assert "_From a real run_: trace " in hover.contents.value
 
     # The run's log of the same run, imported by command: the same root cause, shown once.
