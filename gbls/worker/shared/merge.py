@@ -383,12 +383,17 @@ def _without_wrappers(groups: list[_Group]) -> list[_Group]:
     callee's break seen only when the callee was re-entered, into the function's own break with the
     same root frame (Dynamo's generated code may name the line of an inlined caller: torch 2.10)."""
     kept: list[_Group] = []
+    # Both merges need the same function, type and root frame: only those are compared (40,000
+    # distinct chains stay linear).
+    alike: dict[tuple[int, str, Frame], list[_Group]] = {}
     for group in sorted(groups, key=lambda g: -len(g.chain)):
-        wider = next((other for other in kept if other.wraps(group) or other.reenters(group)), None)
+        peers = alike.setdefault((group.target, group.gb_type, group.chain[-1]), [])
+        wider = next((other for other in peers if other.wraps(group) or other.reenters(group)), None)
         if wider is not None:
             wider.absorb(group)
         else:
             kept.append(group)
+            peers.append(group)
     return kept
 
 
