@@ -85,7 +85,9 @@ def test_the_ranks_of_a_spawned_process_group(checked: dict[str, dict[str, Any]]
 
 @pytest.mark.parametrize("mode", sorted(MODES))
 def test_a_script_run_with_the_same_interpreter(checked: dict[str, dict[str, Any]], mode: str) -> None:
-    entry = entry_of(checked, mode, "run_worker.py")
+    entry_of(checked, mode, "run_worker.py")  # it ran to its end
+    # The compiled function and its break are worker_step.py's, the file they are in.
+    entry = entry_of(checked, mode, "worker_step.py")
     (scale,) = entry["functions"]
     assert (scale["qualname"], scale["analysed"], scale["input_source"]) == ("scale", True, "module")
     assert len(scale["processes"]) == 1 and scale["processes"][0].startswith("process ")
