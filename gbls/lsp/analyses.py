@@ -231,6 +231,14 @@ class GblsServer(LanguageServer):
         if not found and self.open_document(uri) is not None:
             self._status(uri, "done")
 
+    def edited(self, uri: str) -> None:
+        """The document's text changed: analyse it after the edits' pause, or, with analysis on change
+        off, drop the analysis on its way (its result, for the old text, would land on moved lines)."""
+        if self.settings.analyse_on_change:
+            self.request(uri, self.settings.debounce_ms / 1000)
+        else:
+            self.scheduler.cancel(uri)
+
     def saved(self, uri: str) -> None:
         """The file is saved: its own analysis, and every other analysis that executed it, again."""
         self.request(uri)

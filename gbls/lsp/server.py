@@ -75,10 +75,7 @@ def create_server() -> GblsServer:
     def did_change(ls: GblsServer, params: lsp.DidChangeTextDocumentParams) -> None:
         uri = params.text_document.uri
         ls.changed(uri)
-        if ls.settings.analyse_on_change:
-            ls.request(uri, ls.settings.debounce_ms / 1000)
-        else:
-            ls.scheduler.cancel(uri)  # a result for the old text would land on moved lines
+        ls.edited(uri)
 
     @server.feature(lsp.TEXT_DOCUMENT_DID_CLOSE)
     def did_close(ls: GblsServer, params: lsp.DidCloseTextDocumentParams) -> None:
@@ -99,10 +96,7 @@ def create_server() -> GblsServer:
         structure = params.change.cells.structure if params.change.cells else None
         for cell in structure.did_close or [] if structure else []:
             ls.text_document_publish_diagnostics(lsp.PublishDiagnosticsParams(uri=cell.uri, diagnostics=[]))
-        if ls.settings.analyse_on_change:
-            ls.request(uri, ls.settings.debounce_ms / 1000)
-        else:
-            ls.scheduler.cancel(uri)
+        ls.edited(uri)
 
     @server.feature(lsp.NOTEBOOK_DOCUMENT_DID_CLOSE)
     def notebook_did_close(ls: GblsServer, params: lsp.DidCloseNotebookDocumentParams) -> None:
