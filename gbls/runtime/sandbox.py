@@ -143,6 +143,28 @@ def _bwrap_arguments(folders: list[str], support: Bwrap, gpu: bool = False) -> l
     return [*arguments, "--chdir", "/"]
 
 
+def import_folders(prefix: str, environment: dict[str, str]) -> list[str]:
+    """The folders an interpreter whose environment is ``prefix`` imports from outside it: those
+    ``PYTHONPATH`` and its site-packages' .pth files name (a venv given another's packages, as a
+    project's CI venv under /tmp is). Read, not asked of the interpreter: nothing of the user's
+    environment runs outside the sandbox."""
+    found = [folder for folder in environment.get("PYTHONPATH", "").split(os.pathsep) if folder]
+    for pth in sorted(
+        glob.glob(os.path.join(glob.escape(prefix), "lib", "python*", "site-packages", "*.pth"))
+    ):
+        try:
+            lines = Path(pth).read_text().splitlines()
+        except (OSError, UnicodeDecodeError):
+            continue
+        # As site.addpackage reads them: a line that starts with "import" is code, not a folder.
+        found += [
+            os.path.join(os.path.dirname(pth), line.rstrip())
+            for line in lines
+            if line.strip() and not line.startswith(("#", "import ", "import\t"))
+        ]
+    return [os.path.normpath(folder) for folder in found]
+
+
 def _gpu_devices() -> list[str]:
     return sorted(glob.glob("/dev/nvidia*"))
 
@@ -163,12 +185,10 @@ def launch(
     if support is not None:
         bwrap = shutil.which("bwrap") or "bwrap"
         environment["GBLS_SANDBOX"] = "bwrap"
-        # The interpreter's environment (bin/..) and gbls's worker, were they under /tmp, too.
-        visible = [
-            *folders,
-            os.path.dirname(os.path.dirname(os.path.abspath(python))),
-            str(WORKER_MAIN.parent),
-        ]
+        # The interpreter's environment (bin/..), what it imports from beyond it and gbls's worker,
+        # were they under /tmp, too.
+        prefix = os.path.dirname(os.path.dirname(os.path.abspath(python)))
+        visible = [*folders, prefix, *import_folders(prefix, environment), str(WORKER_MAIN.parent)]
         return Launch((bwrap, *_bwrap_arguments(visible, support, gpu), *worker), environment, "bwrap", "")
     if mode == "bwrap":
         raise SandboxError(

@@ -1,9 +1,11 @@
-"""The sandbox's environment filter, without starting anything: what the analysed code's
-environment keeps of the server's."""
+"""The sandbox's environment filter and what it shows the worker, without starting anything: what
+the analysed code's environment keeps of the server's, the folders its interpreter imports from."""
 
 from __future__ import annotations
 
-from gbls.runtime.sandbox import worker_environment
+from pathlib import Path
+
+from gbls.runtime.sandbox import import_folders, worker_environment
 
 from ..support import SECRETS
 
@@ -15,3 +17,15 @@ def test_environment_filter() -> None:
     assert environment["CUDA_VISIBLE_DEVICES"] == ""
     assert {"PATH", "HOME", "LC_ALL"} <= set(environment)
     assert not ({"EDITOR", *SECRETS} & set(environment))
+
+
+def test_the_folders_an_interpreter_imports_from_outside_its_environment(tmp_path: Path) -> None:
+    site_packages = tmp_path / "lib" / "python3.11" / "site-packages"
+    site_packages.mkdir(parents=True)
+    (site_packages / "outer.pth").write_text(
+        "# a comment\n/tmp/ci/.venv/lib\n\nrelative/pkgs\nimport _virtualenv\n"
+    )
+    (site_packages / "other.pth").write_text("/opt/shared\n")
+    found = import_folders(str(tmp_path), {"PYTHONPATH": "/tmp/lib:"})
+    # site reads an "import" line as code: it names no folder.
+    assert found == ["/tmp/lib", "/opt/shared", "/tmp/ci/.venv/lib", str(site_packages / "relative" / "pkgs")]
