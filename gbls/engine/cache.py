@@ -147,7 +147,6 @@ def shifted_files(report: FileReport, maps: dict[str, Lines]) -> FileReport:
         functions=tuple(shifted_function(f, maps) for f in report.functions),
         recompiles=tuple(shifted_recompile(r, maps) for r in report.recompiles),
         failure_span=_maybe(report.failure_span, maps.get(report.failure_path or report.path, {})),
-        stopped=_maybe(report.stopped, maps.get(report.stopped_path or report.path, {})),
         cuda_only=tuple(
             dataclasses.replace(call, span=_span(call.span, maps.get(report.path, {})))
             for call in report.cuda_only

@@ -17,10 +17,6 @@ from dataclasses import dataclass
 from ..worker.shared.protocol import EAGER, Break, Code, Feature, Function, Graph, Guard, Recompile
 from .ranges import Span
 
-STOPPED = (
-    "gbls stopped the program here once it repeated itself: its compiled calls had nothing new to translate"
-)
-
 # How each setting that makes a break raise is written in the user's code.
 RAISING_SETTINGS = {"fullgraph": "fullgraph=True", "error_on_graph_break": "error_on_graph_break(True)"}
 
@@ -395,11 +391,9 @@ class FileReport:
     torch: str
     seconds: float
     notes: tuple[str, ...] = ()  # about the analysis itself: what gbls could not capture, and why
-    stopped: Span | None = None  # where gbls stopped the program once it repeated itself
     recompiles: tuple[RecompileReport, ...] = ()  # suppressed ones too, each says so
-    # The file of ``failure_span`` and of ``stopped``, when not ``path`` (a run fails in any file).
+    # The file of ``failure_span``, when not ``path`` (a run fails in any file).
     failure_path: str = ""
-    stopped_path: str = ""
     # Breaks that belong to another place (their root cause) but split a compiled function's graph
     # in this file: a file's view shows them there too.
     splits: tuple[BreakReport, ...] = ()

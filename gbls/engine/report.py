@@ -193,12 +193,6 @@ def build(
         failure_span = _failure_span(
             text(failure_path or path), failure.line or 1, failure.column, failure.kind == "syntax"
         )
-    stopped_path = result.stopped_path
-    stopped = (
-        _failure_span(text(stopped_path or path), result.stopped_line, None, False)
-        if result.stopped_line
-        else None
-    )
     return FileReport(
         path=path,
         status=result.status,
@@ -212,10 +206,8 @@ def build(
         torch=result.torch,
         seconds=result.seconds,
         notes=result.notes,
-        stopped=stopped,
         recompiles=recompile_reports(path, result.recompiles, functions, text, own),
         failure_path=failure_path,
-        stopped_path=stopped_path,
         executed=result.executed,
         origin=origin,
         cuda_only=tuple(
@@ -416,7 +408,8 @@ def _function_report(
     own: Callable[[str], bool],
 ) -> FunctionReport:
     """A compiled function on its compile site in the analysed file; else on its own ``def`` in the
-    workspace; else where the workspace compiled it; else on the analysed file's first line."""
+    workspace; else where the workspace compiled it, or called it; else on the analysed file's first
+    line."""
     decorator = call = None
     where = path
     if site is not None:
@@ -431,6 +424,8 @@ def _function_report(
             where, line = function.path, function.line
         elif function.call_path and own(function.call_path) and function.call_line:
             where, line = function.call_path, function.call_line
+        elif function.called_at is not None and own(function.called_at.path):
+            where, line = function.called_at.path, function.called_at.line
         code = line_text(split_lines(text(where) or ""), line)
         start = len(code) - len(code.lstrip())
         span = Span(line, start, line, len(code))

@@ -156,7 +156,7 @@ def from_launch_json(folder: str, current_file: str = "") -> Runs:
     except (OSError, UnicodeDecodeError) as error:
         return Runs(problems=(f"{path}: cannot be read ({error})",))
     try:
-        data = json.loads(_plain_json(text))
+        data = json.loads(plain_json(text))
     except ValueError as error:
         return Runs(problems=(f"{path}: not valid JSON ({error})",))
     configurations = data.get("configurations", []) if isinstance(data, dict) else []
@@ -192,19 +192,13 @@ def from_launch_json(folder: str, current_file: str = "") -> Runs:
     return Runs(tuple(runs), tuple(problems))
 
 
-def _plain_json(text: str) -> str:
-    """JSON with comments (``//``, ``/* */``) and trailing commas made plain JSON; strings kept whole."""
-    token = re.compile(r'"(?:\\.|[^"\\])*"|//[^\n]*|/\*.*?\*/|,(\s*[}\]])', re.DOTALL)
-
-    def keep(match: re.Match[str]) -> str:
-        text = match.group(0)
-        if text.startswith('"'):
-            return text
-        if match.group(1) is not None:
-            return match.group(1)
-        return ""
-
-    return token.sub(keep, text)
+def plain_json(text: str) -> str:
+    """JSON with comments (``//``, ``/* */``) and trailing commas made plain JSON; strings kept whole.
+    The comments go first: a comma with a comment after it can be the trailing one."""
+    comments = re.compile(r'"(?:\\.|[^"\\])*"|//[^\n]*|/\*.*?\*/', re.DOTALL)
+    commas = re.compile(r'"(?:\\.|[^"\\])*"|,(\s*[}\]])')
+    text = comments.sub(lambda match: match.group(0) if match.group(0).startswith('"') else "", text)
+    return commas.sub(lambda match: match.group(1) if match.group(1) is not None else match.group(0), text)
 
 
 def _expanded(value: Any, folder: str, current_file: str) -> Any:

@@ -38,7 +38,6 @@ def by_file(report: FileReport) -> dict[str, FileReport]:
     files = {path: _empty(report, path) for path in dict.fromkeys([*placed, *reached]) if path}
     for path, view in files.items():
         failure_here = report.message and (report.failure_path or report.path) == path
-        stopped_here = report.stopped is not None and (report.stopped_path or report.path) == path
         files[path] = dataclasses.replace(
             view,
             status=report.status if path == report.path or failure_here else "ok",
@@ -57,8 +56,6 @@ def by_file(report: FileReport) -> dict[str, FileReport]:
                 and any(f.path == path and f.qualname == b.function for f in report.functions)
             ),
             recompiles=tuple(r for r in report.recompiles if r.path == path),
-            stopped=report.stopped if stopped_here else None,
-            stopped_path="",
             notes=report.notes if path == report.path else (),
             translated=path in translated,
             cuda_only=report.cuda_only if path == report.path else (),
@@ -92,18 +89,24 @@ def combined(views: list[FileReport]) -> FileReport:
         message=failed.message,
         failure_kind=failed.failure_kind,
         failure_span=failed.failure_span,
-        functions=_unique([f for view in views for f in view.functions], _function_key),
+        functions=_unique(_reached([f for view in views for f in view.functions]), _function_key),
         breaks=_unique([b for view in views for b in view.breaks], _break_key),
         suppressed=_unique([b for view in views for b in view.suppressed], _break_key),
         splits=_unique([b for view in views for b in view.splits], _break_key),
         elsewhere=_unique([b for view in views for b in view.elsewhere], _break_key),
         recompiles=_unique([r for view in views for r in view.recompiles], _recompile_key),
-        stopped=next((view.stopped for view in views if view.stopped is not None), None),
         notes=tuple(dict.fromkeys(note for view in views for note in view.notes)),
         executed=tuple(dict.fromkeys(path for view in views for path in view.executed)),
         translated=any(view.translated for view in views),
         cuda_only=_unique([c for view in views for c in view.cuda_only], lambda call: (call.call, call.span)),
     )
+
+
+def _reached(functions: list[FunctionReport]) -> list[FunctionReport]:
+    """``functions`` but those one analysis could not run that another ran (a library method its
+    file's own analysis could not call, which the project's tests called)."""
+    ran = {(f.path, f.qualname) for f in functions if f.analysed}
+    return [f for f in functions if f.analysed or (f.path, f.qualname) not in ran]
 
 
 def _break_key(brk: BreakReport) -> Hashable:

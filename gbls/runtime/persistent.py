@@ -115,9 +115,10 @@ class Persistent:
         return found
 
     @staticmethod
-    def key(settings: Settings, path: str, workspace: str, run: Run | None) -> str | None:
-        """The lookup key of the analysis of ``path`` (or of ``run``); None if the interpreter does not
-        run. Runs the interpreter once per interpreter: call it off the event loop."""
+    def key(settings: Settings, path: str, workspace: str, run: Run | None, start: str = "") -> str | None:
+        """The lookup key of the analysis of ``path`` started in the folder ``start`` (or of ``run``);
+        None if the interpreter does not run. Runs the interpreter once per interpreter: call it off
+        the event loop."""
         python = settings.interpreter or sys.executable
         found = interpreter(python)
         if found is None:
@@ -136,14 +137,21 @@ class Persistent:
             "path": path,
             "workspace": workspace,
             "run": to_dict(run) if run is not None else None,
+            "start": start,
         }
         return lookup(**parts)
 
     async def load(
-        self, settings: Settings, path: str, workspace: str, text_of: TextOf, run: Run | None = None
+        self,
+        settings: Settings,
+        path: str,
+        workspace: str,
+        text_of: TextOf,
+        run: Run | None = None,
+        start: str = "",
     ) -> Hit | None:
         def work() -> Hit | None:
-            key = self.key(settings, path, workspace, run)
+            key = self.key(settings, path, workspace, run, start)
             return self.store(workspace).load(key, path, text_of) if key else None
 
         return await asyncio.to_thread(work)
@@ -155,13 +163,14 @@ class Persistent:
         report: FileReport,
         text_of: TextOf,
         run: Run | None = None,
+        start: str = "",
     ) -> None:
         """Keep ``report`` (a finished analysis: its failures are not kept, they may not repeat)."""
         if report.status != "ok":
             return
 
         def work() -> None:
-            key = self.key(settings, report.path, workspace, run)
+            key = self.key(settings, report.path, workspace, run, start)
             if key:
                 files = [report.path, *report.executed] if report.path else list(report.executed)
                 self.store(workspace).save(key, report.torch, files, report, text_of)

@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 
+from ..manual import page
 from ..settings import SandboxMode
 from ..worker.shared import processes
 from .errors import SandboxError
@@ -202,6 +203,6 @@ def launch(
     note = (
         f"analysed code runs without the gbls sandbox ({why}): it can write wherever you can; timeouts, "
         "memory, CPU, file and process limits, process groups, a closed stdin and (where the kernel "
-        "allows) no network still apply"
+        f"allows) no network still apply ({page('sandbox')})"
     )
     return Launch(tuple(worker), environment, "none", note)

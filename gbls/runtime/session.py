@@ -23,6 +23,7 @@ from ..engine.discovery import CompiledSite, find_compiled
 from ..engine.model import FileReport
 from ..engine.report import build
 from ..engine.sources import TextOf
+from ..engine.starts import start_of
 from ..settings import Settings
 from ..traces.report import current, lines_of
 from ..worker.shared.protocol import Request, Result, Run, StaticTarget
@@ -82,13 +83,18 @@ async def analyse(
     text_of: TextOf,
     reuse: tuple[str, ...] = (),
     run: Run | None = None,
+    cwd: str = "",
 ) -> FileReport:
     """One full analysis of ``source``: discovery, the worker's run, the report. ``reuse``: compiled
     functions whose last results still hold (see ``incremental``), run eagerly and not translated;
-    ``run``: the project run ``path`` is the script of (the text that runs is then the disk's)."""
+    ``run``: the project run ``path`` is the script of (the text that runs is then the disk's);
+    ``cwd``: the folder a file starts in, as its users start it there (the workspace if "")."""
     path = os.path.abspath(path) if path else ""
     # Discovery parses the file: off the event loop, so that hovers stay instant.
     sites = await asyncio.to_thread(find_compiled, source, path) if path else ()
+    start = None
+    if path and run is None:
+        start = await asyncio.to_thread(start_of, path, source, cwd or workspace)
     request = Request(
         id=worker.new_id(),
         path=path,
@@ -98,6 +104,8 @@ async def analyse(
         workspace=workspace,
         reuse=reuse,
         run=run,
+        cwd=start.cwd if start else "",
+        module=start.module if start else "",
     )
     result = await worker.analyse(request)
     return build(path, source, result, sites, text_of, roots_of(request), run.name if run else "")
@@ -116,10 +124,13 @@ def entry_of(run: Run) -> str:
 
 
 class Session:
-    def __init__(self, settings: Settings, folders: list[str], text_of: TextOf) -> None:
+    def __init__(self, settings: Settings, folders: list[str], text_of: TextOf, cwd: str = "") -> None:
+        """``cwd``: the folder files start in, as their users start them there (the CLI's working
+        directory); "": each file's workspace folder, as VS Code's "Run Python File" has it."""
         self.settings = settings
         self.folders = [os.path.abspath(folder) for folder in folders]
         self.text_of = text_of
+        self.cwd = cwd
         self._documents: dict[str, Document] = {}
         self._runs: dict[str, Analysed] = {}
         self._imports: dict[str, dict[str, FileReport]] = {}  # each trace's view of each file
@@ -246,7 +257,9 @@ class Session:
 
     async def _run(self, path: str, source: str, reuse: tuple[str, ...]) -> FileReport:
         workspace = self.folder_of(path)
-        return await analyse(self.worker, path, source, self.settings, workspace, self.text_of, reuse)
+        return await analyse(
+            self.worker, path, source, self.settings, workspace, self.text_of, reuse, cwd=self.cwd
+        )
 
     async def remember(self, key: str, path: str, source: str, report: FileReport) -> None:
         """What the next analysis of the document may reuse; worked out off the event loop."""
@@ -289,7 +302,8 @@ class Session:
             return None
         path = os.path.abspath(path) if path else ""
         workspace = self.folder_of(run.cwd if run else path)
-        hit = await self.persistent.load(self.settings, path, workspace, self.text_of, run)
+        start = "" if run else self.cwd or workspace
+        hit = await self.persistent.load(self.settings, path, workspace, self.text_of, run, start)
         if hit is None:
             return None
         self.served += 1
@@ -300,7 +314,8 @@ class Session:
         """Put a finished analysis in the persistent cache."""
         if self.persistent is not None:
             workspace = self.folder_of(run.cwd if run else report.path)
-            await self.persistent.save(self.settings, workspace, report, self.text_of, run)
+            start = "" if run else self.cwd or workspace
+            await self.persistent.save(self.settings, workspace, report, self.text_of, run, start)
 
     # -- runs ---------------------------------------------------------------------------------
 

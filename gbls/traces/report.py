@@ -11,6 +11,7 @@ from __future__ import annotations
 import dataclasses
 import os
 from collections.abc import Callable, Hashable, Sequence
+from typing import TYPE_CHECKING
 
 from ..engine import views
 from ..engine.discovery import find_compiled
@@ -18,7 +19,9 @@ from ..engine.model import BreakReport, FileReport, Provenance, RecompileReport
 from ..engine.report import build
 from ..engine.sources import TextOf
 from ..worker.shared.lines import split_lines
-from .load import Imported
+
+if TYPE_CHECKING:  # the trace reader, imported only where a trace is read
+    from .load import Imported
 
 Lines = Callable[[str], Sequence[str]]
 

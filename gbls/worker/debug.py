@@ -60,6 +60,8 @@ def analyse(request: Request, show: Callable[[Event], None] | None = None) -> Re
     saved_argv, saved_path, saved_cwd = list(sys.argv), list(sys.path), os.getcwd()
     saved_main = sys.modules["__main__"]
     try:
+        if request.cwd:  # where the forked child would run it (without a layer: writes are real here)
+            os.chdir(request.cwd)
         run(request, emit, offline=False, startup=frozenset(sys.modules))
     finally:
         sys.stdout.flush()

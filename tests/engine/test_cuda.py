@@ -12,10 +12,12 @@ from __future__ import annotations
 import builtins
 import dataclasses
 import json
+import re
 import resource
 import subprocess
 import sys
 import textwrap
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -25,7 +27,9 @@ import torch
 from gbls.engine.model import FileReport
 from gbls.runtime import sandbox
 from gbls.settings import Settings, from_options
-from gbls.worker.analysis.cuda import PLACEHOLDER, ToCpu, Unavailable
+from gbls.worker.analysis import patches
+from gbls.worker.analysis.cuda import ToCpu, Unavailable
+from gbls.worker.shared.events import CudaOnlyEvent, Event
 from gbls.worker.shared.protocol import CudaOnly
 
 from ..support import FIXTURES
@@ -35,6 +39,7 @@ from ..support.worker import Analyse
 from .test_engine import TORCH_DIR, root_of
 from .test_engine import assert_agrees_with_torch as assert_breaks_agree
 from .test_fidelity import assert_effects_are_dynamos, assert_torch_agrees
+from .test_hook_guards import logged_guards
 from .test_recompiles import assert_agrees_with_torch as assert_recompiles_agree
 
 CUDA = FIXTURES / "cuda"
@@ -49,7 +54,12 @@ FIXTURE_NAMES = [
     "autocast.py",
     "to_device.py",
     "synchronize.py",
+    "branches.py",
+    "reached.py",
+    "break_in_argument.py",  # a break while a mapped device is evaluated
 ]
+# The fixtures whose programs compile each function once.
+COMPILED_ONCE = {"synchronize.py", "branches.py", "reached.py", "break_in_argument.py"}
 MAPPED = "CUDA was mapped to the CPU: "
 T = TypeVar("T")
 
@@ -83,10 +93,10 @@ async def test_a_cuda_file_reports_what_torch_logs_for_its_cpu_twin(analyse_file
     assert_torch_agrees(mapped, twin)
     assert_effects_are_dynamos(mapped, twin)
     assert_recompiles_agree(mapped, twin)
-    # Not vacuous: every fixture breaks, as its twin does, and recompiles (but the synchronize one).
+    # Not vacuous: every fixture breaks, as its twin does, and recompiles (but those compiled once).
     logged = {root_of(entry) for entry in logged_breaks(twin) if not root_of(entry)[0].startswith(TORCH_DIR)}
     assert report.breaks and {(b.root.path, b.root.span.line) for b in mapped.breaks} == logged
-    assert bool(report.recompiles) == bool(logged_recompiles(twin).recompiles) == (name != "synchronize.py")
+    assert bool(report.recompiles) == bool(logged_recompiles(twin).recompiles) == (name not in COMPILED_ONCE)
     assert all(function.analysed for function in report.functions)
 
 
@@ -96,6 +106,7 @@ async def test_a_cuda_only_call_is_not_checkable_on_its_line_and_the_rest_is_ana
     fixture = CUDA / "synchronize.py"
     report = await analyse_file(fixture)
     assert report.status == "ok" and not report.message
+    # Each the program reached (the one in ``step`` once Dynamo traced it), in the source's order.
     assert [
         (call.call, call.span.line, call.span.column, call.span.end_column, call.skipped)
         for call in report.cuda_only
@@ -117,6 +128,44 @@ async def test_a_cuda_only_call_is_not_checkable_on_its_line_and_the_rest_is_ana
         ("positive", "GB0036", 21),
     ]
     assert "0.0 MiB" in report.output  # the memory statistic, a placeholder, formatted as 0
+
+
+async def test_a_program_that_puts_nothing_on_cuda_runs_as_python_runs_it(analyse_file: Analyse) -> None:
+    """Run with the device "cpu", the program never takes its CUDA branch (the ``print``): python logs
+    no break, and nothing was mapped."""
+    fixture = CUDA / "cpu_device.py"
+    report = await analyse_file(fixture)
+    assert report.status == "ok", report.message
+    assert not mapped_notes(report) and report.breaks == () and logged_breaks(fixture) == []
+    assert [function.analysed for function in report.functions] == [True]
+
+
+async def test_only_the_cuda_only_calls_the_program_reached_are_not_checkable(analyse_file: Analyse) -> None:
+    """``torch.cuda.set_device`` under ``if ddp:`` and the compiled ``synchronize`` under ``if timed:``
+    never run; the statistics reset after the step does."""
+    report = await analyse_file(CUDA / "reached.py")
+    assert [(call.call, call.span.line, call.skipped) for call in report.cuda_only] == [
+        ("torch.cuda.reset_peak_memory_stats()", 19, True)
+    ]
+    assert mapped_notes(report) and [b.span.line for b in report.breaks] == [14]
+
+
+def without_comments(guards: list[str]) -> list[str]:
+    """Guards without the source line and the file each names (the twin's text, the twin's path)."""
+    return [re.sub(r"\s+# .*$", "", guard) for guard in guards]
+
+
+# to_device.py specializes on an ``.item()`` of random numbers: its guards differ from run to run.
+@pytest.mark.parametrize("name", ["branches.py", "hardcoded.py", "autocast.py"])
+def test_the_mapping_adds_no_guard_to_the_program_written_for_the_cpu(name: str) -> None:
+    """Dynamo calls the mapping's functions on the constants they are given instead of tracing them:
+    ``gbls check --in-process`` of the CUDA file, where Dynamo translates the mapped code, logs the
+    guards that python logs for the CPU twin, a guard on a device the program holds included."""
+    twin, _ = logged_guards([sys.executable, str(TWINS / name)], TWINS)
+    gbls = [sys.executable, "-m", "gbls", "check", "--in-process", str(CUDA / name)]
+    mapped, log = logged_guards(gbls, ROOT, codes=(0, 1))  # where ``-m gbls`` finds gbls
+    assert MAPPED in log and "__gbls" not in "".join(mapped)
+    assert twin and without_comments(mapped) == without_comments(twin)
 
 
 async def test_the_device_setting_says_why_cuda_was_mapped(analyse_file: Analyse) -> None:
@@ -176,18 +225,36 @@ async def test_the_gpu_analysis_limits_written_memory_not_address_space(
     assert address_space != unlimited[0] and data == unlimited[1]
 
 
+@pytest.fixture
+def to_cpu() -> Iterator[tuple[ToCpu, list[Event]]]:
+    """The mapping of an analysis of ``<cuda>``, installed in this process, and what it emitted."""
+    events: list[Event] = []
+    installed = ToCpu("a test", "<cuda>", events.append).install()
+    yield installed, events
+    patches.restore()
+    for name in ("__gbls_device__", "__gbls_moved__", "__gbls_no_cuda__", "__gbls_unavailable__"):
+        delattr(builtins, name)
+
+
+def run_mapped(to_cpu: ToCpu, source: str) -> dict[str, Any]:
+    namespace: dict[str, Any] = {}
+    exec(to_cpu.compile(textwrap.dedent(source), "<cuda>"), namespace)
+    return namespace
+
+
 def test_cuda_code_runs_on_the_cpu_and_torch_still_answers_truthfully(
-    monkeypatch: pytest.MonkeyPatch,
+    to_cpu: tuple[ToCpu, list[Event]],
 ) -> None:
-    monkeypatch.setattr(builtins, PLACEHOLDER, Unavailable(), raising=False)
-    source = textwrap.dedent(
+    mapping, events = to_cpu
+    namespace = run_mapped(
+        mapping,
         """\
         import torch
         import torch as T
         from torch.cuda import synchronize as sync
         rank = 1
         ones = torch.ones(2, device="cuda")
-        names = (f"cuda:{rank}", "cuda:" + str(rank), "cuda:%d" % rank, "cuda:{}".format(rank))
+        names = (f"cuda:{rank}", "cuda:" + str(rank), "cuda:%d" % rank, "cuda:{}".format(rank), rank)
         moved = [ones.to(name) for name in names]
         layer = torch.nn.Linear(2, 2).cuda(0, non_blocking=True)
         pinned = ones.pin_memory()
@@ -202,20 +269,22 @@ def test_cuda_code_runs_on_the_cpu_and_torch_still_answers_truthfully(
         timing = f"{start.elapsed_time(start):.1f} ms, {torch.cuda.max_memory_allocated() / 2**20:.1f} MiB"
         major, minor = (*torch.cuda.get_device_capability(), 0, 0)[:2]
         modern = torch.cuda.get_device_capability()[0] >= 8
-        """
+        """,
     )
-    to_cpu = ToCpu("a test")
-    code, cuda_only = to_cpu.compile(source, "<cuda>")
-    namespace: dict[str, Any] = {}
-    exec(code, namespace)
-    assert to_cpu.mapped
+    assert mapping.mapped
     assert namespace["ones"].device.type == "cpu" and {t.device.type for t in namespace["moved"]} == {"cpu"}
     assert namespace["layer"].weight.device.type == "cpu" and namespace["pinned"] is namespace["ones"]
-    assert (namespace["on_gpu"], namespace["kind"]) == (True, "cpu")  # as CUDA code sees its own tensors
+    # What the program says keeps its meaning; its tensors are on the CPU, and say so.
+    assert namespace["names"][:4] == ("cuda:1",) * 4 and namespace["kind"] == "cuda"
+    assert namespace["on_gpu"] is False
     assert namespace["available"] is torch.cuda.is_available() is False
     assert namespace["timing"] == "0.0 ms, 0.0 MiB"
     assert (namespace["major"], namespace["minor"], namespace["modern"]) == (0, 0, False)
-    assert [(call.call, call.line, call.skipped) for call in cuda_only] == [
+    assert [
+        (event.call.call, event.call.line, event.call.skipped)
+        for event in events
+        if isinstance(event, CudaOnlyEvent) and event.call is not None
+    ] == [
         ("torch.cuda.synchronize()", 13, True),
         ("torch.cuda.synchronize()", 14, True),
         ("torch.cuda.stream(...)", 15, False),  # not run: nor is the Stream() it would have been given
@@ -226,30 +295,74 @@ def test_cuda_code_runs_on_the_cpu_and_torch_still_answers_truthfully(
     ]
 
 
-def test_the_mapped_code_is_the_cpu_code_and_nothing_moves() -> None:
-    """What Dynamo translates: the bytecode of the program written for the CPU, at the CUDA file's
-    positions (``"cuda"`` and ``"cpu"`` take the same instructions, so each keeps its line and columns)."""
-    cuda = 'import torch\nx = torch.ones(2, device="cuda")\ny = x.to("cuda:0").is_cuda\n'
-    cpu = cuda.replace('"cuda:0"', '"cpu"').replace('"cuda"', '"cpu"').replace("is_cuda", "is_cpu")
-    mapped, _ = ToCpu("a test").compile(cuda, "<cuda>")
-    plain = compile(cpu, "<cuda>", "exec")
-    assert (mapped.co_code, mapped.co_consts, mapped.co_names) == (
-        plain.co_code,
-        plain.co_consts,
-        plain.co_names,
+def test_the_branches_the_program_tests_take_the_gpu_path_and_the_devices_used_are_the_cpu(
+    to_cpu: tuple[ToCpu, list[Event]],
+) -> None:
+    mapping, events = to_cpu
+    namespace = run_mapped(
+        mapping,
+        """\
+        import torch
+        device = "cuda"
+        device_type = "cuda" if "cuda" in device else "cpu"
+        gpu = torch.device("cuda:0")
+        path = ("gpu" if device_type == "cuda" else "cpu", gpu.type == "cuda", str(gpu))
+        torch.set_default_device(gpu)
+        default = torch.zeros(1).device
+        torch.set_default_device(None)
+        with torch.device(device):
+            inside = torch.zeros(1).device
+        with torch.autocast(device_type, dtype=torch.bfloat16):
+            product = torch.ones(2, 2, device=gpu) @ torch.ones(2, 2, device=0)
+        generator = torch.Generator(device)
+        if torch.cuda.is_available():
+            torch.cuda.synchronize()
+        """,
     )
+    assert namespace["path"] == ("gpu", True, "cuda:0")
+    assert (namespace["default"].type, namespace["inside"].type) == ("cpu", "cpu")
+    assert (namespace["product"].device.type, namespace["product"].dtype) == ("cpu", torch.bfloat16)
+    assert namespace["generator"].device.type == "cpu"
+    assert mapping.mapped and events == []  # the synchronize was in a branch never taken
+
+
+def test_code_that_puts_nothing_on_cuda_is_not_said_to_be_mapped(to_cpu: tuple[ToCpu, list[Event]]) -> None:
+    mapping, _ = to_cpu
+    namespace = run_mapped(
+        mapping,
+        """\
+        import torch
+        device = "cpu"
+        x = torch.ones(2, device=device).to(device).to(torch.float64)
+        if torch.cuda.is_available():
+            print(torch.cuda.device_count())
+        if False:
+            x = x.cuda()
+        """,
+    )
+    assert namespace["x"].dtype == torch.float64 and not mapping.mapped
+
+
+def test_the_mapped_code_is_at_the_positions_of_the_code_as_written(
+    to_cpu: tuple[ToCpu, list[Event]],
+) -> None:
+    """What Dynamo translates and reports: each instruction of the mapped code is at a position of
+    the code as written (a mapped value's call where the value is), its strings as written."""
+    mapping, _ = to_cpu
+    cuda = 'import torch\nx = torch.ones(2, device="cuda")\ny = x.to("cuda:0").cuda().is_cuda\n'
+    mapped = mapping.compile(cuda, "<cuda>")
     unmapped = compile(cuda, "<cuda>", "exec")
+    assert {"cuda", "cuda:0"} <= set(mapped.co_consts)
     if sys.version_info >= (3, 11):
-        assert list(mapped.co_positions()) == list(unmapped.co_positions())
-    assert list(mapped.co_lines()) == list(unmapped.co_lines())
+        assert set(mapped.co_positions()) <= set(unmapped.co_positions())
+    assert {line for *_, line in mapped.co_lines()} == {line for *_, line in unmapped.co_lines()}
 
 
-def test_code_that_does_not_use_cuda_is_compiled_as_it_is() -> None:
-    to_cpu = ToCpu("a test")
+def test_code_that_does_not_use_cuda_is_compiled_as_it_is(to_cpu: tuple[ToCpu, list[Event]]) -> None:
+    mapping, _ = to_cpu
     source = "import torch\nif torch.cuda.is_available():\n    print(torch.cuda.device_count())\n"
-    code, cuda_only = to_cpu.compile(source, "<plain>")
-    assert code.co_code == compile(source, "<plain>", "exec").co_code and cuda_only == []
-    assert not to_cpu.mapped  # no note for a file that never puts anything on CUDA
+    code = mapping.compile(source, "<plain>")
+    assert code.co_code == compile(source, "<plain>", "exec").co_code
 
 
 def test_the_placeholder_takes_what_cuda_only_values_are_used_for() -> None:
@@ -299,7 +412,7 @@ def test_the_cli_shows_cuda_only_calls_in_json_and_text() -> None:
     (file,) = json.loads(out)["files"]
     assert as_json.returncode == 1 and file["status"] == "ok"  # breaks found; the calls fail nothing
     assert [note for note in file["notes"] if note.startswith(MAPPED + 'the device setting is "cpu"')]
-    first = file["cuda_only"][0]
+    (first,) = [call for call in file["cuda_only"] if call["range"]["start"]["line"] == 7]
     assert (first["call"], first["skipped"], first["range"]) == (
         "torch.cuda.synchronize()",
         True,

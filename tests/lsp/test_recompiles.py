@@ -6,6 +6,8 @@ from __future__ import annotations
 from lsprotocol import types as lsp
 from pytest_lsp import LanguageClient
 
+from gbls.manual import page
+
 from ..engine.test_recompiles import LIMIT, RECOMPILES, placed
 from ..support.lsp import close, open_and_wait, uri_of
 from ..support.torchlog_recompiles import COLUMNS
@@ -30,7 +32,7 @@ async def test_the_editor_shows_the_guard_and_the_limit(client: LanguageClient) 
         assert "it hit the recompile limit (8)" in diagnostic.message
         assert diagnostic.severity == lsp.DiagnosticSeverity.Error  # a step above the warning setting
         assert diagnostic.code_description is not None
-        assert "recompilation" in diagnostic.code_description.href
+        assert diagnostic.code_description.href == page("recompilations")  # the manual's page
         hover = await client.text_document_hover_async(
             lsp.HoverParams(lsp.TextDocumentIdentifier(uri), diagnostic.range.start)
         )

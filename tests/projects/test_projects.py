@@ -65,7 +65,7 @@ async def test_a_compiled_model_at_module_level_is_clean_because_gbls_ran_it(ana
     assert report.breaks == () and logged_breaks(fixture) == []
 
 
-async def test_a_training_script_runs_main_and_stops_once_it_repeats(analyse_file: Analyse) -> None:
+async def test_a_training_script_runs_main_to_its_end(analyse_file: Analyse) -> None:
     fixture = PROJECTS / "hf_train_main.py"
     report = await report_of(analyse_file, fixture.name)
     gpt2 = only_function(report)
@@ -76,8 +76,7 @@ async def test_a_training_script_runs_main_and_stops_once_it_repeats(analyse_fil
         "module",
     )
     assert gpt2.target.inputs == "input_ids: i64[2, 8], labels: i64[2, 8]"
-    # The third step changed nothing Dynamo had seen: the program is stopped in its loop.
-    assert report.status == "ok" and report.stopped is not None and report.stopped.line in (20, 21, 22)
+    assert report.status == "ok", report.message
     assert_on_the_compile_call(report, fixture, "torch.compile(GPT2LMHeadModel(config))")
     for brk in report.breaks:
         assert brk.called_at is not None and brk.called_at.span.line == 20

@@ -67,8 +67,9 @@ def oracle(run: Run, home: Path) -> RunLog:
 
 def assert_breaks_agree(report: FileReport, logged: RunLog) -> None:
     """One break per root cause torch logged, at the workspace place its stack reaches last."""
-    ours = sorted((b.root.path, b.root.span.line, b.gb_type) for b in report.breaks)
-    theirs = sorted({(e.at[0], e.at[1], e.gb_types[0]) for e in logged.breaks})
+    typed = all(e.gb_types for e in logged.breaks)  # torch 2.6 logs no gb_type
+    ours = sorted((b.root.path, b.root.span.line, *([b.gb_type] if typed else [])) for b in report.breaks)
+    theirs = sorted({(e.at[0], e.at[1], *(e.gb_types[:1] if typed else [])) for e in logged.breaks})
     assert ours == theirs
 
 
@@ -152,7 +153,10 @@ async def test_a_library_s_own_compile_is_analysed_from_a_script_that_never_ment
     # Its cause is in the library; it belongs to the script's line that called the library.
     assert loop.root.path == str(library / "synthlib" / "__init__.py") and loop.effect == "eager"
     assert (loop.path, loop.span.line) == (str(folder / "sample.py"), 9)
-    assert [f.qualname for f in report.functions] == ["generate"]
+    (generate,) = report.functions
+    assert generate.qualname == "generate"
+    # Listed on the workspace line that reaches it, not on the script's first line.
+    assert (generate.path, generate.span.line) == (str(folder / "sample.py"), 9)
 
 
 async def test_an_optimizer_step_recompiles_once_per_parameter_shape(

@@ -42,7 +42,7 @@ from ..shared.events import (
 from ..shared.frames import RESUME_PREFIX, base_name, resume_line
 from ..shared.messages import NESTED_BREAK_SEPARATOR, legacy_gb_type
 from ..shared.protocol import Frame, InputSource, Message, Raises, StaticTarget
-from . import flags, hookpoints, patches
+from . import flags, hookpoints, patches, trackers
 from .chains import eager_chain, position
 from .compilations import (
     Recompilations,
@@ -56,7 +56,7 @@ from .compilations import (
 )
 from .frames import collapse, is_user_file
 from .messages import Messages
-from .steady import SteadyStop
+from .stopping import Stopper
 from .targets import INLINE_WRAPPER, Registry, Target, is_compiled_call_impl, runs_own_code
 from .values import describe_arguments
 
@@ -89,7 +89,7 @@ class Capture:
         self.registry = Registry(emit, path, reuse, sites, first, process)
         self.messages = Messages()
         self.recompilations = Recompilations(self.note)
-        self.steady = SteadyStop(emit, self.own, lambda: bool(self.translations))
+        self.stopper = Stopper(lambda: bool(self.translations))
         self.translations: list[Translation] = []
         self.failed_hooks: set[str] = set()
         self.last_metric: Any = None
@@ -116,7 +116,7 @@ class Capture:
         """Patch torch.compile and hook Dynamo where this torch has each hook point."""
         patches.replace(torch, "compile", self.compile)
         self.error_on_graph_break = flags.wrap_error_on_graph_break()
-        guard, messages, steady = self.guarded, self.messages, self.steady
+        guard, messages = self.guarded, self.messages
         hooks: list[tuple[str, Callable[[], None]]] = [
             ("the message structure", lambda: hookpoints.wrap_messages(guard, messages.remember_message)),
             ("the graph-break log", lambda: hookpoints.wrap_break_log(guard, self.logged_break)),
@@ -129,10 +129,6 @@ class Capture:
             ("the frame callback", lambda: hookpoints.wrap_frame_callback(self.translate)),
             ("inlining", self._hook_inlining),
             ("Dynamo-generated code", lambda: hookpoints.register_bytecode_hook(self.bytecode_hook)),
-            (
-                "each call of compiled code",
-                lambda: hookpoints.wrap_compiled_calls(guard, steady.entered),
-            ),
             ("recompilation", self._hook_recompiles),
         ]
         for what, hook in hooks:
@@ -198,8 +194,8 @@ class Capture:
         if outer is None:
             return
         # The object a method runs on: a bound method's, or the first argument (a module's forward).
-        owner = getattr(func, "obj", None) or next(iter(arguments), None)
-        instance = getattr(owner, "value", None)
+        owner = vars(func).get("obj")
+        instance = trackers.peek(next(iter(arguments), None) if owner is None else owner)
         for target in self.registry.with_code(code):
             if target is outer or target.called or target.inlined is not None:
                 continue
@@ -330,7 +326,6 @@ class Capture:
         called from another one is compiled as itself), else the target whose generated code is on
         the stack above it, with the eager call chain from there."""
         code = frame.f_code
-        self.steady.translated += 1
         stack = []
         outer: types.FrameType | None = callers
         while outer is not None:
@@ -353,6 +348,7 @@ class Capture:
                     target=target.number,
                     inputs=describe_arguments(frame, target.own, bound=wrapped and target.kind == "module"),
                     source=self.input_source,
+                    called_at=collapse([translation.caller])[0] if translation.caller else None,
                 )
             )
 

@@ -11,6 +11,7 @@ import socket
 import stat
 import sys
 import sysconfig
+import tempfile
 import tokenize
 import traceback
 from collections.abc import Callable
@@ -129,7 +130,7 @@ def encoding_failure(path: str) -> FailureEvent | None:
 
 def explain(error: BaseException, memory_mb: int, offline: bool, folder: str = "") -> tuple[FailureKind, str]:
     """What kind of failure ``error`` is, in words that say what the sandbox had to do with it;
-    ``folder``: the analysed file's, when the analysis runs it elsewhere (in its scratch directory)."""
+    ``folder``: the analysed file's, for a relative path it did not find."""
     described = describe_error(error)
     causes = _causes(error)
     if isinstance(error, EOFError):
@@ -161,13 +162,15 @@ def _relative(name: object) -> bool:
 
 
 def _elsewhere(name: str, folder: str) -> str:
-    """Why a relative path was not found: the analysis runs the file in a scratch directory of its
-    own, not in the folder ``python file.py`` is run from."""
+    """Where a relative path was looked for: the folder the file runs from, as ``python FILE`` started
+    there (or, without a layer to write in, its scratch directory)."""
     found = f"; {name} is in {folder}" if os.path.exists(os.path.join(folder, name)) else ""
-    return (
-        f" (a relative path: gbls runs the file in a scratch directory of its own, not in the folder you "
-        f"run it from{found}: open it relative to the file, `Path(__file__).parent / ...`)"
-    )
+    if os.getcwd() == tempfile.gettempdir():
+        return (
+            f" (a relative path: gbls ran the file in a scratch directory of its own, not in the folder "
+            f"you run it from{found}: open it relative to the file, `Path(__file__).parent / ...`)"
+        )
+    return f" (a relative path, looked up in {os.getcwd()}, where gbls runs the file from{found})"
 
 
 def _causes(error: BaseException) -> list[BaseException]:

@@ -18,8 +18,6 @@ The shapes, read from each release's source:
   ``inline_call_`` (2.6).
 - a break in a loop drops the frame with ``SkipFrame`` (2.6-2.10), or is a break of its own
   (``Unsupported(skip_frame=True)``, 2.11+).
-- calls of compiled code: ``eval_frame._callback_from_stance`` (all), asked for the callback on every
-  call, cache hits included.
 - recompilations: ``convert_frame.exceeds_recompile_limit`` (2.7+) or ``exceeds_cache_size_limit``
   (2.6), with the compile id, before every compilation; ``get_and_maybe_log_recompilation_reasons``
   (2.7+) or ``..._reason`` (2.6), the checks the compiled versions failed; where a check was
@@ -43,7 +41,6 @@ from typing import Any
 
 import torch
 import torch._dynamo.convert_frame as convert_frame
-import torch._dynamo.eval_frame as eval_frame
 import torch._dynamo.exc as dynamo_exc
 import torch._dynamo.guards as dynamo_guards
 import torch._dynamo.symbolic_convert as symbolic_convert
@@ -332,22 +329,6 @@ def skip_reason(result: Any, frame: Any, caller: Any) -> str:
 
 LIMIT_CHECKS = ("exceeds_recompile_limit", "exceeds_cache_size_limit")  # 2.7+, 2.6
 RECOMPILE_REASONS = ("get_and_maybe_log_recompilation_reasons", "get_and_maybe_log_recompilation_reason")
-
-
-def wrap_compiled_calls(guard: Guard, record: Callable[[Any], None]) -> None:
-    """``record(callback)`` each time compiled code is called, cache hits included."""
-    original = _find(eval_frame, "_callback_from_stance", "torch._dynamo.eval_frame")
-    wrapper = getattr(convert_frame, "CatchErrorsWrapper", None)
-    if not isinstance(wrapper, type):
-        raise Missing("torch._dynamo.convert_frame has no CatchErrorsWrapper class")
-
-    @functools.wraps(original)
-    def callback_from_stance(callback: Any) -> Any:
-        if isinstance(callback, wrapper):
-            guard("compiled call", lambda: record(callback))
-        return original(callback)
-
-    patches.replace(eval_frame, "_callback_from_stance", callback_from_stance)
 
 
 def _convert_frame_function(names: tuple[str, ...]) -> str:

@@ -1,10 +1,12 @@
 """One analysis, run in a fresh child of the warm worker: a file, or a run of a project.
 
-A file runs from the request's source text (an unsaved buffer is fine) under its own module
-name, not ``__main__`` unless the settings ask for the ``__main__`` block; every compiled target
-it did not call itself is then called with declared example inputs, or with synthesized ones.
-A run starts the project as ``python SCRIPT ARGS`` or ``python -m MODULE ARGS`` would, from
-disk, in its working directory (the fork made it so): only what it calls is compiled.
+A file runs from the request's source text (an unsaved buffer is fine) as ``python FILE`` (or
+``python -m MODULE``, for a module of a package that imports its own package) would run it from
+the request's working directory, as ``__main__`` unless the settings leave out the ``__main__``
+block; every compiled target it did not call itself is then called with declared example inputs,
+or with synthesized ones. A run starts the project as ``python SCRIPT ARGS`` or ``python -m MODULE
+ARGS`` would, from disk, in its working directory: only what it calls is compiled. Either runs to
+its end, or until its time budget is spent (the fork made the working directory so).
 """
 
 from __future__ import annotations
@@ -27,7 +29,6 @@ from torch._dynamo.symbolic_convert import InstructionTranslatorBase
 
 from ..log import log
 from ..shared.events import (
-    CudaOnlyEvent,
     DoneEvent,
     ExecutedEvent,
     ExitEvent,
@@ -54,7 +55,7 @@ from .failures import (
     failure_at,
     shadowed,
 )
-from .steady import ProgramStopped, SteadyStop
+from .stopping import ProgramStopped, Stopper
 from .tampering import replaced
 from .uncalled import Attempts, Runner
 
@@ -80,32 +81,32 @@ def run(
     capture = Capture(attempts.emit, path, request.reuse, request.targets, own).install()
     why = why_mapped(request.settings.device)
     log(f"CUDA mapped to the CPU: {why}" if why else "analysing on the GPU")
-    to_cpu = ToCpu(why).install() if why else None
+    to_cpu = ToCpu(why, path, emit).install() if why else None
     if to_cpu is None:
         cap_gpu_memory(request.settings.memory_mb)
-    timed_out = _name_the_line(own, emit, relay, capture.steady)
+    timed_out = _name_the_line(own, emit, relay, capture.stopper)
     roots = roots_of(request)
     _fresh_imports(roots, to_cpu)
     if request.run is None:
         source = request.source
         # Tracebacks and Dynamo read the buffer's lines, not the file's: it may be unsaved or deleted.
         linecache.cache[path] = (len(source), None, split_lines(source, keepends=True), path)
-        module, folders = _new_module(path, request.settings.run_main, roots[0])
+        module, folders = _new_module(path, request.settings.run_main, roots[0], request.module, request.cwd)
         log(f"running {path} as module {module.__name__}, sys.path starting {folders}")
         sys.argv = [path]  # as ``python file.py`` has it: argparse sees no arguments, and its own name
     else:
         source = _text(path)
         folders = _program_path(request.run)
         log(f"running {request.run}, sys.path starting {folders}")
-    capture.steady.armed = True
+    capture.stopper.armed = True
     shadowing = shadowed(folders, startup, source)
     if shadowing is not None:
         emit(shadowing)
     if request.run is None:
-        failure = encoding_failure(path) or _execute(request, module, offline, to_cpu, emit)
+        failure = encoding_failure(path) or _execute(request, module, offline, to_cpu)
     else:
         failure = _start(request.run, request.settings.memory_mb, offline, own, to_cpu, emit)
-    capture.steady.disarm()
+    capture.stopper.armed = False  # what runs next (uncalled targets) runs to its end
     relay()
     log(f"the program ended: {f'{failure.kind}: {failure.message}' if failure else 'ok'}")
     if failure is not None:
@@ -199,10 +200,13 @@ def _start(
             runpy.run_path(run.script, run_name="__main__")
         else:
             sys.argv = [run.script, *run.args]
-            _run_mapped(run.script, to_cpu, emit)
-    except ProgramStopped:  # it repeated itself: what is left shows Dynamo nothing new
+            _run_mapped(run.script, to_cpu)
+    except ProgramStopped:  # at the timeout: the analysis goes on with what it never reached
         return None
     except SystemExit as error:
+        if run.module == "pytest" and error.code == 1:  # pytest's "tests failed": they all ran
+            emit(NoteEvent(text="pytest exited with status 1: some of the tests failed"))
+            return None
         return exit_failure(error, own)
     except SyntaxError as error:
         return failure_at("syntax", f"SyntaxError: {error.msg}", error, own)
@@ -212,13 +216,10 @@ def _start(
     return None
 
 
-def _run_mapped(script: str, to_cpu: ToCpu, emit: Emit) -> None:
-    """``runpy.run_path(script, run_name="__main__")``, its code CUDA mapped to the CPU; the script's
-    CUDA-only calls that are not run are emitted."""
+def _run_mapped(script: str, to_cpu: ToCpu) -> None:
+    """``runpy.run_path(script, run_name="__main__")``, its code CUDA mapped to the CPU."""
     with open(script, "rb") as handle:
-        code, cuda_only = to_cpu.compile(handle.read(), script)
-    for call in cuda_only:
-        emit(CudaOnlyEvent(call=call))
+        code = to_cpu.compile(handle.read(), script)
     module = types.ModuleType("__main__")
     module.__file__ = script
     saved = sys.modules["__main__"]
@@ -254,12 +255,12 @@ def _executed(path: str, roots: list[str]) -> list[str]:
 
 
 def _name_the_line(
-    own: Callable[[str], bool], emit: Emit, relay: Callable[[], None], steady: SteadyStop
+    own: Callable[[str], bool], emit: Emit, relay: Callable[[], None], stopper: Stopper
 ) -> threading.Event:
     """Find the program's line for the endings that leave no Python exception behind; ``own``: the
     files whose lines count (the analysed file, or a run's workspace); ``relay``: what the program's
     other interpreters found, copied before the analysis ends without running to its end. At the
-    timeout, the program is stopped where it is when ``steady`` can stop it: the analysis goes on
+    timeout, the program is stopped where it is when ``stopper`` can stop it: the analysis goes on
     with what it never reached. Set once it was stopped so."""
     timed_out = threading.Event()
     # A crash (segfault, abort) prints the stack it died in: the parent reads the line from it.
@@ -268,10 +269,10 @@ def _name_the_line(
     def stuck(signum: int, frame: types.FrameType | None) -> None:
         relay()
         path, line, tracing = _where(frame, own)
-        stopping = steady.can_stop(frame)
+        stopping = stopper.can_stop(frame)
         emit(StuckEvent(line=line, tracing=tracing, path=path, stopped=stopping))
         if stopping:  # as Ctrl-C would; the worker waits a little longer for the rest
-            steady.armed = False
+            stopper.armed = False
             timed_out.set()
             raise ProgramStopped(line)
 
@@ -320,18 +321,13 @@ def _where(frame: types.FrameType | None, own: Callable[[str], bool]) -> tuple[s
 
 
 def _execute(
-    request: Request, module: types.ModuleType, offline: bool, to_cpu: ToCpu | None, emit: Emit
+    request: Request, module: types.ModuleType, offline: bool, to_cpu: ToCpu | None
 ) -> FailureEvent | None:
     """Run the module body, CUDA mapped to the CPU by ``to_cpu`` if given; the failure that stopped it,
-    if any. The analysed file's CUDA-only calls that ``to_cpu`` does not run are emitted."""
+    if any."""
     source, path = request.source, request.path
     try:
-        if to_cpu is None:
-            code = compile(source, path, "exec", dont_inherit=True)
-        else:
-            code, cuda_only = to_cpu.compile(source, path)
-            for call in cuda_only:
-                emit(CudaOnlyEvent(call=call))
+        code = to_cpu.compile(source, path) if to_cpu else compile(source, path, "exec", dont_inherit=True)
     except SyntaxError as error:
         line = error.lineno or 1
         lines = split_lines(source)
@@ -340,7 +336,7 @@ def _execute(
         return FailureEvent(kind="syntax", message=f"SyntaxError: {error.msg}", line=line, column=column)
     try:
         exec(code, module.__dict__)
-    except ProgramStopped:  # it repeated itself: what is left shows Dynamo nothing new
+    except ProgramStopped:  # at the timeout: the analysis goes on with what it never reached
         return None
     except SystemExit as error:
         return exit_failure(error, lambda other: other == path)
@@ -369,7 +365,7 @@ def _fresh_imports(roots: list[str], to_cpu: ToCpu | None) -> None:
             def source_to_code(  # type: ignore[override]
                 self, data: Any, path: Any, *, _optimize: int = -1
             ) -> types.CodeType:
-                return mapping.compile(data, path)[0]
+                return mapping.compile(data, path)
 
         source_loader = MappedSourceLoader
     loaders: list[tuple[type[importlib.abc.Loader], list[str]]] = [
@@ -389,18 +385,24 @@ def _fresh_imports(roots: list[str], to_cpu: ToCpu | None) -> None:
     sys.path_importer_cache.clear()
 
 
-def _new_module(path: str, run_main: bool, workspace: str) -> tuple[types.ModuleType, list[str]]:
-    """A module object for the analysed file, importable by its name as ``python file.py`` would be,
-    and the folders put first on ``sys.path`` for it.
+def _new_module(
+    path: str, run_main: bool, workspace: str, dotted: str = "", cwd: str = ""
+) -> tuple[types.ModuleType, list[str]]:
+    """A module object for the analysed file, importable by its name as ``python file.py`` would be
+    (``python -m dotted`` from ``cwd``, if ``dotted`` is given), and the folders put first on
+    ``sys.path`` for it.
 
-    Its folder (its package's root) comes first, then the workspace: only now, after the worker
-    has imported everything it needs, can a workspace file shadow anything.
+    Its folder (its package's root; for ``-m``, ``cwd``) comes first, then the workspace: only now,
+    after the worker has imported everything it needs, can a workspace file shadow anything.
     """
-    folder = os.path.dirname(path)
-    parts = [os.path.splitext(os.path.basename(path))[0]]
-    while os.path.isfile(os.path.join(folder, "__init__.py")):
-        parts.insert(0, os.path.basename(folder))
-        folder = os.path.dirname(folder)
+    if dotted:
+        folder, parts = cwd, dotted.split(".")
+    else:
+        folder = os.path.dirname(path)
+        parts = [os.path.splitext(os.path.basename(path))[0]]
+        while os.path.isfile(os.path.join(folder, "__init__.py")):
+            parts.insert(0, os.path.basename(folder))
+            folder = os.path.dirname(folder)
     roots = list(dict.fromkeys([folder, workspace]))
     sys.path[:0] = roots
     name = "__main__" if run_main else ".".join(parts)

@@ -26,6 +26,10 @@ NO_LAYER = (
     "gbls could not give this run a throwaway layer to write in ({}), so it did not run it: its writes "
     "would reach your disk. Install bubblewrap (apt install bubblewrap), or analyse single files"
 )
+NO_FILE_LAYER = (
+    "gbls could not give this analysis a throwaway layer to write in ({}), so the file ran in a scratch "
+    "directory of its own, not in {}: a path relative to that folder is not found there"
+)
 REFUSED_WRITES = (
     "gbls could not give this run a throwaway layer to write in ({}): writing outside its scratch "
     "directory (tempfile.gettempdir()) is refused in the gbls sandbox"
@@ -48,9 +52,10 @@ _getpid = os.getpid
 def _writable_caches(scratch: str, sandboxed: bool) -> None:
     """torch's build caches where the analysed code can write: a just-in-time C++ extension, inductor
     and triton keep their builds there, and the defaults (under the home folder) are read-only in
-    the sandbox. Where they can be written (no sandbox), the code keeps the ones it would use. Under
-    bwrap, extensions are built into ``BUILDS``, which outlives the analysis; the others into its
-    scratch directory."""
+    the sandbox, or in a throwaway layer. Where they can be written (no sandbox), the code keeps the
+    ones it would use. Under bwrap, extensions are built into ``BUILDS``, which outlives the
+    analysis (a layer over the home folder would throw each build away); the others into its
+    scratch directory, where they cannot be written."""
     import torch.utils.cpp_extension as cpp_extension
 
     default_extensions = getattr(cpp_extension, "get_default_build_root", lambda: "")()
@@ -59,9 +64,10 @@ def _writable_caches(scratch: str, sandboxed: bool) -> None:
         ("TORCHINDUCTOR_CACHE_DIR", os.environ.get("TORCHINDUCTOR_CACHE_DIR", "")),
         ("TRITON_CACHE_DIR", os.environ.get("TRITON_CACHE_DIR", "")),
     ):
-        if where and not _can_write(where):
-            kept = sandboxed and variable == "TORCH_EXTENSIONS_DIR" and _can_write(BUILDS)
-            os.environ[variable] = BUILDS if kept else os.path.join(scratch, "cache", variable.lower())
+        if sandboxed and variable == "TORCH_EXTENSIONS_DIR" and _can_write(BUILDS):
+            os.environ[variable] = BUILDS
+        elif where and not _can_write(where):
+            os.environ[variable] = os.path.join(scratch, "cache", variable.lower())
 
 
 def _can_write(path: str) -> bool:
@@ -123,17 +129,20 @@ def run(
         writable = _layer_folders(request)
         offline, unlayered = _isolate(sandboxed, scratch, writable)
         log(f"isolated: under bwrap {sandboxed}, network cut {offline}, scratch {scratch}, layer {writable}")
-        if unlayered and not sandboxed:  # its writes would reach the disk: it does not run
+        if unlayered and not sandboxed and request.run is not None:  # its writes would reach the disk
             emit(FailureEvent(kind="write", message=NO_LAYER.format(unlayered)))
             emit(DoneEvent())
             code = 0
             return
-        if unlayered:
+        if unlayered and not sandboxed:
+            emit(NoteEvent(text=NO_FILE_LAYER.format(unlayered, request.cwd)))
+        elif unlayered:
             emit(NoteEvent(text=REFUSED_WRITES.format(unlayered)))
         os.environ["TMPDIR"] = scratch
         tempfile.tempdir = scratch
         if request.run is None:
-            os.chdir(scratch)
+            # As ``python FILE`` started there; without a layer to write in, its own scratch directory.
+            os.chdir(request.cwd if request.cwd and not unlayered else scratch)
             workspace = request.workspace or os.path.dirname(request.path)
             # Processes the analysed code starts import from the workspace, as the analysis does.
             os.environ["PYTHONPATH"] = os.pathsep.join(
@@ -182,11 +191,13 @@ def run(
 
 
 def _layer_folders(request: Request) -> list[str]:
-    """Where a run may write, through a throwaway layer: its workspace, its working directory and the
-    home folder (``~/.cache``); nowhere for a file's analysis, which writes in its scratch directory."""
-    if request.run is None:
+    """Where the program may write, through a throwaway layer: its workspace, its working directory and
+    the home folder (``~/.cache``); nowhere for a file's analysis without a working directory, which
+    writes in its scratch directory."""
+    cwd = request.run.cwd if request.run is not None else request.cwd
+    if not cwd:
         return []
-    return [request.workspace, request.run.cwd, os.path.expanduser("~")]
+    return [request.workspace, cwd, os.path.expanduser("~")]
 
 
 def _isolate(sandboxed: bool, scratch: str, writable: list[str]) -> tuple[bool, str]:

@@ -89,6 +89,7 @@ class CallEvent(Event):
     target: int = 0
     inputs: str = ""
     source: InputSource = "module"
+    called_at: Frame | None = None  # the program's own innermost frame that called it
 
 
 @dataclass(frozen=True)
@@ -230,15 +231,6 @@ class ExitEvent(Event):
 
 
 @dataclass(frozen=True)
-class StoppedEvent(Event):
-    """gbls stopped the program once it repeated itself, at this line of the analysed file."""
-
-    KIND: ClassVar[str] = "stopped"
-    line: int | None = None
-    path: str = ""  # a run's workspace file of that line, when it is not the entry
-
-
-@dataclass(frozen=True)
 class CudaOnlyEvent(Event):
     """A call of the analysed file that needs a GPU, which gbls did not run (CUDA mapped to the CPU)."""
 
@@ -291,7 +283,6 @@ KINDS: dict[str, type[Event]] = {
         StuckEvent,
         ExitEvent,
         ForkEvent,
-        StoppedEvent,
         ExecutedEvent,
         LibrariesEvent,
         CudaOnlyEvent,

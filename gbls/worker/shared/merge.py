@@ -288,6 +288,7 @@ def _functions(
             site=target.site,
             call_line=target.call_line,
             call_path=target.call_path,
+            called_at=call.called_at if call else None,
             compilations=compiled.get(number, 0),
             inlined=inside,
             processes=processes.get(number, ()),

@@ -18,7 +18,7 @@ import typing
 from dataclasses import dataclass, field
 from typing import Any, Final, Literal, TypeVar, Union
 
-PROTOCOL_VERSION = 7
+PROTOCOL_VERSION = 8
 
 # The fixed values of the wire, each checked by ``from_dict`` like any other field.
 Status = Literal["ok", "error", "timeout", "cancelled"]
@@ -237,6 +237,8 @@ class Function:
     inlined: str = ""
     # The program's processes that compiled it, when others than the analysed one did (as Break's).
     processes: tuple[str, ...] = ()
+    # Where the program's own code first called it (a library's own compiled function).
+    called_at: Frame | None = None
 
 
 @dataclass(frozen=True)
@@ -313,6 +315,11 @@ class Request:
     # Targets (qualnames, in the analysed file) whose last results still hold: left eager, not translated.
     reuse: tuple[str, ...] = ()
     run: Run | None = None
+    # A file's analysis runs it from here, as ``python FILE`` started in this folder would ("": in a
+    # scratch directory of its own), writes going to a throwaway layer; as ``python -m module`` from
+    # here, when ``module`` is given (a module of a package that imports its own package).
+    cwd: str = ""
+    module: str = ""
 
 
 @dataclass(frozen=True)
@@ -328,9 +335,6 @@ class Result:
     torch: str = ""
     seconds: float = 0.0
     notes: tuple[str, ...] = ()  # about the analysis itself: what gbls could not capture, and why
-    # The analysed file's line where gbls stopped the program once it repeated itself (0: it ran to its end).
-    stopped_line: int = 0
-    stopped_path: str = ""  # a run's file of that line, when it is not the entry
     # The workspace files the analysis executed (the analysed file, the modules it imported from the
     # workspace): an edit of any of them can change the result.
     executed: tuple[str, ...] = ()

@@ -12,12 +12,16 @@ from collections.abc import Callable, Iterable
 from .protocol import Request
 
 INSTALLED = ("site-packages", "dist-packages")
+# gbls's own code is never the user's, also where a checkout of gbls is the workspace.
+GBLS_DIR = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))) + os.sep
 
 
 def in_workspace(path: str, roots: Iterable[str]) -> bool:
     """Whether ``path`` is a file of one of the workspace folders ``roots`` (an environment
     installed inside one, ``.venv/lib/python3.11/site-packages``, is not the user's code)."""
     if not os.path.isabs(path) or any(f"{os.sep}{part}{os.sep}" in path for part in INSTALLED):
+        return False
+    if path.startswith(GBLS_DIR):
         return False
     return any(path == root or path.startswith(root.rstrip(os.sep) + os.sep) for root in roots if root)
 

@@ -12,7 +12,6 @@ from ..shared.events import (
     Event,
     ExecutedEvent,
     NoteEvent,
-    StoppedEvent,
     StuckEvent,
     TorchEvent,
 )
@@ -188,7 +187,6 @@ def result_of(
     status; ``unreadable``: event lines that were not gbls's; ``truncated``: what was dropped.
     """
     found = merge(events, request, timed_out=ended_by == TIMEOUT)
-    stopped = next((e for e in events if isinstance(e, StoppedEvent)), None)
     breaks = found.breaks
     truncated = list(truncated or ())
     if len(breaks) > MAX_BREAKS:
@@ -230,11 +228,12 @@ def result_of(
         torch=torch_version,
         seconds=seconds,
         notes=tuple(dict.fromkeys(event.text for event in events if isinstance(event, NoteEvent))),
-        stopped_line=stopped.line or 0 if stopped else 0,
-        stopped_path=stopped.path if stopped else "",
         executed=tuple(dict.fromkeys(e.path for e in events if isinstance(e, ExecutedEvent))),
-        cuda_only=tuple(
-            dict.fromkeys(e.call for e in events if isinstance(e, CudaOnlyEvent) and e.call is not None)
+        cuda_only=tuple(  # in the source's order, whatever order the program reached them in
+            sorted(
+                dict.fromkeys(e.call for e in events if isinstance(e, CudaOnlyEvent) and e.call is not None),
+                key=lambda call: (call.line, call.column),
+            )
         ),
         features=next((e.features for e in events if isinstance(e, TorchEvent)), ()),
     )

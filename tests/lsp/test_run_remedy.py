@@ -1,0 +1,114 @@
+"""A script that stops at argparse for want of its flags, opened in the editor: its diagnostic
+offers to add a run, prefilled from the README's command, to .vscode/launch.json (its other
+configuration and comments kept) or to pyproject.toml (created); the run added is the one that
+works."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import sys
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+import pytest_lsp
+from lsprotocol import types as lsp
+from pytest_lsp import ClientServerConfig, LanguageClient, client_capabilities
+
+from gbls.engine import runs
+from gbls.worker.shared.protocol import Run
+
+from ..support import FIXTURES
+from ..support.lsp import Recorder, answer_lens_refreshes, open_and_wait, until, uri_of
+
+
+@pytest.fixture(scope="session")
+def needsargs(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    copy = tmp_path_factory.mktemp("needsargs") / "needsargs"
+    shutil.copytree(FIXTURES / "runs" / "needsargs", copy)
+    return copy
+
+
+@pytest_lsp.fixture(scope="session", config=ClientServerConfig(server_command=[sys.executable, "-m", "gbls"]))
+async def client(lsp_client: LanguageClient, needsargs: Path) -> AsyncIterator[LanguageClient]:
+    lsp_client.diagnostics = Recorder()
+    answer_lens_refreshes(lsp_client)
+    settings = {"timeout": 60, "debounceMs": 100}
+    lsp_client.set_configuration(settings, section="gbls")
+    await lsp_client.initialize_session(
+        lsp.InitializeParams(
+            capabilities=client_capabilities("visual-studio-code"),
+            workspace_folders=[lsp.WorkspaceFolder(uri=uri_of(needsargs), name="needsargs")],
+            initialization_options={"gbls": settings},
+        )
+    )
+    yield lsp_client
+    await lsp_client.shutdown_session()
+
+
+def applied(text: str, edits: list[lsp.TextEdit]) -> str:
+    """``text`` with the insertions ``edits`` made (each an empty range)."""
+    lines = text.splitlines(keepends=True)
+    for edit in sorted(edits, key=lambda e: (e.range.start.line, e.range.start.character), reverse=True):
+        assert edit.range.start == edit.range.end
+        line, column = edit.range.start.line, edit.range.start.character
+        while len(lines) <= line:
+            lines.append("")
+        lines[line] = lines[line][:column] + edit.new_text + lines[line][column:]
+    return "".join(lines)
+
+
+async def test_a_script_that_exits_at_argparse_offers_the_readme_s_run(
+    client: LanguageClient, needsargs: Path
+) -> None:
+    train = needsargs / "train.py"
+    uri = uri_of(train)
+    await open_and_wait(client, train)
+    recorder: Recorder = client.diagnostics  # type: ignore[assignment]
+
+    def failure() -> Any:
+        mine = [found for published, found in recorder.history if published == uri]
+        return next((d for d in mine[-1] if d.code == "analysis-exit"), None) if mine else None
+
+    stopped: lsp.Diagnostic = await until(failure, 180)
+    actions = await client.text_document_code_action_async(
+        lsp.CodeActionParams(
+            text_document=lsp.TextDocumentIdentifier(uri=uri),
+            range=stopped.range,
+            context=lsp.CodeActionContext(diagnostics=[stopped]),
+        )
+    )
+    offered = {a.title: a for a in actions or [] if isinstance(a, lsp.CodeAction)}
+    command = "python train.py --steps 2 --scale 0.5"
+    launch = offered[f"Add a run to .vscode/launch.json: {command}"]
+    pyproject = offered[f"Add a run to pyproject.toml ([[tool.gbls.run]]): {command}"]
+    expected = Run("train.py", str(train), "", ("--steps", "2", "--scale", "0.5"), str(needsargs))
+
+    # launch.json: one insertion into the file as it is, its comments and its configuration kept.
+    assert launch.is_preferred and launch.edit is not None and launch.edit.changes is not None
+    launch_json = needsargs / ".vscode" / "launch.json"
+    before = launch_json.read_text()
+    launch_json.write_text(applied(before, list(launch.edit.changes[uri_of(launch_json)])))
+    assert all(line in launch_json.read_text().splitlines() for line in before.splitlines())
+    assert runs.from_launch_json(str(needsargs)) == runs.Runs((expected,))
+
+    # pyproject.toml: there is none, so it is created.
+    assert pyproject.edit is not None and pyproject.edit.document_changes is not None
+    create, edit = pyproject.edit.document_changes
+    assert isinstance(create, lsp.CreateFile) and create.uri == uri_of(needsargs / "pyproject.toml")
+    assert isinstance(edit, lsp.TextDocumentEdit)
+    (needsargs / "pyproject.toml").write_text(applied("", list(edit.edits)))  # type: ignore[arg-type]
+    assert runs.from_pyproject(str(needsargs)) == runs.Runs((expected,))
+
+    # The run added is one that runs: gbls check, told nothing, runs pyproject.toml's run.
+    checked = subprocess.run(
+        [sys.executable, "-m", "gbls", "check", "--no-cache"],
+        cwd=needsargs,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert checked.returncode == 1, checked.stdout + checked.stderr  # the break, and no failure
+    assert "train.py:11:5: GB0059" in checked.stdout and "error" not in checked.stdout

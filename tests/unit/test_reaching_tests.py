@@ -1,0 +1,87 @@
+"""Which of the project's tests reach a file (``reaching_tests``): found from the syntax only."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from gbls.engine import reaching_tests
+from gbls.engine.sources import read_source
+
+from ..support import FIXTURES
+
+
+def write(folder: Path, files: dict[str, str]) -> None:
+    for name, text in files.items():
+        (folder / name).parent.mkdir(parents=True, exist_ok=True)
+        (folder / name).write_text(text)
+
+
+def test_the_module_name_is_the_file_s_packages_and_its_own() -> None:
+    library = FIXTURES / "runs" / "testreach" / "mylib"
+    assert reaching_tests.module_name(str(library / "ops.py")) == "mylib.ops"
+    assert reaching_tests.module_name(str(library / "__init__.py")) == "mylib"
+
+
+def test_tests_that_name_the_module_anywhere_in_them_are_found(tmp_path: Path) -> None:
+    write(
+        tmp_path,
+        {
+            "src/lib/__init__.py": "",
+            "src/lib/ops.py": "",
+            "src/lib/other.py": "",
+            "tests/test_body.py": "def test_x():\n    from lib.ops import Scaler\n",
+            "tests/unit/test_plain.py": "import lib.ops as ops\n",
+            "tests/test_from_package.py": "from lib import ops\n",
+            "tests/ops_test.py": "from lib.ops import *\n",
+            "tests/test_other.py": "from lib.other import thing\nimport ops\n",
+            "tests/helpers.py": "from lib.ops import Scaler\n",  # not a test file
+            "tests/.hidden/test_h.py": "from lib.ops import Scaler\n",
+        },
+    )
+    found = reaching_tests.tests_of([str(tmp_path / "src/lib/ops.py")], str(tmp_path), read_source)
+    assert [str(Path(path).relative_to(tmp_path)) for path in found] == [
+        "tests/ops_test.py",
+        "tests/test_body.py",
+        "tests/test_from_package.py",
+        "tests/unit/test_plain.py",
+    ]
+
+
+def test_at_most_a_few_test_files_are_run(tmp_path: Path) -> None:
+    write(tmp_path, {"ops.py": ""} | {f"test_{n:02}.py": "import ops\n" for n in range(20)})
+    found = reaching_tests.tests_of([str(tmp_path / "ops.py")], str(tmp_path), read_source)
+    assert len(found) == reaching_tests.MOST_TESTS and found == sorted(found)
+
+
+def test_a_file_no_test_imports_has_none(tmp_path: Path) -> None:
+    write(tmp_path, {"ops.py": "", "test_a.py": "import os\n", "test_broken.py": "def (:\n"})
+    assert reaching_tests.tests_of([str(tmp_path / "ops.py")], str(tmp_path), read_source) == []
+
+
+def test_the_run_is_python_m_pytest_from_the_folder(tmp_path: Path) -> None:
+    run = reaching_tests.test_run(str(tmp_path), [str(tmp_path / "tests" / "test_ops.py")])
+    assert (run.name, run.module, run.args, run.cwd) == (
+        "-m pytest tests/test_ops.py",
+        "pytest",
+        ("tests/test_ops.py",),
+        str(tmp_path),
+    )
+
+
+def test_the_test_a_line_is_in_is_named_as_pytest_names_it() -> None:
+    source = (
+        "import torch\n\n"
+        "def test_a():\n    x = 1\n\n"
+        "class TestScaler:\n    def test_b(self):\n        y = 2\n\n    def helper(self):\n        pass\n"
+    )
+    assert reaching_tests.test_in("tests/test_x.py", 4, source) == "test_a"
+    assert reaching_tests.test_in("tests/test_x.py", 8, source) == "TestScaler::test_b"
+    assert reaching_tests.test_in("tests/test_x.py", 11, source) == ""  # a helper is no test
+    assert reaching_tests.test_in("tests/test_x.py", 1, source) == ""
+    assert reaching_tests.test_in("train.py", 4, source) == ""  # not a test file
+
+
+def test_a_test_file_is_its_own_test(tmp_path: Path) -> None:
+    write(tmp_path, {"ops.py": "", "test_ops.py": "import ops\n", "test_more.py": "import test_ops\n"})
+    found = reaching_tests.tests_of([str(tmp_path / "test_ops.py")], str(tmp_path), read_source)
+    assert found == [str(tmp_path / "test_ops.py"), str(tmp_path / "test_more.py")]
