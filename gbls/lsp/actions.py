@@ -9,12 +9,14 @@ file's current view, so a code action always works on the break as last analysed
 from __future__ import annotations
 
 import os
+import shlex
 from collections.abc import Callable
 from typing import Any
 
 from lsprotocol import types as lsp
 from pygls import uris
 
+from ..engine import run_remedy, runs
 from ..engine.fixes import policy
 from ..engine.fixes.catalogue import fullgraph_fix
 from ..engine.fixes.edits import Fix
@@ -87,10 +89,25 @@ def suppression_actions(
     return actions
 
 
-def preferred_title(brk: BreakReport, analysed: str, sources: Sources, folders: list[str]) -> str | None:
-    """The title of the fix offered first for ``brk``, a break of the file ``analysed``, if it has one."""
-    offered = policy.for_break(brk, analysed, sources, folders)
-    return offered[0].title if offered else None
+# Why re-analysis refused a fix of a break of the analysed file given; None: not refused (yet).
+Refused = Callable[[Fix, str], str | None]
+NO_CANDIDATE = "gbls's catalogue has no fix for this break in code of this shape"
+
+
+def offer(
+    brk: BreakReport, analysed: str, sources: Sources, folders: list[str], refused: Refused
+) -> tuple[str | None, str]:
+    """What the hover says to do about ``brk``, a break of the file ``analysed``: the title of the
+    first fix re-analysis has not refused; else None, and why there is no fix."""
+    candidates = policy.for_break(brk, analysed, sources, folders)
+    reasons = [(fix, refused(fix, analysed)) for fix in candidates]
+    for fix, reason in reasons:
+        if reason is None:
+            return fix.title, ""
+    if not reasons:
+        return None, NO_CANDIDATE
+    fix, reason = reasons[0]
+    return None, f"re-analysis refused every fix gbls has for it ({fix.title}: {reason})"
 
 
 def fix_action(
@@ -196,6 +213,73 @@ def recompile_actions(
     return actions
 
 
+def _position(text: str, offset: int) -> lsp.Position:
+    before = text[:offset]
+    last = before[before.rfind("\n") + 1 :]
+    return lsp.Position(before.count("\n"), char_to_utf16(last, len(last)))
+
+
+def _insert(path: str, text: str | None, offset: int, new: str) -> lsp.WorkspaceEdit:
+    """Insert ``new`` at ``offset`` of the file ``path`` of text ``text`` (None: create the file)."""
+    uri = _uri(path)
+    if text is None:
+        change = lsp.TextEdit(lsp.Range(lsp.Position(0, 0), lsp.Position(0, 0)), new)
+        document = lsp.OptionalVersionedTextDocumentIdentifier(uri, version=None)
+        return lsp.WorkspaceEdit(
+            document_changes=[
+                lsp.CreateFile(uri=uri, options=lsp.CreateFileOptions(ignore_if_exists=True)),
+                lsp.TextDocumentEdit(document, [change]),
+            ]
+        )
+    at = _position(text, offset)
+    return lsp.WorkspaceEdit(changes={uri: [lsp.TextEdit(lsp.Range(at, at), new)]})
+
+
+def run_actions(
+    path: str, diagnostic: lsp.Diagnostic, report_of: ReportOf, sources: Sources, folders: list[str]
+) -> list[lsp.CodeAction]:
+    """For a script that stopped for want of arguments, data or its package (``run_remedy``): add a run
+    of it, prefilled from the README, to ``.vscode/launch.json`` or to ``pyproject.toml``."""
+    report = report_of(path)
+    data = diagnostic.data
+    if report is None or not isinstance(data, dict) or data.get("kind") != "failure":
+        return []
+    if report.executed[:1] != (path,):  # the failure of another file's analysis: this is no script of it
+        return []
+    inside = [f for f in folders if path.startswith(f.rstrip(os.sep) + os.sep)]
+    folder = max(inside, key=len) if inside else os.path.dirname(path)
+    if not run_remedy.needs_a_run(report.failure_kind, report.message, folder):
+        return []
+    run = run_remedy.suggested(folder, path, as_module=report.failure_kind == "import")
+    target = ["-m", run.module] if run.module else [os.path.relpath(run.script, folder)]
+    command = shlex.join(["python", *target, *run.args])
+    actions = []
+    launch = os.path.join(folder, runs.LAUNCH)
+    text = sources.text(launch)
+    found = run_remedy.launch_insertion(text, run, folder)
+    if found is not None:
+        actions.append(
+            lsp.CodeAction(
+                title=f"Add a run to .vscode/launch.json: {command}",
+                kind=lsp.CodeActionKind.QuickFix,
+                diagnostics=[diagnostic],
+                is_preferred=True,
+                edit=_insert(launch, text, *found),
+            )
+        )
+    pyproject = os.path.join(folder, runs.PYPROJECT)
+    text = sources.text(pyproject)
+    actions.append(
+        lsp.CodeAction(
+            title=f"Add a run to pyproject.toml ([[tool.gbls.run]]): {command}",
+            kind=lsp.CodeActionKind.QuickFix,
+            diagnostics=[diagnostic],
+            edit=_insert(pyproject, text, *run_remedy.pyproject_insertion(text, run, folder)),
+        )
+    )
+    return actions
+
+
 def code_actions(
     path: str,
     diagnostics: list[lsp.Diagnostic],
@@ -204,12 +288,15 @@ def code_actions(
     folders: list[str],
     selection: Span | None = None,
     snippets: bool = False,
+    keep: policy.Keep | None = None,
 ) -> list[lsp.CodeAction | lsp.Command]:
     """Fixes and suppressions for the gbls diagnostics in ``diagnostics``, and ``fullgraph=True`` for
     break-free compiled functions of ``path`` under ``selection``. Fixes only edit the analysed file
-    and files in the workspace ``folders``."""
+    and files in the workspace ``folders``, and are those ``keep`` keeps (the proven ones)."""
     actions: list[lsp.CodeAction | lsp.Command] = []
     for diagnostic in diagnostics:
+        if diagnostic.source == "gbls":
+            actions += run_actions(path, diagnostic, report_of, sources, folders)
         recompiled = _recompile_of(diagnostic.data, report_of) if diagnostic.source == "gbls" else None
         if recompiled is not None:
             actions += recompile_actions(recompiled[1], recompiled[0], sources, diagnostic)
@@ -217,7 +304,7 @@ def code_actions(
         if found is None:
             continue
         analysed, brk = found
-        for index, fix in enumerate(policy.for_break(brk, analysed.path, sources, folders)):
+        for index, fix in enumerate(policy.for_break(brk, analysed.path, sources, folders, keep)):
             actions.append(fix_action(fix, sources, diagnostic, preferred=index == 0, snippets=snippets))
         at_split = isinstance(diagnostic.data, dict) and diagnostic.data["kind"] == "split"
         if at_split:
@@ -243,7 +330,11 @@ def code_actions(
 
 
 def fix_all(
-    path: str, reports: list[FileReport], sources: Sources, folders: list[str]
+    path: str,
+    reports: list[FileReport],
+    sources: Sources,
+    folders: list[str],
+    keep: policy.Keep | None = None,
 ) -> lsp.CodeAction | None:
     """What ``gbls check --fix`` changes in ``path``: the safe preferred fix of each break of ``reports``
     whose edits are all in ``path``, as one action of kind ``source.fixAll.gbls``; None if there is none.
@@ -251,7 +342,7 @@ def fix_all(
     A fix checks the code's shape where the break is in the text as it is now (the call it removes,
     the ``.item()`` it is about), so a report older than an edit cannot make it edit the wrong code.
     """
-    fixes = policy.preferred(reports, sources, folders)
+    fixes = policy.preferred(reports, sources, folders, keep)
     here = {key: fix for key, fix in fixes.items() if all(edit.path == path for edit in fix.edits)}
     edits, _ = policy.safe_edits(reports, here)
     if path not in edits:
@@ -269,6 +360,7 @@ def requested_actions(
     reports: Callable[[], list[FileReport]],
     folders: list[str],
     snippets: bool,
+    keep: policy.Keep | None = None,
 ) -> list[lsp.CodeAction | lsp.Command]:
     """The actions a code action request for ``selection`` of ``path`` asks for: quick fixes (see
     ``code_actions``) and fix all (of every report of ``reports()``), as ``context.only`` has it."""
@@ -281,9 +373,9 @@ def requested_actions(
     found: list[lsp.CodeAction | lsp.Command] = []
     if not only or asked(lsp.CodeActionKind.QuickFix.value):
         found += code_actions(
-            path, list(context.diagnostics), sources, report_of, folders, selection, snippets
+            path, list(context.diagnostics), sources, report_of, folders, selection, snippets, keep
         )
     if asked(FIX_ALL):  # a source action: only on request (on save, or from the Source Action menu)
-        every = fix_all(path, reports(), sources, folders)
+        every = fix_all(path, reports(), sources, folders, keep)
         found += [every] if every is not None else []
     return found

@@ -14,8 +14,10 @@ from typing import Any
 from lsprotocol import types as lsp
 from pygls import uris
 
-from ..engine.model import STOPPED, BreakReport, FileReport, RecompileReport, imported_from
+from ..engine.model import BreakReport, FileReport, RecompileReport, imported_from
 from ..engine.ranges import Span, char_to_utf16, line_text
+from ..engine.reaching_tests import is_test_file, test_in
+from ..manual import page
 from ..settings import Settings, Severity
 from ..worker.shared.lines import split_lines
 
@@ -102,10 +104,12 @@ def _related(brk: BreakReport, lines_of: LinesOf) -> list[lsp.DiagnosticRelatedI
                     )
                 )
     if brk.called_at is not None:
+        at = brk.called_at
+        test = test_in(at.path, at.span.line, "\n".join(lines_of(at.path))) if is_test_file(at.path) else ""
         related.append(
             lsp.DiagnosticRelatedInformation(
-                location=_location(brk.called_at.path, brk.called_at.span, lines_of),
-                message=f"{brk.function} called here",
+                location=_location(at.path, at.span, lines_of),
+                message=f"{brk.function} called here" + (f", by the test {test}" if test else ""),
             )
         )
     return related
@@ -155,7 +159,7 @@ def file_diagnostics(
                 # Past the limit Dynamo compiles the function no more: one step above the setting.
                 severity=level if problem.limit is None else lsp.DiagnosticSeverity(max(1, level - 1)),
                 code=problem.code,
-                code_description=lsp.CodeDescription(href=problem.url),
+                code_description=lsp.CodeDescription(href=page("recompilations")),
                 source=SOURCE,
                 related_information=_guard_related(problem, report.path, lines_of),
                 data=recompile_data(problem, report.path),
@@ -188,16 +192,6 @@ def file_diagnostics(
                 data={"kind": "failure", "failure": report.failure_kind},
             )
         )
-    if report.stopped is not None:
-        found.append(
-            lsp.Diagnostic(
-                range=to_range(report.stopped, lines),
-                message=STOPPED,
-                severity=lsp.DiagnosticSeverity.Hint,
-                source=SOURCE,
-                data={"kind": "stopped"},
-            )
-        )
     for call in report.cuda_only:
         found.append(
             lsp.Diagnostic(
@@ -206,6 +200,7 @@ def file_diagnostics(
                 severity=lsp.DiagnosticSeverity.Information,
                 source=SOURCE,
                 code="not-checkable",
+                code_description=lsp.CodeDescription(href=page("cuda")),
                 data={"kind": "cuda-only"},
             )
         )

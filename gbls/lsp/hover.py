@@ -19,11 +19,13 @@ from ..engine.model import (
     costliest_first,
 )
 from ..engine.recompiles import remedies
+from ..manual import page
 from ..worker.shared.protocol import EAGER, Graph
 from .markdown import Where, explanation, prose
 
-# A break's preferred fix's title, if it has a fix (the fix policy's word, from the server).
-FixOf = Callable[[BreakReport], str | None]
+# A break's preferred fix's title, if it has a fix (the fix policy's word, from the server), and
+# why it has none otherwise ("" when nobody said).
+FixOf = Callable[[BreakReport], tuple[str | None, str]]
 
 # What each hint class torch gives means, for the hover.
 CLASSES = {
@@ -36,8 +38,8 @@ CLASSES = {
 }
 
 
-def no_fix(brk: BreakReport) -> None:
-    return None
+def no_fix(brk: BreakReport) -> tuple[None, str]:
+    return None, ""
 
 
 def _plural(count: int, word: str) -> str:
@@ -50,16 +52,21 @@ def break_markdown(
     where: Where,
     fix: str | None = None,
     full: bool = False,
+    unfixed: str = "",
 ) -> str:
-    """What to do (the preferred fix, else Dynamo's first hint) and why (Dynamo's explanation), the
-    chain down to the cause, how the function splits; ``full`` (the report): Dynamo's other hints too.
+    """What to do (the preferred fix, else Dynamo's first hint) and why (what broke, in torch's
+    words, and Dynamo's explanation), the chain down to the cause, how the function splits;
+    ``unfixed``: why there is no quick fix; ``full`` (the report): Dynamo's other hints too.
     Without them a hover fits VS Code's at its default size, under the diagnostic's own lines."""
     hints = [prose(hint) for hint in brk.cause.hints]
     todo = f"{prose(fix)} (a quick fix)" if fix else (hints.pop(0) if hints else "")
     code = f"[{brk.code}]({brk.url})" if brk.url else brk.code
     hits = f", hit {brk.count} times" if brk.count > 1 else ""
-    why = f"**Why** ({code}{hits}): {explanation(brk.cause.explanation, where)}"
+    # What broke, in torch's words (the diagnostic above says it in gbls's), then why.
+    why = f"**{brk.gb_type}** ({code}{hits}): {explanation(brk.cause.explanation, where)}"
     parts = [f"**To do:** {todo.rstrip('.')}. {why}" if todo else why]
+    if not fix and unfixed:
+        parts.append(f"No quick fix: {unfixed}.")
     if brk.raises:
         parts.append(f"⛔ `{brk.raises.split(':')[0]}`: this break raises at run time.")
     # The user's own code goes without saying (the JSON and SARIF have its classes): the hover stays short.
@@ -124,7 +131,7 @@ def recompile_markdown(found: RecompileReport, where: Where) -> str:
     parts.append("**What to do**\n" + "\n".join(f"- {remedy}" for remedy in remedies(found)))
     if found.provenance is not None:
         parts.append(_imported(found.provenance))
-    parts.append(f"[PyTorch: recompilation]({found.url})")
+    parts.append(f"[PyTorch: recompilation]({found.url}) · [gbls: recompilations]({page('recompilations')})")
     return "\n\n".join(parts)
 
 
@@ -244,7 +251,8 @@ def function_report(report: FileReport, qualname: str | None, where: Where, fix_
         sections.append(f"## {function.qualname}\n\n" + function_markdown(function, report, where))
         for brk in costliest_first(report.breaks_of(function.qualname)):
             title = f"{where.line(brk.path, brk.span.line)}: {prose(brk.title)}"
-            markdown = break_markdown(brk, function, where, fix_of(brk), full=True)
+            fix, unfixed = fix_of(brk)
+            markdown = break_markdown(brk, function, where, fix, full=True, unfixed=unfixed)
             sections.append(f"### {title}\n\n{markdown}")
         for found in report.recompiles_of(function.qualname):
             if not found.settled:
@@ -258,12 +266,11 @@ def hover_markdown(
 ) -> str | None:
     """Markdown for a 1-based line and 0-based character column, or None if nothing is there."""
     functions = {f.qualname: f for f in report.functions}
-    for brk in report.breaks:
-        if brk.span.contains(line, column):
-            return break_markdown(brk, functions.get(brk.function), where, fix_of(brk))
-    for brk in report.splits:
-        if brk.split is not None and brk.split.span.contains(line, column):
-            return break_markdown(brk, functions.get(brk.function), where, fix_of(brk))
+    at = [brk for brk in report.breaks if brk.span.contains(line, column)]
+    at += [b for b in report.splits if b.split is not None and b.split.span.contains(line, column)]
+    if at:
+        fix, unfixed = fix_of(at[0])
+        return break_markdown(at[0], functions.get(at[0].function), where, fix, unfixed=unfixed)
     for found in report.problems:
         if found.span.contains(line, column):
             return recompile_markdown(found, where)

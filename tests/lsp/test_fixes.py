@@ -331,6 +331,25 @@ async def test_early_return_rewritten_with_cond(client: LanguageClient, workspac
     session.close()
 
 
+async def test_no_torch_cond_for_a_branch_returning_a_python_value(
+    client: LanguageClient, workspace: Path
+) -> None:
+    """``return x.item() + 1`` is a float, which torch.cond cannot return: the editor offers no
+    rewrite of the branch, its hover says why, and the ``.item()``'s proven fix is offered."""
+    session = Session(client, workspace, "return_scalar.py", "fixed_return_scalar.py")
+    before = await session.open()
+    (branch,) = [d for d in before if d.code == "GB0170"]
+    assert not any(a.title.startswith(("Rewrite", "Turn")) for a in await session.actions(branch))
+    hover = await client.text_document_hover_async(
+        lsp.HoverParams(lsp.TextDocumentIdentifier(session.uri), branch.range.start)
+    )
+    assert hover is not None and "No quick fix: gbls's catalogue has no fix" in hover.contents.value  # type: ignore[union-attr]
+    (item,) = [d for d in before if d.code == "GB0124"]
+    after = await session.apply(titled(await session.actions(item), "Enable torch._dynamo.config.capture"))
+    assert "GB0124" not in codes(after) and "GB0170" in codes(after)
+    session.close()
+
+
 async def test_other_branches_get_a_cond_skeleton(client: LanguageClient, workspace: Path) -> None:
     """Without snippet support the placeholders keep their defaults: here that is already right."""
     session, after = await fix_and_check(

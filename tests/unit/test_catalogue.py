@@ -65,6 +65,10 @@ CASES = [
         "logger_call.py", "logged", "GB0291", 12, 'log.info("exp done %s", y)',
         [("Remove the log.info() call", False, "    if True:\n        pass\n")],  # a body is never left empty
     ),
+    (  # a skipped function's call (GB0007) that only warns
+        "warn_call.py", "careful", "GB0007", 9, 'warnings.warn("doubled")',
+        [("Remove the warnings.warn() call", False, "    y = x * 2\n    return y + 1\n")],
+    ),
     (
         "item_call.py", "normalized", "GB0124", 9, "x.abs().max().item()",
         # After the module's imports and docstring, with the module's own name for torch.
@@ -100,6 +104,8 @@ CASES = [
         [("Rewrite the early return with torch.cond (both branches must return tensors of the same shape)",
           False, "    return torch.cond(x.sum() > y.sum(), _true_branch, _false_branch, (x, y))")],
     ),
+    # A branch returns a Python float: torch.cond takes only tensors, and a skeleton cannot hold a return.
+    ("return_scalar.py", "score", "GB0170", 6, "x.sum() > 0", []),
     (
         "branch_skeleton.py", "accumulate", "GB0170", 6, "x.sum() > 0",
         [("Turn the branch into a torch.cond skeleton to complete (operands, outputs)", False,

@@ -50,6 +50,41 @@ def where_rewrite(brk: BreakReport, here: str, sources: Sources) -> Fix | None:
     return None
 
 
+# What gives a Python value, not a tensor, whatever it is called on: a torch.cond branch may not return it.
+_SCALAR_METHODS = {"item", "tolist", "numpy", "dim", "numel", "nelement", "size", "stride", "element_size"}
+_SCALAR_ATTRIBUTES = {"shape", "dtype", "device", "ndim", "is_cuda", "requires_grad", "layout"}
+_SCALAR_BUILTINS = {"int", "float", "bool", "complex", "len", "str", "list", "tuple", "dict", "range", "repr"}
+
+
+def may_be_tensor(value: ast.expr) -> bool:
+    """Whether ``value`` can be a tensor: not a constant, nor built only of what gives Python values
+    (``x.item() + 1`` is a float). What can be one is then proven by re-analysis of the rewrite."""
+    if isinstance(value, ast.Constant | ast.JoinedStr | ast.List | ast.Dict | ast.Set | ast.Compare):
+        return False
+    if isinstance(value, ast.BoolOp | ast.ListComp | ast.DictComp | ast.SetComp | ast.GeneratorExp):
+        return False
+    if isinstance(value, ast.Tuple):
+        return bool(value.elts) and all(may_be_tensor(element) for element in value.elts)
+    if isinstance(value, ast.BinOp):
+        return may_be_tensor(value.left) or may_be_tensor(value.right)
+    if isinstance(value, ast.UnaryOp):
+        return not isinstance(value.op, ast.Not) and may_be_tensor(value.operand)
+    if isinstance(value, ast.Attribute):
+        return value.attr not in _SCALAR_ATTRIBUTES and may_be_tensor(value.value)
+    if isinstance(value, ast.Subscript):
+        return may_be_tensor(value.value)
+    if isinstance(value, ast.Call):
+        function = value.func
+        if isinstance(function, ast.Name):
+            return function.id not in _SCALAR_BUILTINS
+        if isinstance(function, ast.Attribute):
+            return function.attr not in _SCALAR_METHODS and (
+                isinstance(function.value, ast.Name) or may_be_tensor(function.value)
+            )
+        return True
+    return isinstance(value, ast.Name | ast.IfExp | ast.Starred) or not isinstance(value, ast.expr)
+
+
 def _single_assignment(body: list[ast.stmt]) -> tuple[str, str] | None:
     if len(body) != 1 or not isinstance(body[0], ast.Assign):
         return None
@@ -102,6 +137,9 @@ def cond_rewrite(brk: BreakReport, here: str, sources: Sources) -> Fix | None:
     branches = [statement.body, statement.orelse]
     if not all(isinstance(s, ast.Assign | ast.AugAssign | ast.AnnAssign) for body in branches for s in body):
         return None
+    assigned = [s for body in branches for s in body if isinstance(s, ast.Assign | ast.AnnAssign)]
+    if not all(s.value is not None and may_be_tensor(s.value) for s in assigned):
+        return None  # a branch sets a Python value: torch.cond returns only tensors
     outputs = sorted(_assigned(statement.body) | _assigned(statement.orelse))
     before = _defined_before(tree, statement)
     # A value set by one branch only must exist already, for the other branch to return it.
@@ -169,6 +207,8 @@ def return_rewrite(brk: BreakReport, here: str, sources: Sources) -> Fix | None:
     if not all(len(b) == 1 and isinstance(b[0], ast.Return) and b[0].value is not None for b in returns):
         return None
     values = [b[0].value for b in returns]  # type: ignore[attr-defined]
+    if not all(may_be_tensor(value) for value in values):
+        return None  # a branch returns a Python value: torch.cond returns only tensors
     operands = _loaded_before(tree, statement, values)
     if not operands:
         return None
@@ -202,6 +242,8 @@ def cond_skeleton(brk: BreakReport, here: str, sources: Sources) -> Fix | None:
     if found is None:
         return None
     tree, lines, statement = found
+    if any(isinstance(n, ast.Return) for s in [*statement.body, *statement.orelse] for n in ast.walk(s)):
+        return None  # a return moved into a branch function returns from it: no longer the code's meaning
     operands = ", ".join(_loaded_before(tree, statement, [*statement.body, *statement.orelse])) or "x"
     # A first guess at the outputs: what the branches set that lives on after them (not a loop variable).
     true_sets, false_sets = _assigned(statement.body), _assigned(statement.orelse)

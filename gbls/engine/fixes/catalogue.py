@@ -13,8 +13,6 @@ import logging
 import re
 import threading
 
-import jedi
-
 from ...worker.shared.lines import split_lines
 from ..model import BreakReport
 from ..ranges import Span, line_text
@@ -135,6 +133,8 @@ def definition_of(source: str, path: str, line: int, byte_column: int) -> tuple[
     """Where the name at ``line``/``byte_column`` is defined, when that is a workspace file, not a library."""
     text = line_text(split_lines(source), line)
     column = len(text.encode("utf-8")[:byte_column].decode("utf-8", "ignore"))
+    import jedi  # here: a check answered from the cache never looks a definition up (0.1 s of import)
+
     with _jedi_lock:
         try:
             found = jedi.Script(source, path=path).goto(line, column, follow_imports=True)
@@ -196,6 +196,8 @@ CATALOGUE: dict[str, tuple[Maker, ...]] = {
     "GB0025": (remove_graph_break,),  # torch._dynamo.graph_break()
     "GB0098": (drop_disable_decorator,),  # torch.compiler.disable'd callee
     "GB0170": branches.REWRITES,  # Data-dependent branching
+    # A call of a function Dynamo skips: a logging one (warnings.warn) can go, as a print can.
+    "GB0007": (remove_logging_call,),
 }
 # For torch without GB ids in its registry.
 BY_GB_TYPE = {
@@ -205,6 +207,7 @@ BY_GB_TYPE = {
     "Call to `torch._dynamo.graph_break()`": "GB0025",
     "Skip calling `torch.compiler.disable()`d function": "GB0098",
     "Data-dependent branching": "GB0170",
+    "Attempted to call function marked as skipped": "GB0007",
 }
 
 

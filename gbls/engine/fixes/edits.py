@@ -6,7 +6,7 @@ import os
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Literal
 
 from ...worker.shared.lines import newline_of, split_lines
 from ..ranges import Span
@@ -43,11 +43,18 @@ class Edit:
         return text if newline == "\n" else text.replace("\n", newline)
 
 
+# What re-analysis must show for a fix to be proven: its break "gone"; or, for the fallback that runs
+# a function eagerly, the break gone and one "skip" of the disabled function in its place; or, for a
+# fix that moves the split (nested graph breaks), the compiled function in "fewer" graphs.
+Proof = Literal["gone", "skip", "fewer"]
+
+
 @dataclass(frozen=True)
 class Fix:
     title: str
     edits: tuple[Edit, ...]
     safe: bool = False
+    proof: Proof = "gone"
 
 
 INSTALLED = {"site-packages", "dist-packages"}

@@ -23,6 +23,9 @@ from .syntax import indent_of, insert_after_imports, node_span, root_call_statem
 
 LOGGER_METHODS = {"debug", "info", "warning", "error", "exception", "critical", "log"}
 INSTALLED = ("site-packages", "dist-packages")
+# A break raised while Dynamo traces a higher-order operator's body (a checkpointed region's side
+# effect, GB0067): the whole operator falls back, in the callee or not, so nesting changes nothing.
+HIGHER_ORDER = re.compile(r"\bHOP\b|higher.?order|invoke_subgraph", re.IGNORECASE)
 
 
 def print_in_graph(brk: BreakReport, here: str, sources: Sources) -> Fix | None:
@@ -93,7 +96,7 @@ def nested_graph_breaks(brk: BreakReport, here: str, sources: Sources) -> Fix | 
     source = sources.text(here)
     if "nested_graph_breaks" not in brk.features or source is None or len(brk.chain) < 2:
         return None
-    if brk.nested or brk.effect != SPLIT:
+    if brk.nested or brk.effect != SPLIT or HIGHER_ORDER.search(brk.gb_type):
         return None
     if re.search(r"_dynamo\.config\.nested_graph_breaks\s*=", source):
         return None  # set already, to either value: the user decided
@@ -104,6 +107,7 @@ def nested_graph_breaks(brk: BreakReport, here: str, sources: Sources) -> Fix | 
         f"Turn on nested graph breaks: split in {brk.root.function}, keeping the code around the call "
         "in the graphs (torch._dynamo.config.nested_graph_breaks)",
         (edit,),
+        proof="fewer",
     )
 
 
@@ -138,6 +142,7 @@ def run_eagerly(brk: BreakReport, here: str, sources: Sources) -> Fix | None:
         f"Run {definition.name} eagerly with @torch.compiler.disable (a last resort: Dynamo splits at its "
         "call, and compiles none of it)",
         (edit,),
+        proof="skip",
     )
 
 

@@ -10,6 +10,8 @@ the CLI reports it as the break's fix, and ``--fix`` applies it when it is safe.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from ..model import BreakKey, BreakReport, FileReport, RecompileKey, RecompileReport
 from ..sources import Sources
 from .catalogue import fixes_for
@@ -18,17 +20,21 @@ from .recompiles import recompile_fixes
 
 # Each break's (or recompilation report's) preferred fix, if it has one, by (analysed file, its key).
 Fixes = dict[tuple[str, BreakKey | RecompileKey], Fix]
+# Which fixes (for a break of the analysed file given) may be offered: the editor's, those proven.
+Keep = Callable[[Fix, str], bool]
 
 
 def _safe_first(fixes: list[Fix]) -> list[Fix]:
     return sorted(fixes, key=lambda fix: not fix.safe)  # stable: the catalogue's order otherwise
 
 
-def for_break(brk: BreakReport, analysed: str, sources: Sources, folders: list[str]) -> list[Fix]:
+def for_break(
+    brk: BreakReport, analysed: str, sources: Sources, folders: list[str], keep: Keep | None = None
+) -> list[Fix]:
     """The fixes offered for ``brk``, a break of the file ``analysed``, the preferred first: those
-    that edit only ``analysed`` or files in the workspace ``folders``."""
+    that edit only ``analysed`` or files in the workspace ``folders`` (and that ``keep`` keeps)."""
     offered = [fix for fix in fixes_for(brk, analysed, sources) if editable(fix, analysed, folders)]
-    return _safe_first(offered)
+    return _safe_first([fix for fix in offered if keep is None or keep(fix, analysed)])
 
 
 def for_recompile(found: RecompileReport, report: FileReport, sources: Sources) -> list[Fix]:
@@ -36,12 +42,15 @@ def for_recompile(found: RecompileReport, report: FileReport, sources: Sources) 
     return _safe_first(recompile_fixes(found, report, sources))
 
 
-def preferred(reports: list[FileReport], sources: Sources, folders: list[str]) -> Fixes:
-    """The preferred fix of each break and each recompilation problem that has one."""
+def preferred(
+    reports: list[FileReport], sources: Sources, folders: list[str], keep: Keep | None = None
+) -> Fixes:
+    """The preferred fix of each break (of those ``keep`` keeps) and each recompilation problem that
+    has one."""
     found: Fixes = {}
     for report in reports:
         for brk in report.breaks:
-            offered = for_break(brk, report.path, sources, folders)
+            offered = for_break(brk, report.path, sources, folders, keep)
             if offered:
                 found[(report.path, brk.key)] = offered[0]
         for problem in report.problems:
@@ -52,17 +61,17 @@ def preferred(reports: list[FileReport], sources: Sources, folders: list[str]) -
 
 
 def safe_edits(
-    reports: list[FileReport], fixes: Fixes
+    reports: list[FileReport], fixes: Fixes, unsafe: bool = False
 ) -> tuple[dict[str, list[Edit]], list[tuple[str, BreakReport, Fix]]]:
-    """What ``--fix`` applies: the edits by file of each break's preferred fix where it is safe, each
-    edit once, leaving out a fix that overlaps one taken before it; and the (analysed file, break,
-    fix) of each fix taken."""
+    """What ``--fix`` applies: the edits by file of each break's fix in ``fixes`` where it is safe
+    (or any, ``unsafe``), each edit once, leaving out a fix that overlaps one taken before it; and
+    the (analysed file, break, fix) of each fix taken."""
     edits: dict[str, list[Edit]] = {}
     taken: list[tuple[str, BreakReport, Fix]] = []
     for report in reports:
         for brk in report.breaks:
             fix = fixes.get((report.path, brk.key))
-            if fix is None or not fix.safe:
+            if fix is None or not (fix.safe or unsafe):
                 continue
             new = [e for e in fix.edits if e not in edits.get(e.path, [])]
             if any(e.span.overlaps(other.span) for e in new for other in edits.get(e.path, [])):

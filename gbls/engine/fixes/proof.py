@@ -1,0 +1,69 @@
+"""Whether a fix is proven: what the re-analysis of the fixed text shows, beside the analysis it fixes.
+
+A fix is proven when the program runs as before (to its end, or to the same kind of failure: a
+notebook's cell that raises), the break it is for is gone
+(each fix's ``proof`` says what "gone" is), and no break appeared that the analysis before it did
+not have. Breaks are compared by what they are and where they are in the code's structure (type,
+compiled function, root cause's function): the fix moves lines, not functions.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+
+from ..model import BreakReport, FileReport
+from .edits import Fix
+
+# The ends of an analysis its fixes are proven against: the program ran to its end, or raised. Any
+# other (a timeout, a crash, the memory limit, the worker gone) each proof would meet again, at cost.
+PROVABLE = ("", "raised")
+
+
+def provable(report: FileReport) -> bool:
+    """Whether the fixes of ``report``'s breaks are proven: a run's analysis is not (its script's
+    text alone does not run as the run does)."""
+    return report.status in ("ok", "error") and report.failure_kind in PROVABLE and not report.origin
+
+
+# The break a call of a ``torch.compiler.disable``'d function is: the fallback's one clean skip.
+SKIP = "Skip calling `torch.compiler.disable()`d function"
+Signature = tuple[str, str, str]
+
+
+def signature(brk: BreakReport) -> Signature:
+    return (brk.gb_type, brk.function, brk.root.function)
+
+
+def _every(report: FileReport) -> Counter[Signature]:
+    """Each break the analysis found, wherever it belongs and suppressed or not: a fix may add none."""
+    found: Counter[Signature] = Counter()
+    for brk in {b.key: b for b in (*report.breaks, *report.elsewhere, *report.suppressed)}.values():
+        found[signature(brk)] += 1
+    return found
+
+
+def _graphs(report: FileReport, function: str) -> int:
+    return sum(len(f.graphs) for f in report.functions if f.target.name == function)
+
+
+def disproof(fix: Fix, brk: BreakReport, before: FileReport, after: FileReport) -> str | None:
+    """Why ``fix`` of ``brk`` (a break of ``before``) is not proven by ``after``, the analysis of the
+    fixed text; None when it is."""
+    if (after.status, after.failure_kind) != (before.status, before.failure_kind):
+        return f"the fixed program does not run as before: {after.message or after.status}"
+    was, now = _every(before), _every(after)
+    new = now - was
+    if fix.proof == "fewer":
+        if _graphs(after, brk.function) >= _graphs(before, brk.function):
+            return f"{brk.function} is in as many graphs after it"
+    elif now[signature(brk)] >= was[signature(brk)]:
+        return "the break is still there after it"
+    if fix.proof == "skip":
+        skips = [found for found in new if found[0] == SKIP]
+        if skips:
+            new[skips[0]] -= 1
+            new = +new
+    if new:
+        gb_type, function, root = sorted(new)[0]
+        return f"it brings a new break: {gb_type} in {root} (compiled {function})"
+    return None

@@ -1,0 +1,82 @@
+"""The editor's proofs: after an analysis is published, each fix offered for its breaks is applied to
+a copy and analysed again by the worker, in the background; the code actions and fix all offer a
+fix only once its proof has passed on the text as it is now.
+
+A code action request awaits the proofs under way (the event loop stays free: hovers and edits go
+on meanwhile), so the lightbulb shows the proven fixes of the analysis it is about. When an
+analysis's fixes are proven the server says so in its log ("proved N of M fixes in FILE").
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+from collections.abc import Callable
+
+from lsprotocol import types as lsp
+
+from ..engine.fixes import policy
+from ..engine.fixes.edits import Fix
+from ..engine.fixes.proof import provable
+from ..engine.model import FileReport
+from ..engine.sources import Sources
+from ..runtime.proofs import of_session
+from ..runtime.session import Session
+
+log = logging.getLogger(__name__)
+
+
+class Proven:
+    def __init__(self, session: Session, say: Callable[[lsp.LogMessageParams], None]) -> None:
+        self.session = session
+        self.proofs = of_session(session)
+        self.say = say
+        # One proof at a time: they take the worker's turns after the analyses, never before them.
+        self._turn = asyncio.Lock()
+        self._pending: dict[str, asyncio.Task[None]] = {}  # by analysed file: the latest analysis's
+
+    def start(self, report: FileReport, text_of: Callable[[str], str | None]) -> None:
+        """Prove the fixes of ``report`` in the background; those of the file's last analysis no longer
+        (its text is gone by now)."""
+        superseded = self._pending.get(report.path)
+        if superseded is not None:
+            superseded.cancel()
+        task = asyncio.create_task(self.prove(report, text_of))
+        self._pending[report.path] = task
+        task.add_done_callback(lambda done: self._forget(report.path, done))
+
+    def _forget(self, path: str, done: asyncio.Task[None]) -> None:
+        if self._pending.get(path) is done:  # not a later analysis's
+            del self._pending[path]
+
+    async def settled(self) -> None:
+        """Once the proofs under way are done (a cancelled request leaves them running)."""
+        if self._pending:
+            await asyncio.shield(asyncio.gather(*self._pending.values(), return_exceptions=True))
+
+    def holds(self, fix: Fix, analysed: str, sources: Sources) -> bool:
+        """Whether ``fix``, for a break of the file ``analysed``, is proven on the texts as they are."""
+        known, verdict = self.proofs.known(fix, sources)
+        return known and verdict is None
+
+    def why_not(self, fix: Fix, analysed: str, sources: Sources) -> str | None:
+        """Why re-analysis refused ``fix``; None when it is proven or not yet tried."""
+        return self.proofs.known(fix, sources)[1]
+
+    async def prove(self, report: FileReport, text_of: Callable[[str], str | None]) -> None:
+        """Prove every fix offered for the breaks of ``report``, then say so in the log."""
+        sources = Sources(text_of)
+        proven = tried = 0
+        async with self._turn:
+            for brk in report.breaks if provable(report) else ():
+                for fix in policy.for_break(brk, report.path, sources, self.session.folders):
+                    tried += 1
+                    try:
+                        verdict = await self.proofs.prove(fix, brk, report, sources)
+                    except Exception:  # a worker gone mid-proof: the fix stays unproven, not offered
+                        log.warning("proving %r failed", fix.title, exc_info=True)
+                        continue
+                    proven += verdict is None
+        line = f"proved {proven} of {tried} fixes in {os.path.basename(report.path)}"
+        self.say(lsp.LogMessageParams(lsp.MessageType.Info, line))

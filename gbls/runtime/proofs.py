@@ -1,0 +1,124 @@
+"""Proving fixes: each candidate applied to a copy and analysed again by the session's real worker.
+
+A fix of the analysed file alone is proven on its fixed text (the worker analyses a buffer as
+well as a file). A fix that edits its sibling modules is proven on a copy of the analysed file's
+folder (its ``.py`` files, in a folder of its ``.gbls_cache`` removed after) with the edits made
+there; one that edits a file elsewhere is not proven. Each verdict is worked out once for the
+texts it was made on, and kept.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import shutil
+import tempfile
+from collections.abc import Awaitable, Callable
+
+from ..engine.fixes import policy
+from ..engine.fixes.edits import Fix, apply
+from ..engine.fixes.proof import disproof, provable
+from ..engine.model import BreakKey, BreakReport, FileReport
+from ..engine.sources import Sources
+from ..engine.store import FOLDER
+from .session import Session, analyse
+
+Verdict = str | None  # None: proven; else why not, in words
+# Analyse (path, its text, the workspace folder; "" for the path's own): the real worker's analysis.
+Reanalyse = Callable[[str, str, str], Awaitable[FileReport]]
+
+
+def of_session(session: Session) -> Proofs:
+    """Proofs by ``session``'s worker, with its settings."""
+
+    async def reanalyse(path: str, text: str, workspace: str) -> FileReport:
+        folder = workspace or session.folder_of(path)
+        return await analyse(session.worker, path, text, session.settings, folder, session.text_of)
+
+    return Proofs(reanalyse)
+
+
+class Proofs:
+    """The verdicts of the fixes of one session's analyses."""
+
+    def __init__(self, reanalyse: Reanalyse) -> None:
+        self.reanalyse = reanalyse
+        self.verdicts: dict[tuple[Fix, str], Verdict] = {}
+
+    def known(self, fix: Fix, sources: Sources) -> tuple[bool, Verdict]:
+        """Whether ``fix``'s verdict on the texts as ``sources`` has them is known, and what it is."""
+        key = (fix, _fingerprint(fix, sources))
+        return (key in self.verdicts, self.verdicts.get(key))
+
+    async def prove(self, fix: Fix, brk: BreakReport, before: FileReport, sources: Sources) -> Verdict:
+        """Why ``fix`` of ``brk``, a break of the analysis ``before``, is not proven; None when it is."""
+        key = (fix, _fingerprint(fix, sources))
+        if key not in self.verdicts:
+            self.verdicts[key] = await self._prove(fix, brk, before, sources)
+        return self.verdicts[key]
+
+    async def _prove(self, fix: Fix, brk: BreakReport, before: FileReport, sources: Sources) -> Verdict:
+        path = before.path
+        source = sources.text(path)
+        if source is None:
+            return "the analysed file cannot be read"
+        paths = {edit.path for edit in fix.edits}
+        if paths == {path}:
+            fixed = apply(source, list(fix.edits))
+            return disproof(fix, brk, before, await self.reanalyse(path, fixed, ""))
+        folder = os.path.dirname(path)
+        if any(os.path.dirname(edited) != folder for edited in paths):
+            return "it edits a file outside the analysed file's folder, which gbls does not re-analyse"
+        # In the folder's cache folder: where the sandbox shows the worker the folder, it shows it this.
+        cache = os.path.join(folder, FOLDER)
+        os.makedirs(cache, exist_ok=True)
+        with tempfile.TemporaryDirectory(prefix="proof-", dir=cache) as copy:
+            for name in os.listdir(folder):
+                if name.endswith(".py") and os.path.isfile(os.path.join(folder, name)):
+                    text = sources.text(os.path.join(folder, name))
+                    if text is None:
+                        shutil.copy(os.path.join(folder, name), copy)
+                        continue
+                    edits = [edit for edit in fix.edits if edit.path == os.path.join(folder, name)]
+                    with open(os.path.join(copy, name), "w", encoding="utf-8", newline="") as handle:
+                        handle.write(apply(text, edits))
+            moved = os.path.join(copy, os.path.basename(path))
+            with open(moved, encoding="utf-8", newline="") as handle:
+                fixed = handle.read()
+            after = await self.reanalyse(moved, fixed, copy)
+        return disproof(fix, brk, before, after)
+
+
+def _fingerprint(fix: Fix, sources: Sources) -> str:
+    """The texts ``fix`` edits. (A break shows in the view of its own file, which need not be the
+    one analysed; an edit of the analysed file analyses it again, and proves its fixes again.)"""
+    digest = hashlib.sha256()
+    for path in sorted({edit.path for edit in fix.edits}):
+        digest.update(path.encode() + b"\0" + (sources.text(path) or "").encode() + b"\0")
+    return digest.hexdigest()
+
+
+async def proven_fixes(
+    proofs: Proofs, reports: list[FileReport], sources: Sources, folders: list[str], unsafe: bool
+) -> tuple[policy.Fixes, dict[tuple[str, BreakKey], str]]:
+    """Each break's first offered fix (safe ones only, unless ``unsafe``) that re-analysis proves, and
+    for each break left without one why its candidates were not proven."""
+    chosen: policy.Fixes = {}
+    refused: dict[tuple[str, BreakKey], str] = {}
+    for report in reports:
+        if not provable(report):
+            continue
+        for brk in report.breaks:
+            why: list[str] = []
+            for fix in policy.for_break(brk, report.path, sources, folders):
+                if not (fix.safe or unsafe):
+                    continue
+                verdict = await proofs.prove(fix, brk, report, sources)
+                if verdict is None:
+                    chosen[(report.path, brk.key)] = fix
+                    break
+                why.append(f"{fix.title}: {verdict}")
+            else:
+                if why:
+                    refused[(report.path, brk.key)] = "; ".join(why)
+    return chosen, refused
