@@ -226,7 +226,9 @@ def check_cold(path: Path, runs: int) -> dict[str, Any]:
             if stdout != first:
                 raise RuntimeError(f"gbls check of {path.name} printed something else from its cache")
             cached.append(seconds)
-    return {"runs": times, "breaks": breaks, "cached": cached}
+    # What a command that has nothing to do costs: the interpreter's start and gbls's imports.
+    version = [wall([gbls, "--version"])[0] for _ in range(runs)]
+    return {"runs": times, "breaks": breaks, "cached": cached, "version": version}
 
 
 def reopen_cached(path: Path, runs: int, log: Path) -> list[float]:
@@ -543,14 +545,21 @@ def real_projects(runs: int, log: Path) -> dict[str, Any]:
     return found
 
 
-def project_run(runs: int, log: Path) -> dict[str, Any]:
+def project_run(runs: int, log: Path, against: str = "") -> dict[str, Any]:
     """A project run, side by side: the bare translation, ``gbls run`` from cold, and in the editor
-    the first diagnostics of the model file and a save of it, each in turn (the same load)."""
+    the first diagnostics of the model file and a save of it, each in turn (the same load). With
+    ``against`` (a git revision), a longer run (``--steps 20``) to its end beside the same run under
+    that revision's gbls (its early stop, say), in the same rounds."""
     folder = Path(tempfile.mkdtemp(prefix="gbls-bench-project-")) / "project"
     shutil.copytree(BENCH / "project", folder)
     arguments = ["--compile", "--steps", "3"]
     model = folder / "model.py"
-    found: dict[str, Any] = {"bare": [], "run": [], "save": []}
+    found: dict[str, Any] = {"bare": [], "run": [], "save": [], "long": [], "long_against": []}
+    other = Path(tempfile.mkdtemp(prefix="gbls-bench-against-")) / "gbls" if against else None
+    if other is not None:
+        add = ["git", "-C", str(ROOT), "worktree", "add", "--detach", str(other), against]
+        subprocess.run(add, check=True)
+        found["against"] = against
     session = Session(folder, log, NEVER_MS)
     try:
         session.configure(timeout=RUN_TIMEOUT)  # a GPT-2's translation on a shared machine
@@ -571,6 +580,12 @@ def project_run(runs: int, log: Path) -> dict[str, Any]:
                 *arguments,
             ]
             found["run"].append(wall(run, cwd=folder)[0])
+            if other is not None:
+                longer = [*run[: -len(arguments)], "--compile", "--steps", "20"]
+                found["long"].append(wall(longer, cwd=folder)[0])
+                theirs = [sys.executable, "-m", "gbls", *longer[1:]]
+                environment = dict(os.environ, PYTHONPATH=str(other))
+                found["long_against"].append(wall(theirs, environment, cwd=folder)[0])
             # A code edit that keeps the break: the run analyses the model again.
             edited = model.read_text().replace(f"n_positions={64 + round_}", f"n_positions={65 + round_}")
             model.write_text(edited)
@@ -578,17 +593,26 @@ def project_run(runs: int, log: Path) -> dict[str, Any]:
     finally:
         session.close()
         shutil.rmtree(folder.parent, ignore_errors=True)
+        if other is not None:
+            subprocess.run(["git", "-C", str(ROOT), "worktree", "remove", "--force", str(other)], check=False)
     return found
 
 
 def project_run_table(found: dict[str, Any]) -> str:
     bare, run, save = (median(found[key]) or 0.0 for key in ("bare", "run", "save"))
-    return (
+    table = (
         f"{'project run (medians)':<26}{'bare':>9}{'gbls run':>10}{'run/bare':>10}{'save→diag':>11}"
         f"{'save/bare':>11}{'open→diag':>11}\n"
         f"{'bench/project train.py':<26}{bare:>8.1f}s{run:>9.1f}s{run / bare if bare else 0:>9.2f}x"
         f"{save:>10.1f}s{save / bare if bare else 0:>10.2f}x{found['first_diagnostics']:>10.1f}s"
     )
+    if found.get("long"):
+        long, theirs = median(found["long"]) or 0.0, median(found["long_against"]) or 0.0
+        table += (
+            f"\n{'--steps 20, to its end':<26}{long:>8.1f}s   against {found['against']} (its stop): "
+            f"{theirs:.1f}s, {long / theirs if theirs else 0:.2f}x"
+        )
+    return table
 
 
 def projects_table(found: dict[str, Any]) -> str:
@@ -728,6 +752,7 @@ EXPLAIN = "fresh process + torch._dynamo.explain"
 FLOOR_ROW = "floor: warm translator, no-op backend"
 CHECK = "gbls check, cold"
 CHECK_CACHED = "gbls check, again (persistent cache)"
+VERSION = "gbls --version"
 REOPEN_CACHED = "editor reopen → first diagnostics (persistent cache)"
 FULL_ROW = "LSP full analysis, warm (gbls.analyseFile)"
 SAVE_ROW = "LSP didSave after a one-line edit (incremental)"
@@ -763,6 +788,7 @@ def summarise(data: dict[str, Any], names: list[str]) -> dict[str, dict[str, flo
             "floor, Dynamo's guard-latency profiling off": median(lsp.get(FLOOR_UNPROFILED, [])),
             CHECK: median(data["check"].get(name, {}).get("runs", [])),
             CHECK_CACHED: median(data["check"].get(name, {}).get("cached", [])),
+            VERSION: median(data["check"].get(name, {}).get("version", [])),
             REOPEN_CACHED: median(data["check"].get(name, {}).get("reopen", [])),
             "LSP didOpen → first diagnostics": lsp.get("first_diagnostics"),
             FULL_ROW: median(lsp.get(FULL, [])),
@@ -871,6 +897,9 @@ def targets(rows: dict[str, dict[str, float | None]], names: list[str]) -> list[
                 True,
                 "x",
             )
+    for name in names:  # as ruff's cached run: the answer from the cache costs a fraction of the work
+        cached = over(rows[name].get(CHECK_CACHED), rows[name].get(CHECK))
+        target(f"gbls check from the persistent cache ≤ 0.1x the cold check ({name})", cached, 0.1, True, "x")
     for label, key in (("a full analysis", HOVER_FULL_P99), ("didSave-after-edit analyses", HOVER_EDIT_P99)):
         hover = [value for r in rows.values() if (value := r.get(key)) is not None]
         target(
@@ -1034,6 +1063,23 @@ def git_state() -> dict[str, Any]:
     return {"commit": git("rev-parse", "HEAD"), "dirty": bool(git("status", "--porcelain", "--", "gbls"))}
 
 
+def nothing_to_do(sizes: str | None, runs: int) -> int:
+    """The rows of a command with nothing to do: ``gbls --version``, and ``gbls check`` answered from
+    its cache beside the cold check it answers for."""
+    paths = generate.write(tuple(int(s) for s in sizes.split(",")) if sizes else generate.SIZES[:2])
+    found = {}
+    for path in paths:
+        say(f"gbls check, cold and cached, gbls --version: {path.name}")
+        found[path.name] = check_cold(path, runs)
+    for name, measured in found.items():
+        cold, cached, version = (median(measured[key]) or 0.0 for key in ("runs", "cached", "version"))
+        print(
+            f"{name}: {CHECK} {cold:.2f} s, {CHECK_CACHED} {cached:.3f} s ({cached / cold:.2f}x), "
+            f"{VERSION} {version:.3f} s"
+        )
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     # Every measurement is from cold, but the cached row's (check_cold): no `.gbls_cache` of an earlier
     # run serves the servers, `gbls check` or `gbls run` here.
@@ -1046,10 +1092,20 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--sizes", help="numbers of compiled functions (default 1,10,50; --quick: 1,10)")
     parser.add_argument("--projects", action="store_true", help="only the real-projects row")
     parser.add_argument("--project-run", action="store_true", help="only the project-run row")
+    parser.add_argument(
+        "--against", default="", help="with --project-run: a git revision of gbls whose runs to time beside"
+    )
+    parser.add_argument(
+        "--nothing-to-do", action="store_true", help="only gbls --version and gbls check, cold and cached"
+    )
     arguments = parser.parse_args(argv)
+    if arguments.nothing_to_do:
+        return nothing_to_do(arguments.sizes, 3 if arguments.quick else 5)
     if arguments.project_run:
         arguments.out.parent.mkdir(parents=True, exist_ok=True)
-        found = project_run(1 if arguments.quick else 3, arguments.out.with_suffix(".project-run.log"))
+        found = project_run(
+            1 if arguments.quick else 3, arguments.out.with_suffix(".project-run.log"), arguments.against
+        )
         meta = {"date": datetime.datetime.now().isoformat(timespec="seconds"), "load": os.getloadavg()}
         arguments.out.write_text(json.dumps({"meta": meta, "project_run": found}, indent=1) + "\n")
         print(project_run_table(found))

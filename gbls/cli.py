@@ -11,30 +11,34 @@ from __future__ import annotations
 import argparse
 import asyncio
 import dataclasses
-import difflib
+import functools
 import os
 import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
-from . import __version__, output, scanning
-from .engine import baseline, runs, views
+from . import __version__, doctor, output
+from .engine import baseline, reach, runs, views
 from .engine.baseline import Entry
 from .engine.fixes import policy
 from .engine.fixes.edits import apply
 from .engine.model import FileReport, failure_report
 from .engine.sources import Sources, read_source, source_encoding, why_unreadable
 from .engine.store import FOLDER
+from .reaching import Reaching
 from .runtime import persistent
 from .runtime.errors import WorkerError
 from .runtime.persistent import Persistent
+from .runtime.proofs import of_session, proven_fixes
 from .runtime.sandbox import not_dumpable
 from .runtime.session import Session, analyse, entry_of
 from .settings import DEVICES, SANDBOX_MODES, Settings
-from .traces.load import Imported, load
-from .traces.report import reports as trace_reports
-from .worker.shared.lines import split_lines
 from .worker.shared.protocol import Run
+from .worker.shared.workspace import in_workspace
+
+if TYPE_CHECKING:  # a check answered from the cache imports neither the traces' reader nor SARIF
+    from .traces.load import Imported
 
 SKIPPED_FOLDERS = {"__pycache__", "node_modules", "site-packages", "build", "dist"}
 PARALLEL = max(1, min(4, os.cpu_count() or 1))
@@ -84,6 +88,10 @@ def files_of(analyses: list[FileReport], named: list[str]) -> list[FileReport]:
 
 
 def diff(path: str, old: str, new: str) -> str:
+    import difflib
+
+    from .worker.shared.lines import split_lines
+
     name = output.relative(path)
     lines = difflib.unified_diff(
         split_lines(old, keepends=True), split_lines(new, keepends=True), f"a/{name}", f"b/{name}"
@@ -110,14 +118,21 @@ async def check(
     show_diff: bool = False,
     runs: tuple[Run, ...] = (),
     cache_dir: str | None = None,
+    unsafe_fixes: bool = False,
 ) -> int:
     """Analyse ``files`` and the project ``runs``; print what each file holds. ``cache_dir``: the
-    persistent cache's folder (None: no cache)."""
+    persistent cache's folder (None: no cache). ``fix``/``show_diff`` apply (or print) each break's
+    first fix that re-analysis proves: a safe one, or any with ``unsafe_fixes``."""
+    workspace = os.getcwd()
+    reaching = Reaching.of(files, workspace)
+    named, files = reaching.named, reaching.files
     if not files and not runs:  # nothing to run (pre-commit's files none of which compiles): no worker
         return print_reports([], "", {}, reporting)
-    workspace = os.getcwd()
-    folders = [workspace, *sorted({os.path.dirname(path) for path in files} | {run.cwd for run in runs})]
-    session = Session(settings, folders, read_source)
+    # A file or run outside the working directory is a workspace of its own; inside, the working
+    # directory is the project (a script's own package beside it, in a folder above it).
+    outside = {os.path.dirname(path) for path in files} | {run.cwd for run in runs}
+    folders = [workspace, *sorted(f for f in outside if not in_workspace(f, [workspace]))]
+    session = Session(settings, folders, read_source, cwd=workspace)
     if cache_dir is not None:
         session.persistent = Persistent(cache_dir, lambda note: print(f"gbls: {note}", file=sys.stderr))
     # What the cache holds first: when it holds everything, no worker starts.
@@ -154,11 +169,17 @@ async def check(
 
     try:
         analyses = list(await asyncio.gather(*(one(index) for index in range(len(files) + len(runs)))))
+        tested = await reaching.by_tests(session, files_of(analyses, files)) if not runs else None
+        if tested is not None:
+            runs, analyses = (tested[0],), [*analyses, tested[1]]
         reports = files_of(analyses, files)
         sources = Sources(read_source)
         fixes = policy.preferred(reports, sources, session.folders)
         if fix or show_diff:
-            edits, taken = policy.safe_edits(reports, fixes)
+            proven, _ = await proven_fixes(
+                of_session(session), reports, sources, session.folders, unsafe_fixes
+            )
+            edits, taken = policy.safe_edits(reports, proven, unsafe_fixes)
             changed = {
                 path: apply(sources.text(path) or "", file_edits) for path, file_edits in edits.items()
             }
@@ -191,7 +212,8 @@ async def check(
     finally:
         await session.stop()
     ran = [(run, analyses[len(files) + index]) for index, run in enumerate(runs)]
-    return print_reports(reports, torch, fixes, reporting, ran, named=files)
+    why = functools.partial(reaching.why, [*analyses, *(found for _, found in ran)])
+    return print_reports(reports, torch, fixes, reporting, ran, named=named, why=why)
 
 
 async def _stored(session: Session, files: list[str], runs: tuple[Run, ...], index: int) -> FileReport | None:
@@ -220,14 +242,17 @@ def print_reports(
     runs: output.Ran | None = None,
     named: list[str] | None = None,
     traces: list[Imported] | None = None,
+    why: Callable[[str], str] = lambda _: reach.NOTHING_REACHES,
 ) -> int:
     """Print the reports as ``reporting`` says; the exit status. ``runs``: each project run and its
     analysis; ``named``: the files given, each of which must have been analysed; ``traces``: the
-    traces imported."""
+    traces imported; ``why``: why a named file no analysis ran code of is not analysed."""
+    from . import scanning
+
     runs = runs or []
     for note in dict.fromkeys(note for report in reports for note in report.notes):
         print(f"gbls: {note}", file=sys.stderr)
-    unreached = output.unreached(reports, named or [])
+    unreached = output.unreached(reports, named or [], why)
     baselined = None
     if reporting.baseline:
         baselined = against_baseline(reports, reporting)
@@ -264,7 +289,9 @@ async def check_in_process(files: list[str], settings: Settings, reporting: Repo
         if source is None:
             analyses.append(failure_report(path, "io", f"cannot read the file: {why_unreadable(path)}"))
             continue
-        found = await analyse(debug.InProcess(), path, source, settings, os.path.dirname(path), read_source)
+        found = await analyse(
+            debug.InProcess(), path, source, settings, os.path.dirname(path), read_source, cwd=os.getcwd()
+        )
         analyses.append(found)
     reports = files_of(analyses, files)
     fixes = policy.preferred(reports, Sources(read_source), [os.getcwd()])
@@ -275,6 +302,9 @@ def import_traces(paths: list[str], fmt: str) -> int:
     """``gbls import``: what real runs' traces and logs say, placed on the workspace's source (the
     current folder) as ``gbls check`` places an analysis; exit status as check's, and 2 when part of
     a trace could not be read."""
+    from .traces.load import load
+    from .traces.report import reports as trace_reports
+
     workspace = [os.getcwd()]
     imported = [load(path, workspace, read_source) for path in paths]
     found: dict[str, list[FileReport]] = {}
@@ -365,6 +395,11 @@ def _parser() -> argparse.ArgumentParser:
     fixing.add_argument(
         "--diff", action="store_true", help="print the safe fixes as a diff instead of applying them"
     )
+    check_parser.add_argument(
+        "--unsafe-fixes",
+        action="store_true",
+        help="with --fix or --diff: the unsafe fixes too (they change what the code does)",
+    )
 
     run_parser = commands.add_parser(
         "run",
@@ -388,6 +423,7 @@ def _parser() -> argparse.ArgumentParser:
     import_parser.add_argument("paths", nargs="+", metavar="PATH")
     import_parser.add_argument("--format", choices=("text", "json", "sarif", "github"), default="text")
 
+    doctor.options(commands.add_parser("doctor", help=doctor.HELP))
     commands.add_parser("serve", help="run the language server over stdio")
     return parser
 
@@ -426,6 +462,8 @@ def main(argv: list[str] | None = None) -> int:
 
         serve()
         return 0
+    if arguments.command == "doctor":
+        return doctor.main(arguments.python, arguments.cache_dir)
     not_dumpable()
     if arguments.command == "import":
         return import_traces(arguments.paths, arguments.format)
@@ -474,6 +512,7 @@ def main(argv: list[str] | None = None) -> int:
             arguments.diff,
             runs=configured,
             cache_dir=cache_folder(arguments),
+            unsafe_fixes=arguments.unsafe_fixes,
         )
     )
 

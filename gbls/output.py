@@ -8,7 +8,8 @@ from __future__ import annotations
 
 import json
 import os
-from typing import Any
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
 
 from . import __version__
 from .engine import views
@@ -16,7 +17,6 @@ from .engine.baseline import Applied, Entry
 from .engine.fixes.edits import Fix
 from .engine.fixes.policy import Fixes
 from .engine.model import (
-    STOPPED,
     BreakReport,
     FileReport,
     Location,
@@ -26,15 +26,13 @@ from .engine.model import (
     imported_from,
 )
 from .engine.ranges import Span
-from .traces.load import Imported
 from .worker.shared.protocol import Run
+
+if TYPE_CHECKING:  # the trace reader, imported only where a trace is read
+    from .traces.load import Imported
 
 # A project run as the outputs list it: what ran, and the analysis of it.
 Ran = list[tuple[Run, FileReport]]
-UNREACHED = (
-    "not analysed: nothing compiled runs code of this file (it has no compile site of its own, and no "
-    "analysed run reaches it); configure a run: [[tool.gbls.run]] in pyproject.toml, or gbls run SCRIPT ARGS"
-)
 
 
 def relative(path: str) -> str:
@@ -58,14 +56,15 @@ def unanalysed(reports: list[FileReport]) -> int:
     return sum(1 for report in reports for function in report.functions if not function.analysed)
 
 
-def unreached(reports: list[FileReport], named: list[str]) -> list[str]:
-    """The files asked for whose code no analysis translated, though it ran: they are not analysed,
-    never clean. A file whose analysis failed (a syntax error) says its failure instead."""
-    return [
-        report.path
+def unreached(reports: list[FileReport], named: list[str], why: Callable[[str], str]) -> dict[str, str]:
+    """The files asked for whose code no analysis translated, though it ran, each with why (``why``
+    of its path, after "not analysed: "): they are not analysed, never clean. A file whose analysis
+    failed (a syntax error) says its failure instead."""
+    return {
+        report.path: f"not analysed: {why(report.path)}"
         for report in reports
         if report.path in named and not report.translated and not report.failure_kind
-    ]
+    }
 
 
 def command(run: Run) -> str:
@@ -79,7 +78,7 @@ def text(
     fixes: Fixes,
     baselined: Applied | None = None,
     runs: Ran | None = None,
-    missed: list[str] | None = None,
+    missed: dict[str, str] | None = None,
 ) -> str:
     """ruff's shape: ``path:line:col: CODE [*] message``, ``[*]`` where ``--fix`` would fix it; with a
     baseline, what it held and which of its entries no longer occur; each run first, and the files
@@ -107,12 +106,10 @@ def text(
                 )
         if report.message and report.failure_span is not None:
             lines.append(f"{path}:{where(report.failure_span)}: error: {report.message}")
-        if report.stopped is not None:
-            lines.append(f"{path}:{where(report.stopped)}: note: {STOPPED}")
         for call in report.cuda_only:
             lines.append(f"{path}:{where(call.span)}: note: {call.message}")
-        if report.path in (missed or []):
-            lines.append(f"{path}:1:1: {UNREACHED}")
+        if report.path in (missed or {}):
+            lines.append(f"{path}:1:1: {(missed or {})[report.path]}")
     breaks = sum(len(r.breaks) for r in reports)
     failed = sum(1 for r in reports if status(r) != "ok")
     files = len(reports)
@@ -237,27 +234,26 @@ def to_json(
     fixes: Fixes,
     baselined: Applied | None = None,
     runs: Ran | None = None,
-    missed: list[str] | None = None,
+    missed: dict[str, str] | None = None,
     traces: list[Imported] | None = None,
 ) -> str:
     """The report as ``gbls.schema.json`` describes it."""
     files = []
     for report in reports:
-        reached = report.path not in (missed or [])
+        reached = report.path not in (missed or {})
         ranks = _ranks(report)
         files.append(
             {
                 "path": report.path,
                 "status": status(report),
                 "analysed": reached,
-                "message": report.message if reached else UNREACHED,
+                "message": report.message if reached else (missed or {})[report.path],
                 "notes": list(report.notes),
                 "failure": (
                     {"kind": report.failure_kind, "range": _range(report.failure_span)}
                     if report.message and report.failure_span is not None
                     else None
                 ),
-                "stopped_line": report.stopped.line if report.stopped is not None else None,
                 "functions": [
                     {
                         "name": f.name,

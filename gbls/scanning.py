@@ -12,7 +12,7 @@ from typing import Any
 from . import __version__
 from .engine.model import LIMIT_CODE, BreakReport, FileReport, Provenance, imported_from
 from .engine.ranges import Span
-from .output import UNREACHED, message_of, problem_text, provenance_json, relative, where
+from .output import message_of, problem_text, provenance_json, relative, where
 
 
 def _tags(brk: BreakReport) -> list[str]:
@@ -45,7 +45,7 @@ def _properties(brk: BreakReport | None, provenance: Provenance | None) -> dict[
     return {"properties": properties} if properties else {}
 
 
-def sarif(reports: list[FileReport], missed: list[str] | None = None) -> str:
+def sarif(reports: list[FileReport], missed: dict[str, str] | None = None) -> str:
     rules: dict[str, dict[str, Any]] = {}
     results = []
     for report in reports:
@@ -124,12 +124,12 @@ def sarif(reports: list[FileReport], missed: list[str] | None = None) -> str:
                     "locations": [_physical(report.path, report.failure_span)],
                 }
             )
-        if report.path in (missed or []):
+        if report.path in (missed or {}):
             results.append(
                 {
                     "ruleId": "not-analysed",
                     "level": "error",
-                    "message": {"text": UNREACHED},
+                    "message": {"text": (missed or {})[report.path]},
                     "locations": [_physical(report.path, Span(1, 0, 1, 0))],
                 }
             )
@@ -157,7 +157,7 @@ def _escape(value: str) -> str:
     return value.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
 
 
-def github(reports: list[FileReport], missed: list[str] | None = None) -> str:
+def github(reports: list[FileReport], missed: dict[str, str] | None = None) -> str:
     lines = []
     for report in reports:
         path = relative(report.path)
@@ -184,6 +184,8 @@ def github(reports: list[FileReport], missed: list[str] | None = None) -> str:
             lines.append(
                 f"::error title=gbls,file={path},line={s.line},col={s.column + 1}::" + _escape(report.message)
             )
-        if report.path in (missed or []):
-            lines.append(f"::error title=gbls,file={path},line=1,col=1::" + _escape(UNREACHED))
+        if report.path in (missed or {}):
+            lines.append(
+                f"::error title=gbls,file={path},line=1,col=1::" + _escape((missed or {})[report.path])
+            )
     return "\n".join(lines) + ("\n" if lines else "")

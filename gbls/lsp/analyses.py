@@ -22,6 +22,7 @@ from pygls import uris
 from pygls.lsp.server import LanguageServer
 
 from .. import __version__
+from ..engine import reach
 from ..engine.model import FileReport, failure_report
 from ..engine.sources import Sources, read_source
 from ..runtime import persistent
@@ -31,14 +32,14 @@ from ..runtime.session import Analysed, Session, entry_of
 from ..settings import Settings, from_options
 from ..worker.shared.protocol import Run
 from . import notebooks, project, traces
-from .actions import preferred_title
+from .actions import offer
 from .diagnostics import configured, file_diagnostics, split_diagnostics
 from .documents import GblsProtocol
 from .hover import FixOf
 from .markdown import Where
 from .messages import analysis_line
 from .progress import progress_begin, progress_end
-from .project import NOTHING_REACHES
+from .proving import Proven
 
 log = logging.getLogger(__name__)
 
@@ -61,10 +62,12 @@ class GblsServer(LanguageServer):
         self._said_notes: set[str] = set()
         self._background: set[asyncio.Task[Any]] = set()
         self._runs: dict[str, Run] = {}  # the configured runs, by name, as last read
+        self._importers: dict[str, list[str]] = {}  # a file that compiles nothing: the keys reaching it
         self._commanded: set[str] = set()  # the traces imported by command, not by the settings
         # Analyses in the background (runs, unopened files) take turns: the open file's goes first.
         self._one_at_a_time = asyncio.Lock()
         self.notebooks = notebooks.Notebooks(lambda: self.workspace)
+        self.proven = Proven(self.session, self.window_log_message)
 
     @property
     def settings(self) -> Settings:
@@ -120,9 +123,11 @@ class GblsServer(LanguageServer):
         return Where(path, self.session.folder_of(path), links, self.notebooks.cell_line)
 
     def fix_of(self, path: str) -> FixOf:
-        """The title of each break's preferred fix, for the file ``path``: what to do first."""
+        """Each break's preferred fix not refused by its proof, for the file ``path`` (what to do
+        first), or why it has none."""
         sources = Sources(self.text_of)
-        return lambda brk: preferred_title(brk, path, sources, self.session.folders)
+        refused = lambda fix, analysed: self.proven.why_not(fix, analysed, sources)  # noqa: E731
+        return lambda brk: offer(brk, path, sources, self.session.folders, refused)
 
     # -- the worker -----------------------------------------------------------------------------
 
@@ -171,7 +176,14 @@ class GblsServer(LanguageServer):
         document = self.open_document(uri)
         if document is None:
             return
-        if not project.compiles(self.path_of(uri), lambda _: document.source):
+        path = self.path_of(uri)
+        if project.starting(path, self.session.folder_of(path)) is not None:
+            self.reach(uri)  # a script its configured run starts shows that run's result, from disk
+            if self.session.view(path) is not None:  # the run is done: the file opened after it
+                self.publish(uri)
+                self._status(uri, "done")
+            return
+        if not reach.compiles(path, lambda _: document.source):
             self.reach(uri)
         if fresh:
             self.session.forget_memory(uri)
@@ -216,20 +228,28 @@ class GblsServer(LanguageServer):
             self.in_background(self._reach_by_importers(uri, path))
             return
         for run in found.runs:
-            known = self._runs.get(run.name)
-            self._runs[run.name] = run
-            if known != run or self.session.run_analysed(run.name) is None:
-                self.scheduler.schedule(f"run:{run.name}")
+            self._start_run(run)
 
     async def _reach_by_importers(self, uri: str, path: str) -> None:
         folder = self.session.folder_of(path)
-        found = await asyncio.to_thread(project.importers, path, folder, self.text_of)
-        for importer in found:
-            key = uris.from_fs_path(importer) or importer
+        found = await asyncio.to_thread(reach.importers, path, folder, self.text_of)
+        self._importers[path] = [uris.from_fs_path(importer) or importer for importer in found]
+        for key in self._importers[path]:
             if self.session.analysed_of(key) is None:
                 self.scheduler.schedule(key)
-        if not found and self.open_document(uri) is not None:
+        if not found and not await self._reach_by_tests(path) and self.open_document(uri) is not None:
             self._status(uri, "done")
+
+    async def _reach_by_tests(self, path: str) -> bool:
+        run = await asyncio.to_thread(project.tests_run, path, self.session.folder_of(path), self.text_of)
+        if run is not None:
+            self._start_run(run)
+        return run is not None
+
+    def _start_run(self, run: Run) -> None:  # in the background, unless it ran and has not changed
+        known, self._runs[run.name] = self._runs.get(run.name), run
+        if known != run or self.session.run_analysed(run.name) is None:
+            self.scheduler.schedule(f"run:{run.name}")
 
     def edited(self, uri: str) -> None:
         """The document's text changed: analyse it after the edits' pause, or, with analysis on change
@@ -249,11 +269,12 @@ class GblsServer(LanguageServer):
     def _record(self, uri: str, analysed: Analysed) -> None:
         """Keep ``analysed`` as the document's result and publish it where it shows."""
         previous = self.session.record(uri, self.path_of(uri), analysed)
-        self._published(previous, analysed)
+        self._published(uri, previous, analysed)
 
-    def _published(self, previous: Analysed | None, analysed: Analysed) -> None:
-        """Publish every file the analysis's last and new results touch (a file whose breaks are gone
-        too), say the analysis in the log, and its notes once."""
+    def _published(self, key: str, previous: Analysed | None, analysed: Analysed) -> None:
+        """Publish every file the analysis ``key``'s last and new results touch (a file whose breaks are
+        gone too), say the analysis in the log, and its notes once; an open file it was to reach but did
+        not is told why."""
         report = analysed.report
         touched = dict.fromkeys([*(previous.views if previous else {}), *analysed.views])
         for path in touched:
@@ -261,6 +282,11 @@ class GblsServer(LanguageServer):
             self.publish(uri)
             if self.open_document(uri) is not None:
                 self._status(uri, "done")
+        for path in self._importers:
+            if path not in touched and key in self._reaching(path):
+                uri = self.uri_of(path)
+                if self.open_document(uri) is not None:
+                    self._status(uri, "done")
         self.refresh_lenses()
         what = (
             f"run `{report.origin}`"
@@ -270,7 +296,16 @@ class GblsServer(LanguageServer):
         line = analysis_line(what, report.seconds, report, tuple(analysed.views.values()))
         self.window_log_message(lsp.LogMessageParams(type=lsp.MessageType.Info, message=line))
         for note in report.notes:  # about gbls itself: said once, not on every analysis
-            self._say_once(note)
+            self._note_once(note)
+        self.proven.start(report, self.text_of)
+
+    def _note_once(self, note: str) -> None:
+        """In the log (the output channel), not a pop-up: a note informs, it asks nothing of the user."""
+        if note not in self._said_notes:
+            self._said_notes.add(note)
+            self.window_log_message(
+                lsp.LogMessageParams(type=lsp.MessageType.Warning, message=f"gbls: {note}")
+            )
 
     def _say_once(self, note: str) -> None:
         if note not in self._said_notes:
@@ -308,7 +343,7 @@ class GblsServer(LanguageServer):
             return  # reconfigured meanwhile: its own analysis is on its way
         analysed = Analysed(None, self.text_of(path) or "" if path else "", report)
         previous = self.session.record_run(name, analysed)
-        self._published(previous, analysed)
+        self._published(f"run:{name}", previous, analysed)
 
     async def analyse_document(self, uri: str) -> None:
         """Analyse, publish, and say it is done, whatever fails on the way (and log it). A document
@@ -339,6 +374,8 @@ class GblsServer(LanguageServer):
             return
         if report.failure_kind == "worker":  # warm a fresh worker now, not when the next edit waits for it
             self.in_background(self.warm())
+        if project.unreached(self.session.view(path), path):  # the project's tests may run it
+            self.in_background(self._reach_by_tests(path))
         try:
             await self.session.remember(uri, path, source, report)
             if self.notebooks.program(uri) is None:
@@ -357,15 +394,36 @@ class GblsServer(LanguageServer):
             seen = self.view_of(uri)
             view = seen[0] if seen else None
             reached = view is not None and (view.translated or view.functions)
+            if not reached and self._still_reaching(self.path_of(uri)):
+                status["state"] = "analysing"  # "not analysed" only once nothing will reach it
+                self.protocol.notify(STATUS, status)
+                return
             status |= {
                 "breaks": len(view.breaks) if view else 0,
                 "notAnalysed": [f.qualname for f in view.functions if not f.analysed] if view else [],
                 "reused": self.session.reused(uri),
                 # From the persistent cache, until the analysis that runs behind it is done.
                 "cached": self.cached(uri),
-                "message": (view.message if view else "") if reached else NOTHING_REACHES,
+                "message": (view.message if view else "") if reached else self.unreached(uri),
             }
         self.protocol.notify(STATUS, status)
+
+    def _reaching(self, path: str) -> list[str]:
+        """The analyses that may reach the file: its importers', the configured runs'."""
+        return [*self._importers.get(path, []), *(f"run:{name}" for name in self._runs)]
+
+    def _still_reaching(self, path: str) -> bool:
+        """Whether an analysis that may reach the file has yet to give its first result."""
+        done = {key for key, _ in self.session.results()}
+        return any(key not in done for key in self._reaching(path))
+
+    def unreached(self, uri: str) -> str:
+        """Why no analysis ran compiled code of the document: the importer or configured run that
+        would have stopped first, or nothing compiles it."""
+        path = self.path_of(uri)
+        reaching = set(self._reaching(path))
+        analyses = [analysed.report for key, analysed in self.session.results() if key in reaching]
+        return reach.unreached(path, analyses, self.session.folder_of(path))
 
     def refresh_lenses(self) -> None:
         """Ask the client for the code lenses again: they show the last analysis, and clients ask for

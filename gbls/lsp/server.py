@@ -7,6 +7,7 @@ concern; each feature is a plain function of the file's view (``diagnostics``, `
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import os
 from typing import Any
@@ -14,6 +15,7 @@ from typing import Any
 from lsprotocol import types as lsp
 from pygls import uris
 
+from .. import doctor
 from ..engine.sources import Sources
 from ..runtime.sandbox import not_dumpable
 from ..settings import from_options
@@ -32,6 +34,7 @@ ANALYSE_FILE = "gbls.analyseFile"
 RESTART_WORKER = "gbls.restartWorker"
 CACHED = "*From gbls's cache of an earlier analysis: the file is being analysed again.*"
 IMPORT_TRACE = "gbls.importTrace"
+DOCTOR = "gbls.doctor"
 
 
 def create_server() -> GblsServer:
@@ -140,7 +143,8 @@ def create_server() -> GblsServer:
             code_action_kinds=[lsp.CodeActionKind.QuickFix, FIX_ALL], resolve_provider=False
         ),
     )
-    def code_action(ls: GblsServer, params: lsp.CodeActionParams) -> list[lsp.CodeAction | lsp.Command]:
+    async def code_action(ls: GblsServer, params: lsp.CodeActionParams) -> list[lsp.CodeAction | lsp.Command]:
+        await ls.proven.settled()  # only proven fixes are offered: those of the last analyses
         found_cell = ls.notebooks.cell(params.text_document.uri)
         path = ls.path_of(ls.notebooks.key_of(params.text_document.uri))
         range_ = params.range
@@ -159,6 +163,7 @@ def create_server() -> GblsServer:
             ls.reports,
             ls.session.folders,
             snippets=bool(edits and edits.snippet_edit_support),
+            keep=lambda fix, analysed: ls.proven.holds(fix, analysed, sources),
         )
         return notebooks.cell_actions(*found_cell, found) if found_cell else found
 
@@ -192,6 +197,14 @@ def create_server() -> GblsServer:
     @server.command(RESTART_WORKER)
     async def restart_worker(ls: GblsServer) -> None:
         await ls.restart_worker()
+
+    @server.command(DOCTOR)
+    async def doctor_command(ls: GblsServer) -> str:
+        """What `gbls doctor` says of this server's folder, its interpreter and its cache."""
+        folder = ls.session.folders[0] if ls.session.folders else os.getcwd()
+        # The server's cache is GBLS_CACHE_DIR, else the folder's own: no option names it.
+        text, _ = await asyncio.to_thread(doctor.report, ls.session.settings.interpreter, "", folder)
+        return text
 
     @server.feature(lsp.SHUTDOWN)
     async def shutdown(ls: GblsServer, params: None) -> None:

@@ -30,6 +30,7 @@ VSIX_INPUTS = [
     EXTENSION / "tool",
     EXTENSION / "scripts",
     EXTENSION / "package.json",
+    EXTENSION / "images",
     EXTENSION / "requirements.txt",
     ROOT / "gbls",
 ]

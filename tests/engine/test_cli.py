@@ -186,7 +186,7 @@ def test_a_function_that_hits_the_recompile_limit_fails_the_check(runs: Runs) ->
         "`pick` runs in eager mode whenever none of its compiled versions fits the call",
         "Found 0 graph breaks in 1 file; 1 recompiling function (1 hit the recompile limit).",
     ]
-    assert result.stdout.strip() in (ROOT / "README.md").read_text()
+    assert result.stdout.strip() in (ROOT / "docs" / "recompilations.md").read_text()
 
 
 def test_recompilations_in_json_below_the_limit_do_not_fail_the_check(runs: Runs) -> None:

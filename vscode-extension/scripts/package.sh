@@ -7,4 +7,4 @@
 set -eu
 cd "$(dirname "$0")/.."
 sh scripts/bundle-libs.sh
-npx vsce package --no-dependencies --skip-license --allow-missing-repository --allow-package-all-secrets --out gbls.vsix
+npx vsce package --no-dependencies --skip-license --allow-package-all-secrets --out gbls.vsix

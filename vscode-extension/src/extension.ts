@@ -23,6 +23,7 @@ import { FileStatus, Phase, statusView } from './status';
 
 const SERVER_ANALYSE_FILE = 'gbls.analyseFile';
 const SERVER_IMPORT_TRACE = 'gbls.importTrace';
+const SERVER_DOCTOR = 'gbls.doctor';
 const STATUS_NOTIFICATION = 'gbls/status';
 const REPORT_SCHEME = 'gbls-report';
 
@@ -439,6 +440,23 @@ class Gbls implements vscode.Disposable {
         void vscode.window.showInformationMessage(typeof answer === 'string' ? answer : 'gbls imported the trace.');
     }
 
+    // gbls doctor for the active file's folder (else the first folder): what the setup gives gbls, in
+    // the output channel, where the notes of each analysis are too; nothing pops up.
+    async doctor(): Promise<void> {
+        const active = activeAnalysed();
+        const server = active === undefined ? this.servers[0] : this.serverFor(active);
+        const client = server?.client?.isRunning() ? server.client : undefined;
+        if (client === undefined) {
+            void vscode.window.showWarningMessage('gbls is not running: open a Python file of the workspace first.');
+            return;
+        }
+        const answer: unknown = await client.sendRequest(ExecuteCommandRequest.type, { command: SERVER_DOCTOR });
+        for (const line of String(answer).trimEnd().split('\n')) {
+            this.shared.log.info(line);
+        }
+        this.shared.log.show(true);
+    }
+
     // From the command palette (the active file) or a code lens ([uri, qualname]).
     async showBreakReport(uri?: string, qualname?: string): Promise<void> {
         const target = uri ?? activeAnalysed()?.toString();
@@ -514,6 +532,7 @@ export function activate(context: vscode.ExtensionContext): void {
         vscode.commands.registerCommand('gbls.importTraceFile', () => controller.importTrace()),
         vscode.commands.registerCommand('gbls.restart', () => controller.restart()),
         vscode.commands.registerCommand('gbls.showOutput', () => output.show()),
+        vscode.commands.registerCommand('gbls.showDoctor', () => controller.doctor()),
         vscode.workspace.registerTextDocumentContentProvider(REPORT_SCHEME, {
             onDidChange: controller.reportChanged.event,
             provideTextDocumentContent: (uri) => controller.reportText(uri),
