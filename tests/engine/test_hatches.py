@@ -18,6 +18,7 @@ from ..support import FIXTURES
 from ..support.torchlog import logged_breaks
 from ..support.worker import Analyse
 from .test_engine import assert_agrees_with_torch
+from .test_proofs import proofs_by
 
 HATCHES = FIXTURES / "hatches"
 # Feature detection in the test's own torch, as the worker does it in the user's.
@@ -118,3 +119,84 @@ async def test_the_smallest_enclosing_function_runs_eagerly(analyse_file: Analys
         12,
     )
     assert_agrees_with_torch(after, copy.path)
+
+
+HAS_NONSTRICT = callable(getattr(torch._dynamo, "nonstrict_trace", None)) or callable(
+    getattr(torch.compiler, "nonstrict_trace", None)
+)
+
+
+async def test_a_helper_dynamo_skips_into_is_traced_nonstrictly(
+    analyse_file: Analyse, tmp_path: Path
+) -> None:
+    """GB0007 in a helper (Python's RNG): ``nonstrict_trace`` on the helper removes the break, the
+    helper's tensor operations in the graph (torch's log of the fixed file agrees)."""
+    copy = Copy(analyse_file, tmp_path, "skipped_helper.py")
+    before, fixes = await copy.offered()
+    assert before.breaks[0].gb_type == "Attempted to call function marked as skipped"
+    nonstrict = [fix for fix in fixes if fix.title.startswith("Trace jittered non-strictly")]
+    if not HAS_NONSTRICT:
+        assert nonstrict == []
+        return
+    (fix,) = nonstrict
+    assert not fix.safe and "runs once, when it is traced" in fix.title
+    after = await copy.fixed(fixes, "Trace jittered non-strictly")
+    assert "nonstrict_trace\ndef jittered(x):\n" in copy.path.read_text()
+    assert after.breaks == () and len(after.functions[0].graphs) == 1
+    assert logged_breaks(copy.path) == []
+
+
+async def test_a_skipped_call_in_the_compiled_function_runs_eagerly_on_its_own(
+    analyse_file: Analyse, tmp_path: Path
+) -> None:
+    """A break in the compiled function itself (no helper to decorate): the expression moves into a
+    function of its own under ``torch.compiler.disable``, one clean skip where it is called."""
+    copy = Copy(analyse_file, tmp_path, "skipped_call.py")
+    _, fixes = await copy.offered()
+    after = await copy.fixed(fixes, "Run `random.gauss(0.0, 0.01)` eagerly in a function of its own")
+    text = copy.path.read_text()
+    assert "@torch.compiler.disable\ndef _noise_eagerly():\n    return random.gauss(0.0, 0.01)\n" in text
+    assert "    noise = _noise_eagerly()\n" in text
+    (brk,) = after.breaks
+    assert (brk.gb_type, brk.root.function) == ("Skip calling `torch.compiler.disable()`d function", "jitter")
+    assert_agrees_with_torch(after, copy.path)
+
+
+async def test_a_class_defined_in_the_compiled_function_is_defined_once(
+    analyse_file: Analyse, tmp_path: Path
+) -> None:
+    """GB8977 (a class statement in compiled code): the class moves before the function, and the
+    function compiles whole (torch's log of the fixed file agrees)."""
+    copy = Copy(analyse_file, tmp_path, "local_class.py")
+    before, fixes = await copy.offered()
+    assert before.breaks[0].gb_type == "Invalid call to __build_class__"
+    assert titles(fixes)[0].startswith("Define class Config once, before scaled")
+    after = await copy.fixed(fixes, "Define class Config once")
+    assert (
+        "\n\nclass Config:\n    factor = 2\n    offset = 1\n\n\n@torch.compile\ndef scaled(x):\n    return"
+        in (copy.path.read_text())
+    )
+    assert after.breaks == () and len(after.functions[0].graphs) == 1
+    assert logged_breaks(copy.path) == []
+    assert after.output == before.output  # the same numbers
+
+
+async def test_a_data_dependent_assert_is_checked_in_the_graph(analyse_file: Analyse, tmp_path: Path) -> None:
+    """GB0033 from ``torch._assert`` on a tensor: ``torch._assert_async`` checks it in the graph. The
+    flag torch's hint names is offered too, but re-analysis refuses it (a guard on the value breaks)."""
+    copy = Copy(analyse_file, tmp_path, "asserted.py")
+    before, fixes = await copy.offered()
+    (brk,) = before.breaks
+    assert brk.gb_type == "Data dependent operator"
+    assert titles(fixes)[:2] == [
+        "Enable torch._dynamo.config.capture_scalar_outputs",
+        "Check the condition in the graph with torch._assert_async",
+    ]
+    proofs = proofs_by(analyse_file)
+    sources = Sources(read_source)
+    flag_verdict = await proofs.prove(fixes[0], brk, before, sources)
+    assert flag_verdict is not None and flag_verdict.startswith("it brings a new break"), flag_verdict
+    assert await proofs.prove(fixes[1], brk, before, sources) is None
+    after = await copy.fixed(fixes, "Check the condition in the graph")
+    assert after.breaks == () and logged_breaks(copy.path) == []
+    assert after.output == before.output

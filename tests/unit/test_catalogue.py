@@ -33,6 +33,14 @@ FIXES = FIXTURES / "fixes"
 REORDER = "Let Dynamo move print() after the graph (torch._dynamo.config.reorderable_logging_functions)"
 
 
+def eagerly(code: str) -> str:
+    """The title of the last resort for a break with no fix of its own: ``code`` run eagerly."""
+    return (
+        f"Run `{code}` eagerly in a function of its own with @torch.compiler.disable (a last resort: "
+        "Dynamo splits once, at its call)"
+    )
+
+
 def at(path: Path, function: str, line: int, snippet: str) -> Location:
     text = path.read_text().splitlines()[line - 1]
     column = text.index(snippet)
@@ -104,8 +112,12 @@ CASES = [
         [("Rewrite the early return with torch.cond (both branches must return tensors of the same shape)",
           False, "    return torch.cond(x.sum() > y.sum(), _true_branch, _false_branch, (x, y))")],
     ),
-    # A branch returns a Python float: torch.cond takes only tensors, and a skeleton cannot hold a return.
-    ("return_scalar.py", "score", "GB0170", 6, "x.sum() > 0", []),
+    # A branch returns a Python float: torch.cond takes only tensors, and a skeleton cannot hold a
+    # return; only the last resort is left, the condition worked out eagerly.
+    (
+        "return_scalar.py", "score", "GB0170", 6, "x.sum() > 0",
+        [(eagerly("bool(x.sum() > 0)"), False, "    if _score_eagerly(x):\n")],
+    ),
     (
         "branch_skeleton.py", "accumulate", "GB0170", 6, "x.sum() > 0",
         [("Turn the branch into a torch.cond skeleton to complete (operands, outputs)", False,
@@ -189,7 +201,8 @@ def test_no_fix_where_the_shape_is_not_the_one_the_fix_is_sure_about(tmp_path: P
             for fix in fixes_for(broken(gb_id, at(source, "f", line, snippet)), str(source), sources)
         ]
 
-    assert offered("GB0124", 6, "x.sum().item()") == []  # the flag is already set
+    # The flag is already set: nothing of its own, so the last resort (the one statement that holds it).
+    assert offered("GB0124", 6, "x.sum().item()") == [eagerly("x.sum().item()")]
     assert offered("GB0059", 6, "print(y)") == [REORDER]  # not alone on its line: not removed
     assert offered("GB0025", 7, "torch._dynamo.graph_break()") == []  # not alone on its line
     assert offered("GB9999", 7, "torch") == []  # nothing in the catalogue
@@ -232,9 +245,11 @@ def test_a_flag_is_only_offered_where_the_source_has_the_call(tmp_path: Path) ->
     path = FIXES / "item_call.py"
     sources = Sources(read_source)
     elsewhere = at(path, "normalized", 10, "x / scale")
-    assert fixes_for(broken("GB0124", elsewhere), str(path), sources) == []
+    offered = fixes_for(broken("GB0124", elsewhere), str(path), sources)
+    assert [fix.title for fix in offered] == [eagerly("x / scale")]  # no flag: only the last resort
     not_item = at(path, "normalized", 9, "x.abs()")
-    assert fixes_for(broken("GB0124", not_item), str(path), sources) == []
+    offered = fixes_for(broken("GB0124", not_item), str(path), sources)
+    assert [fix.title for fix in offered] == [eagerly("x.abs().max().item()")]
 
 
 def test_fixes_edit_the_analysed_file_and_the_workspace_only(tmp_path: Path) -> None:
@@ -345,3 +360,52 @@ def test_a_switch_used_any_other_way_or_a_number_in_range_gets_no_rewrite(tmp_pa
     )
     found, report = recompiled(path, Guard("n == 1", "0/0", "value", "n"), 4)
     assert recompile_fixes(found, report, Sources(read_source)) == []
+
+
+MOVED = """import torch
+
+SCALE = 2
+
+
+@torch.compile
+def f(x, items):
+    total = x + sum(a for a, _ in items)
+    class Local:
+        factor = SCALE
+
+    class Reads:
+        factor = total
+
+    return total * Local.factor * Reads.factor
+"""
+
+
+def test_the_last_resort_passes_the_locals_an_expression_reads_and_no_more(tmp_path: Path) -> None:
+    """A comprehension's own variable is no parameter of the function the expression moves into."""
+    path = tmp_path / "moved.py"
+    path.write_text(MOVED)
+    sources = Sources(read_source)
+    (fix,) = fixes_for(broken("GB0811", at(path, "f", 8, "x + sum")), str(path), sources)
+    assert fix.proof == "skip" and not fix.safe
+    (text,) = applied(fix, sources).values()
+    assert (
+        "@torch.compiler.disable\ndef _total_eagerly(x, items):\n    return x + sum((a for a, _ in items))\n"
+        in (text)
+    )
+    assert "    total = _total_eagerly(x, items)\n" in text
+    ast.parse(text)
+
+
+def test_a_class_moves_out_of_the_compiled_function_only_when_it_reads_none_of_its_locals(
+    tmp_path: Path,
+) -> None:
+    path = tmp_path / "moved.py"
+    path.write_text(MOVED)
+    sources = Sources(read_source)
+    (fix,) = fixes_for(broken("GB8977", at(path, "f", 9, "class Local")), str(path), sources)
+    (text,) = applied(fix, sources).values()
+    assert "SCALE = 2\n\n\nclass Local:\n    factor = SCALE\n\n\n@torch.compile\ndef f(" in text
+    assert "    class Reads:" in text
+    # ``Reads`` reads ``total``, a local of f: it stays, and no fix of its own is offered for it.
+    offered = fixes_for(broken("GB8977", at(path, "f", 12, "class Reads")), str(path), sources)
+    assert not any(fix.title.startswith("Define class") for fix in offered)

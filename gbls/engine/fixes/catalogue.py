@@ -17,7 +17,7 @@ from ...worker.shared.lines import split_lines
 from ..model import BreakReport
 from ..ranges import Span, line_text
 from ..sources import Sources, parse
-from . import branches, hatches
+from . import branches, hatches, moves
 from .edits import Edit, Fix, Maker
 from .syntax import (
     insert_after_imports,
@@ -117,6 +117,38 @@ def config_flag(flag: str, method: str = "") -> Maker:
     return enable
 
 
+def hinted_flag(flag: str) -> Maker:
+    """The config flag torch's own hint for the break names (``Data dependent operator`` on a
+    scalar read: ``capture_scalar_outputs``)."""
+
+    def enable(brk: BreakReport, here: str, sources: Sources) -> Fix | None:
+        if not any(flag in hint for hint in brk.cause.hints):
+            return None
+        return enable_flag(here, sources, flag, safe=True)
+
+    return enable
+
+
+def assert_in_graph(brk: BreakReport, here: str, sources: Sources) -> Fix | None:
+    """``torch._assert(x.sum() > 0, "...")`` reads the tensor's value in Python: ``torch._assert_async``
+    checks it in the graph. It raises a RuntimeError, not an AssertionError, and on a GPU when the
+    kernel runs, not at the line: unsafe."""
+    found = root_source(brk, sources)
+    if found is None:
+        return None
+    _, tree, lines = found
+    line = brk.root.span.line
+    for node in ast.walk(tree):
+        if not (isinstance(node, ast.Call) and node.lineno <= line <= (node.end_lineno or node.lineno)):
+            continue
+        function = node.func
+        if isinstance(function, ast.Attribute) and function.attr == "_assert" and len(node.args) == 2:
+            span = node_span(function, lines)
+            edit = Edit(brk.root.path, span, f"{ast.unparse(function.value)}._assert_async")
+            return Fix("Check the condition in the graph with torch._assert_async", (edit,))
+    return None
+
+
 def remove_graph_break(brk: BreakReport, here: str, sources: Sources) -> Fix | None:
     found = root_call_statement(brk, sources)
     if found is None:
@@ -198,6 +230,8 @@ CATALOGUE: dict[str, tuple[Maker, ...]] = {
     "GB0170": branches.REWRITES,  # Data-dependent branching
     # A call of a function Dynamo skips: a logging one (warnings.warn) can go, as a print can.
     "GB0007": (remove_logging_call,),
+    "GB8977": (moves.class_to_module,),  # Invalid call to __build_class__
+    "GB0033": (assert_in_graph, hinted_flag("capture_scalar_outputs")),  # Data dependent operator
 }
 # For torch without GB ids in its registry.
 BY_GB_TYPE = {
@@ -208,14 +242,18 @@ BY_GB_TYPE = {
     "Skip calling `torch.compiler.disable()`d function": "GB0098",
     "Data-dependent branching": "GB0170",
     "Attempted to call function marked as skipped": "GB0007",
+    "Invalid call to __build_class__": "GB8977",
+    "Data dependent operator": "GB0033",
 }
 
 
 def fixes_for(brk: BreakReport, here: str, sources: Sources) -> list[Fix]:
     """The fixes for ``brk``, a break of the analysed file ``here``, that the source's shape allows."""
     key = brk.gb_id or BY_GB_TYPE.get(brk.gb_type, "")
-    found = [maker(brk, here, sources) for maker in (*CATALOGUE.get(key, ()), *hatches.FALLBACKS)]
-    return [fix for fix in found if fix is not None]
+    own = [fix for fix in (maker(brk, here, sources) for maker in CATALOGUE.get(key, ())) if fix is not None]
+    # What takes code out of Dynamo's tracing is for breaks nothing of their own removes.
+    makers = hatches.FALLBACKS if own else hatches.LAST_RESORTS
+    return own + [fix for fix in (maker(brk, here, sources) for maker in makers) if fix is not None]
 
 
 def compile_option(

@@ -4,9 +4,12 @@
 - A ``print`` can become ``torch._higher_order_ops.print``, which Dynamo traces into the graph.
 - A ``print`` or ``logging.Logger`` call can be left out of compiled code altogether with
   ``torch._dynamo.config.ignore_logging_functions`` (it does not run there).
+- A call into code Dynamo cannot trace can be traced non-strictly (``nonstrict_trace`` on the
+  smallest function of the user's that holds it): its tensor operations stay in the graph.
 - A break not worth removing can cost less: with nested graph breaks on, the graph splits in the
-  callee and the callers' code stays in the graphs; or the smallest function of the user's that
-  holds it runs eagerly (``torch.compiler.disable``), and Dynamo splits once, at its call.
+  callee and the callers' code stays in the graphs; or the expression that breaks, or the smallest
+  function of the user's that holds it, runs eagerly (``torch.compiler.disable``), and Dynamo
+  splits once, at its call.
 """
 
 from __future__ import annotations
@@ -15,9 +18,10 @@ import ast
 import re
 
 from ...worker.shared.protocol import SPLIT
-from ..model import BreakReport
+from ..model import BreakReport, Location
 from ..ranges import Span
 from ..sources import Sources
+from . import moves
 from .edits import Edit, Fix
 from .syntax import indent_of, insert_after_imports, node_span, root_call_statement, torch_name
 
@@ -111,9 +115,9 @@ def nested_graph_breaks(brk: BreakReport, here: str, sources: Sources) -> Fix | 
     )
 
 
-def run_eagerly(brk: BreakReport, here: str, sources: Sources) -> Fix | None:
-    """``@torch.compiler.disable`` on the smallest function of the user's around the root cause (not the
-    compiled function itself): it runs eagerly, and Dynamo splits once, where it is called."""
+def _callee(brk: BreakReport, sources: Sources) -> tuple[Location, ast.FunctionDef, str] | None:
+    """The smallest function of the user's around the root cause that the compiled function calls
+    (not the compiled function itself), with the name the module binds torch to."""
     callees = [loc for loc in brk.chain[1:] if not set(INSTALLED) & set(re.split(r"[\\/]", loc.path))]
     if not callees:
         return None
@@ -121,7 +125,6 @@ def run_eagerly(brk: BreakReport, here: str, sources: Sources) -> Fix | None:
     tree = sources.tree(location.path)
     if tree is None:
         return None
-    lines = sources.lines(location.path)
     enclosing = [
         node
         for node in ast.walk(tree)
@@ -133,18 +136,62 @@ def run_eagerly(brk: BreakReport, here: str, sources: Sources) -> Fix | None:
     if not enclosing or torch is None:
         return None
     definition = min(enclosing, key=lambda node: (node.end_lineno or node.lineno) - node.lineno)
-    if any(ast.unparse(decorator).endswith("disable") for decorator in definition.decorator_list):
+    return location, definition, torch
+
+
+def _decorate(location: Location, definition: ast.FunctionDef, decorator: str, sources: Sources) -> Edit:
+    first = min([definition.lineno, *(d.lineno for d in definition.decorator_list)])
+    indent = indent_of(sources.lines(location.path), definition.lineno)
+    return Edit(location.path, Span(first, 0, first, 0), f"{indent}@{decorator}\n")
+
+
+def _hatched(definition: ast.FunctionDef) -> bool:
+    """Whether ``definition`` has a decorator that already takes it out of Dynamo's tracing."""
+    return any(ast.unparse(d).endswith(("disable", "nonstrict_trace")) for d in definition.decorator_list)
+
+
+def trace_nonstrictly(brk: BreakReport, here: str, sources: Sources) -> Fix | None:
+    """``@torch._dynamo.nonstrict_trace`` (``torch.compiler.nonstrict_trace`` where torch has it) on
+    the smallest function of the user's around the root cause: Dynamo does not trace its Python, and
+    puts the tensor operations it does into the graph. Its inputs and outputs must be tensors or
+    plain values (re-analysis proves it); its other Python runs when it is traced, not at each call."""
+    found = _callee(brk, sources)
+    if found is None:
         return None
-    first = min([definition.lineno, *(decorator.lineno for decorator in definition.decorator_list)])
-    indent = indent_of(lines, definition.lineno)
-    edit = Edit(location.path, Span(first, 0, first, 0), f"{indent}@{torch}.compiler.disable\n")
+    location, definition, torch = found
+    if "compiler_nonstrict_trace" in brk.features:
+        decorator = f"{torch}.compiler.nonstrict_trace"
+    elif "dynamo_nonstrict_trace" in brk.features:
+        decorator = f"{torch}._dynamo.nonstrict_trace"
+    else:
+        return None
+    if _hatched(definition):
+        return None
+    return Fix(
+        f"Trace {definition.name} non-strictly with @{decorator.removeprefix(torch + '.')} (its tensor "
+        "operations stay in the graph; the rest of its Python runs once, when it is traced)",
+        (_decorate(location, definition, decorator, sources),),
+    )
+
+
+def run_eagerly(brk: BreakReport, here: str, sources: Sources) -> Fix | None:
+    """``@torch.compiler.disable`` on the smallest function of the user's around the root cause (not the
+    compiled function itself): it runs eagerly, and Dynamo splits once, where it is called."""
+    found = _callee(brk, sources)
+    if found is None:
+        return None
+    location, definition, torch = found
+    if _hatched(definition):
+        return None
     return Fix(
         f"Run {definition.name} eagerly with @torch.compiler.disable (a last resort: Dynamo splits at its "
         "call, and compiles none of it)",
-        (edit,),
+        (_decorate(location, definition, f"{torch}.compiler.disable", sources),),
         proof="skip",
     )
 
 
 # Offered for every break, after its own fixes: they accept the break and make it cost less.
 FALLBACKS = (nested_graph_breaks, run_eagerly)
+# For a break that has no fix of its own: its code taken out of Dynamo's tracing, the least first.
+LAST_RESORTS = (nested_graph_breaks, trace_nonstrictly, moves.expression_eagerly, run_eagerly)
