@@ -25,7 +25,8 @@ from ..settings import SandboxMode
 from ..worker.shared import processes
 from .errors import SandboxError
 
-WORKER_MAIN = Path(__file__).parent.parent / "worker" / "__main__.py"
+PACKAGE = Path(__file__).parent.parent
+WORKER_MAIN = PACKAGE / "worker" / "__main__.py"
 TMP_BYTES = 1 << 30
 SHM_BYTES = 256 << 20
 
@@ -186,10 +187,12 @@ def launch(
     if support is not None:
         bwrap = shutil.which("bwrap") or "bwrap"
         environment["GBLS_SANDBOX"] = "bwrap"
-        # The interpreter's environment (bin/..), what it imports from beyond it and gbls's worker,
-        # were they under /tmp, too.
+        # The interpreter's environment (bin/..), what it imports from beyond it and gbls's package,
+        # were they under /tmp, too: the whole package, not only the worker, since a pytest the
+        # analysed program starts loads gbls's pytest plugin from wherever the interpreter finds
+        # gbls (an editable install's finder names the checkout).
         prefix = os.path.dirname(os.path.dirname(os.path.abspath(python)))
-        visible = [*folders, prefix, *import_folders(prefix, environment), str(WORKER_MAIN.parent)]
+        visible = [*folders, prefix, *import_folders(prefix, environment), str(PACKAGE)]
         return Launch((bwrap, *_bwrap_arguments(visible, support, gpu), *worker), environment, "bwrap", "")
     if mode == "bwrap":
         raise SandboxError(
