@@ -90,7 +90,7 @@ def suppression_actions(
 
 
 # Why re-analysis refused a fix of a break of the analysed file given; None: not refused (yet).
-Refused = Callable[[Fix, str], str | None]
+Refused = Callable[[Fix, BreakReport, str], str | None]
 NO_CANDIDATE = "gbls's catalogue has no fix for this break in code of this shape"
 
 
@@ -100,7 +100,7 @@ def offer(
     """What the hover says to do about ``brk``, a break of the file ``analysed``: the title of the
     first fix re-analysis has not refused; else None, and why there is no fix."""
     candidates = policy.for_break(brk, analysed, sources, folders)
-    reasons = [(fix, refused(fix, analysed)) for fix in candidates]
+    reasons = [(fix, refused(fix, brk, analysed)) for fix in candidates]
     for fix, reason in reasons:
         if reason is None:
             return fix.title, ""

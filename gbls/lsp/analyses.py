@@ -126,7 +126,7 @@ class GblsServer(LanguageServer):
         """Each break's preferred fix not refused by its proof, for the file ``path`` (what to do
         first), or why it has none."""
         sources = Sources(self.text_of)
-        refused = lambda fix, analysed: self.proven.why_not(fix, analysed, sources)  # noqa: E731
+        refused = lambda fix, brk, analysed: self.proven.why_not(fix, brk, sources)  # noqa: E731
         return lambda brk: offer(brk, path, sources, self.session.folders, refused)
 
     # -- the worker -----------------------------------------------------------------------------

@@ -19,7 +19,7 @@ from lsprotocol import types as lsp
 from ..engine.fixes import policy
 from ..engine.fixes.edits import Fix
 from ..engine.fixes.proof import provable
-from ..engine.model import FileReport
+from ..engine.model import BreakReport, FileReport
 from ..engine.sources import Sources
 from ..runtime.proofs import of_session
 from ..runtime.session import Session
@@ -55,14 +55,14 @@ class Proven:
         if self._pending:
             await asyncio.shield(asyncio.gather(*self._pending.values(), return_exceptions=True))
 
-    def holds(self, fix: Fix, analysed: str, sources: Sources) -> bool:
-        """Whether ``fix``, for a break of the file ``analysed``, is proven on the texts as they are."""
-        known, verdict = self.proofs.known(fix, sources)
+    def holds(self, fix: Fix, brk: BreakReport, sources: Sources) -> bool:
+        """Whether ``fix`` of ``brk`` is proven on the texts as they are."""
+        known, verdict = self.proofs.known(fix, brk, sources)
         return known and verdict is None
 
-    def why_not(self, fix: Fix, analysed: str, sources: Sources) -> str | None:
-        """Why re-analysis refused ``fix``; None when it is proven or not yet tried."""
-        return self.proofs.known(fix, sources)[1]
+    def why_not(self, fix: Fix, brk: BreakReport, sources: Sources) -> str | None:
+        """Why re-analysis refused ``fix`` of ``brk``; None when it is proven or not yet tried."""
+        return self.proofs.known(fix, brk, sources)[1]
 
     async def prove(self, report: FileReport, text_of: Callable[[str], str | None]) -> None:
         """Prove every fix offered for the breaks of ``report``, then say so in the log."""

@@ -163,7 +163,7 @@ def create_server() -> GblsServer:
             ls.reports,
             ls.session.folders,
             snippets=bool(edits and edits.snippet_edit_support),
-            keep=lambda fix, analysed: ls.proven.holds(fix, analysed, sources),
+            keep=lambda fix, brk, analysed: ls.proven.holds(fix, brk, sources),
         )
         return notebooks.cell_actions(*found_cell, found) if found_cell else found
 

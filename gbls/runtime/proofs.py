@@ -17,7 +17,7 @@ from collections.abc import Awaitable, Callable
 
 from ..engine.fixes import policy
 from ..engine.fixes.edits import Fix, apply
-from ..engine.fixes.proof import disproof, provable
+from ..engine.fixes.proof import Signature, disproof, provable, signature
 from ..engine.model import BreakKey, BreakReport, FileReport
 from ..engine.sources import Sources
 from ..engine.store import FOLDER
@@ -43,16 +43,19 @@ class Proofs:
 
     def __init__(self, reanalyse: Reanalyse) -> None:
         self.reanalyse = reanalyse
-        self.verdicts: dict[tuple[Fix, str], Verdict] = {}
+        # By the fix, the break it is for (one fix can be offered for several: a library call that
+        # breaks in three places, moved out whole) and the texts it edits.
+        self.verdicts: dict[tuple[Fix, Signature, str], Verdict] = {}
 
-    def known(self, fix: Fix, sources: Sources) -> tuple[bool, Verdict]:
-        """Whether ``fix``'s verdict on the texts as ``sources`` has them is known, and what it is."""
-        key = (fix, _fingerprint(fix, sources))
+    def known(self, fix: Fix, brk: BreakReport, sources: Sources) -> tuple[bool, Verdict]:
+        """Whether the verdict on ``fix`` of ``brk`` for the texts as ``sources`` has them is known,
+        and what it is."""
+        key = (fix, signature(brk), _fingerprint(fix, sources))
         return (key in self.verdicts, self.verdicts.get(key))
 
     async def prove(self, fix: Fix, brk: BreakReport, before: FileReport, sources: Sources) -> Verdict:
         """Why ``fix`` of ``brk``, a break of the analysis ``before``, is not proven; None when it is."""
-        key = (fix, _fingerprint(fix, sources))
+        key = (fix, signature(brk), _fingerprint(fix, sources))
         if key not in self.verdicts:
             self.verdicts[key] = await self._prove(fix, brk, before, sources)
         return self.verdicts[key]

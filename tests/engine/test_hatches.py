@@ -182,21 +182,15 @@ async def test_a_class_defined_in_the_compiled_function_is_defined_once(
 
 
 async def test_a_data_dependent_assert_is_checked_in_the_graph(analyse_file: Analyse, tmp_path: Path) -> None:
-    """GB0033 from ``torch._assert`` on a tensor: ``torch._assert_async`` checks it in the graph. The
-    flag torch's hint names is offered too, but re-analysis refuses it (a guard on the value breaks)."""
+    """GB0033 from ``torch._assert`` on a tensor: ``torch._assert_async`` checks it in the graph, the
+    same numbers out (torch's log of the fixed file has no break)."""
     copy = Copy(analyse_file, tmp_path, "asserted.py")
     before, fixes = await copy.offered()
     (brk,) = before.breaks
     assert brk.gb_type == "Data dependent operator"
-    assert titles(fixes)[:2] == [
-        "Enable torch._dynamo.config.capture_scalar_outputs",
-        "Check the condition in the graph with torch._assert_async",
-    ]
-    proofs = proofs_by(analyse_file)
-    sources = Sources(read_source)
-    flag_verdict = await proofs.prove(fixes[0], brk, before, sources)
-    assert flag_verdict is not None and flag_verdict.startswith("it brings a new break"), flag_verdict
-    assert await proofs.prove(fixes[1], brk, before, sources) is None
+    assert titles(fixes) == ["Check the condition in the graph with torch._assert_async"]
+    assert not fixes[0].safe  # a RuntimeError, not an AssertionError; on a GPU, later than the line
+    assert await proofs_by(analyse_file).prove(fixes[0], brk, before, Sources(read_source)) is None
     after = await copy.fixed(fixes, "Check the condition in the graph")
     assert after.breaks == () and logged_breaks(copy.path) == []
     assert after.output == before.output

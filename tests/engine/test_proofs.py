@@ -127,7 +127,7 @@ async def test_the_eager_fallback_is_proven_by_one_clean_skip(analyse_file: Anal
     (eager,) = [fix for fix in offered if fix.title.startswith("Run report eagerly")]
     proofs = proofs_by(analyse_file)
     assert await proofs.prove(eager, brk, report, sources) is None
-    assert proofs.known(eager, sources) == (True, None)  # worked out once, kept
+    assert proofs.known(eager, brk, sources) == (True, None)  # worked out once, kept
     logged = logged_breaks(fixed_copy(tmp_path, path, eager))
     assert [entry.gb_types[0] for entry in logged if not entry.suppressed] == [
         "Skip calling `torch.compiler.disable()`d function"

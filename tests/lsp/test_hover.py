@@ -50,7 +50,7 @@ def hover(report: FileReport, path: Path, code: str, where: Where | None = None)
         brk.span.line,
         brk.span.column,
         where or Where(str(path), str(FIXTURES)),
-        lambda b: offer(b, str(path), sources, [str(FIXTURES)], lambda fix, analysed: None),
+        lambda b: offer(b, str(path), sources, [str(FIXTURES)], lambda fix, brk, analysed: None),
     )
     assert markdown is not None
     return markdown

@@ -12,6 +12,7 @@ import ast
 import logging
 import re
 import threading
+from collections.abc import Callable
 
 from ...worker.shared.lines import split_lines
 from ..model import BreakReport
@@ -112,18 +113,6 @@ def config_flag(flag: str, method: str = "") -> Maker:
             method and not (isinstance(call.func, ast.Attribute) and call.func.attr == method)
         ):
             return None  # the source does not show the call the break is about
-        return enable_flag(here, sources, flag, safe=True)
-
-    return enable
-
-
-def hinted_flag(flag: str) -> Maker:
-    """The config flag torch's own hint for the break names (``Data dependent operator`` on a
-    scalar read: ``capture_scalar_outputs``)."""
-
-    def enable(brk: BreakReport, here: str, sources: Sources) -> Fix | None:
-        if not any(flag in hint for hint in brk.cause.hints):
-            return None
         return enable_flag(here, sources, flag, safe=True)
 
     return enable
@@ -231,7 +220,7 @@ CATALOGUE: dict[str, tuple[Maker, ...]] = {
     # A call of a function Dynamo skips: a logging one (warnings.warn) can go, as a print can.
     "GB0007": (remove_logging_call,),
     "GB8977": (moves.class_to_module,),  # Invalid call to __build_class__
-    "GB0033": (assert_in_graph, hinted_flag("capture_scalar_outputs")),  # Data dependent operator
+    "GB0033": (assert_in_graph,),  # Data dependent operator
 }
 # For torch without GB ids in its registry.
 BY_GB_TYPE = {
@@ -247,13 +236,21 @@ BY_GB_TYPE = {
 }
 
 
-def fixes_for(brk: BreakReport, here: str, sources: Sources) -> list[Fix]:
-    """The fixes for ``brk``, a break of the analysed file ``here``, that the source's shape allows."""
+def fixes_for(
+    brk: BreakReport, here: str, sources: Sources, usable: Callable[[Fix], bool] = lambda fix: True
+) -> list[Fix]:
+    """The fixes for ``brk``, a break of the analysed file ``here``, that the source's shape allows
+    (and that are ``usable``: those gbls may make)."""
+
+    def made(makers: tuple[Maker, ...]) -> list[Fix]:
+        return [
+            fix for fix in (maker(brk, here, sources) for maker in makers) if fix is not None and usable(fix)
+        ]
+
     key = brk.gb_id or BY_GB_TYPE.get(brk.gb_type, "")
-    own = [fix for fix in (maker(brk, here, sources) for maker in CATALOGUE.get(key, ())) if fix is not None]
+    own = made(CATALOGUE.get(key, ()))
     # What takes code out of Dynamo's tracing is for breaks nothing of their own removes.
-    makers = hatches.FALLBACKS if own else hatches.LAST_RESORTS
-    return own + [fix for fix in (maker(brk, here, sources) for maker in makers) if fix is not None]
+    return own + made(hatches.FALLBACKS if own else hatches.LAST_RESORTS)
 
 
 def compile_option(

@@ -20,8 +20,9 @@ from .recompiles import recompile_fixes
 
 # Each break's (or recompilation report's) preferred fix, if it has one, by (analysed file, its key).
 Fixes = dict[tuple[str, BreakKey | RecompileKey], Fix]
-# Which fixes (for a break of the analysed file given) may be offered: the editor's, those proven.
-Keep = Callable[[Fix, str], bool]
+# Which fixes (of the break, a break of the analysed file given) may be offered: the editor's, those
+# proven for that break.
+Keep = Callable[[Fix, BreakReport, str], bool]
 
 
 def _safe_first(fixes: list[Fix]) -> list[Fix]:
@@ -33,8 +34,8 @@ def for_break(
 ) -> list[Fix]:
     """The fixes offered for ``brk``, a break of the file ``analysed``, the preferred first: those
     that edit only ``analysed`` or files in the workspace ``folders`` (and that ``keep`` keeps)."""
-    offered = [fix for fix in fixes_for(brk, analysed, sources) if editable(fix, analysed, folders)]
-    return _safe_first([fix for fix in offered if keep is None or keep(fix, analysed)])
+    offered = fixes_for(brk, analysed, sources, lambda fix: editable(fix, analysed, folders))
+    return _safe_first([fix for fix in offered if keep is None or keep(fix, brk, analysed)])
 
 
 def for_recompile(found: RecompileReport, report: FileReport, sources: Sources) -> list[Fix]:

@@ -37,7 +37,10 @@ def signature(brk: BreakReport) -> Signature:
 def _every(report: FileReport) -> Counter[Signature]:
     """Each break the analysis found, wherever it belongs and suppressed or not: a fix may add none."""
     found: Counter[Signature] = Counter()
-    for brk in {b.key: b for b in (*report.breaks, *report.elsewhere, *report.suppressed)}.values():
+    # One break may be in two of the lists; two breaks of a library may share their key (the one
+    # workspace line that leads to both) but not their root cause.
+    every = (*report.breaks, *report.elsewhere, *report.suppressed)
+    for brk in {(b.key, b.root): b for b in every}.values():
         found[signature(brk)] += 1
     return found
 
