@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Literal
 
 from ...worker.shared.lines import newline_of, split_lines
+from ...worker.shared.workspace import installed
 from ..ranges import Span
 
 if TYPE_CHECKING:
@@ -57,9 +58,6 @@ class Fix:
     proof: Proof = "gone"
 
 
-INSTALLED = {"site-packages", "dist-packages"}
-
-
 def editable(fix: Fix, analysed: str, folders: list[str]) -> bool:
     """Whether gbls may make ``fix`` for a break of the file ``analysed``: each edit in that file or a
     file inside a workspace folder, never in an installed package.
@@ -70,7 +68,7 @@ def editable(fix: Fix, analysed: str, folders: list[str]) -> bool:
 
     def inside(path: str) -> bool:
         path = os.path.normpath(path)
-        if INSTALLED & set(path.split(os.sep)) or not os.path.isabs(path):
+        if installed(path) or not os.path.isabs(path):
             return False
         if path == os.path.normpath(analysed):
             return True

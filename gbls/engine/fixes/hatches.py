@@ -18,6 +18,7 @@ import ast
 import re
 
 from ...worker.shared.protocol import SPLIT
+from ...worker.shared.workspace import installed
 from ..model import BreakReport, Location
 from ..ranges import Span
 from ..sources import Sources
@@ -26,7 +27,6 @@ from .edits import Edit, Fix
 from .syntax import indent_of, insert_after_imports, node_span, root_call_statement, torch_name
 
 LOGGER_METHODS = {"debug", "info", "warning", "error", "exception", "critical", "log"}
-INSTALLED = ("site-packages", "dist-packages")
 # A break raised while Dynamo traces a higher-order operator's body (a checkpointed region's side
 # effect, GB0067): the whole operator falls back, in the callee or not, so nesting changes nothing.
 HIGHER_ORDER = re.compile(r"\bHOP\b|higher.?order|invoke_subgraph", re.IGNORECASE)
@@ -118,7 +118,7 @@ def nested_graph_breaks(brk: BreakReport, here: str, sources: Sources) -> Fix | 
 def _callee(brk: BreakReport, sources: Sources) -> tuple[Location, ast.FunctionDef, str] | None:
     """The smallest function of the user's around the root cause that the compiled function calls
     (not the compiled function itself), with the name the module binds torch to."""
-    callees = [loc for loc in brk.chain[1:] if not set(INSTALLED) & set(re.split(r"[\\/]", loc.path))]
+    callees = [loc for loc in brk.chain[1:] if not installed(loc.path)]
     if not callees:
         return None
     location = callees[-1]

@@ -16,10 +16,11 @@ import ast
 import builtins
 import textwrap
 
+from ...worker.shared.workspace import installed
 from ..model import BreakReport, Location
 from ..ranges import Span
 from ..sources import Sources
-from .edits import INSTALLED, Edit, Fix
+from .edits import Edit, Fix
 from .syntax import node_span, torch_name
 
 # What a moved expression may not hold: it would mean something else in a function of its own.
@@ -30,8 +31,7 @@ def _workspace_frame(brk: BreakReport) -> Location:
     """The innermost frame of the chain in the break's own (workspace) file: where it can be acted on;
     else (a library compiled frame by frame, whose chain never enters the file) the break's place
     there, in whichever function holds it."""
-    installed = [loc for loc in brk.chain if set(INSTALLED) & set(loc.path.replace("\\", "/").split("/"))]
-    own = [loc for loc in brk.chain if loc not in installed and loc.path == brk.path]
+    own = [loc for loc in brk.chain if not installed(loc.path) and loc.path == brk.path]
     return own[-1] if own else Location(brk.path, "", brk.span)
 
 

@@ -16,6 +16,11 @@ INSTALLED = ("site-packages", "dist-packages")
 GBLS_DIR = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))) + os.sep
 
 
+def installed(path: str) -> bool:
+    """Whether ``path`` is in an installed environment (a folder of it is site- or dist-packages)."""
+    return bool(set(INSTALLED) & set(path.replace("\\", "/").split("/")))
+
+
 def in_workspace(path: str, roots: Iterable[str]) -> bool:
     """Whether ``path`` is a file of one of the workspace folders ``roots`` (an environment
     installed inside one, ``.venv/lib/python3.11/site-packages``, is not the user's code)."""
