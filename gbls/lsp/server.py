@@ -217,5 +217,10 @@ def serve() -> None:
     # What the user should see goes through window/logMessage; stderr is for problems only
     # (clients show it as errors), so pygls's per-message chatter stays off.
     logging.basicConfig(level=logging.WARNING, format="gbls: %(message)s")
+    # A cancel that arrives after its request was answered (the user moved on from a hover) is
+    # ordinary LSP traffic, which pygls warns about: on stderr a client shows it as an error.
+    logging.getLogger("pygls.protocol.json_rpc").addFilter(
+        lambda record: not record.getMessage().startswith("Cancel notification for unknown message id")
+    )
     not_dumpable()
     create_server().start_io()

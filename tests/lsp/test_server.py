@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 import asyncio
+import json
 import os
+import subprocess
+import sys
 import uuid
 from collections.abc import AsyncIterator
 from concurrent.futures import Future
@@ -351,3 +354,37 @@ async def test_the_doctor_command_says_what_the_setup_gives(client: LanguageClie
     assert any(line.startswith("sandbox: ") for line in lines)
     assert "cache: off (GBLS_NO_CACHE)" in lines  # the suite's environment turns it off
     assert lines[-1].startswith(f"runs: none configured in {FIXTURES} ")
+
+
+def test_a_late_cancel_is_no_error_on_stderr(tmp_path: Path) -> None:
+    """VS Code cancels requests the server has answered already (a hover the user moved on from):
+    ordinary traffic, which must not reach stderr, shown by clients as an error."""
+
+    def message(payload: dict[str, object]) -> bytes:
+        body = json.dumps({"jsonrpc": "2.0", **payload}).encode()
+        return b"Content-Length: %d\r\n\r\n%s" % (len(body), body)
+
+    server = subprocess.Popen(
+        [sys.executable, "-m", "gbls", "serve"],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        cwd=tmp_path,
+    )
+    assert server.stdin is not None and server.stdout is not None
+    initialize = {"processId": None, "rootUri": None, "capabilities": {}}
+    for request in (
+        {"id": 1, "method": "initialize", "params": initialize},
+        {"method": "initialized", "params": {}},
+        {"method": "$/cancelRequest", "params": {"id": 6}},
+        {"id": 2, "method": "shutdown", "params": None},
+    ):
+        server.stdin.write(message(request))
+    server.stdin.flush()
+    answers = b""
+    while b'"id": 2' not in answers:  # the shutdown's answer: every message before it was read
+        line = server.stdout.readline()
+        assert line, "the server closed its output before answering the shutdown"
+        answers += line
+    _, stderr = server.communicate(message({"method": "exit", "params": None}), timeout=60)
+    assert b"Cancel notification" not in stderr, stderr
