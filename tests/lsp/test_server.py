@@ -372,13 +372,14 @@ def test_a_late_cancel_is_no_error_on_stderr(tmp_path: Path) -> None:
         cwd=tmp_path,
     )
     assert server.stdin is not None and server.stdout is not None
-    initialize = {"processId": None, "rootUri": None, "capabilities": {}}
-    for request in (
+    initialize: dict[str, object] = {"processId": None, "rootUri": None, "capabilities": {}}
+    requests: list[dict[str, object]] = [
         {"id": 1, "method": "initialize", "params": initialize},
         {"method": "initialized", "params": {}},
         {"method": "$/cancelRequest", "params": {"id": 6}},
         {"id": 2, "method": "shutdown", "params": None},
-    ):
+    ]
+    for request in requests:
         server.stdin.write(message(request))
     server.stdin.flush()
     answers = b""
