@@ -136,3 +136,10 @@ async def test_the_report_has_every_hint_and_no_links(analyse_file: Analyse) -> 
         in markdown
     )
     assert "**More hints**\n" + "\n".join(f"- {hint}" for hint in brk.cause.hints[1:]) in markdown
+
+
+async def test_a_break_without_a_fix_says_why(analyse_file: Analyse) -> None:
+    """A compiled generator function (GB0003): no fix of gbls's fits it, and its hover says so."""
+    path = FIXTURES / "fidelity" / "generators.py"
+    markdown = hover(await analyse_file(path), path, "GB0003")
+    assert "No quick fix: gbls's catalogue has no fix for this break in code of this shape." in markdown
