@@ -137,19 +137,18 @@ async def test_the_eager_fallback_is_proven_by_one_clean_skip(analyse_file: Anal
 async def test_a_library_call_that_breaks_in_several_places_moves_out_whole(
     analyse_file: Analyse, tmp_path: Path
 ) -> None:
-    """A diffusers scheduler's step breaks in five places, all at one line of the user's compiled
+    """A diffusers scheduler's step breaks in several places, all at one line of the user's compiled
     step: nothing gbls may edit is in the library, so the last resort moves the call into a function
     of its own run eagerly; each break's proof passes (counted apart though they share the line),
     and torch's log of the fixed file has the one clean skip."""
     path = copied(tmp_path, "library_frames/ddpm_denoise_step.py")
     report = await analyse_file(path)
-    assert len(report.breaks) >= 5
     sources = Sources(read_source)
     chosen, refused = await proven_fixes(proofs_by(analyse_file), [report], sources, [str(tmp_path)], True)
     assert all((str(path), brk.key) in chosen for brk in report.breaks) and not refused
-    moved = {fix.title for fix in chosen.values() if fix.title.startswith("Run `scheduler.step")}
-    assert len(moved) == 1
-    (fix,) = {fix for fix in chosen.values() if fix.title in moved}
+    moved = [fix for fix in chosen.values() if fix.title.startswith("Run `scheduler.step")]
+    assert len(moved) >= 2  # each break's, proven apart (five on torch 2.13)
+    (fix,) = set(moved)
     logged = logged_breaks(fixed_copy(tmp_path, path, fix))
     assert [entry.gb_types[0] for entry in logged if not entry.suppressed] == [
         "Skip calling `torch.compiler.disable()`d function"
