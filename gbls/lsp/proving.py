@@ -50,6 +50,13 @@ class Proven:
         if self._pending.get(path) is done:  # not a later analysis's
             del self._pending[path]
 
+    async def stop(self) -> None:
+        """Cancel the proofs under way, and wait until they are gone."""
+        pending = list(self._pending.values())
+        for task in pending:
+            task.cancel()
+        await asyncio.gather(*pending, return_exceptions=True)
+
     async def settled(self) -> None:
         """Once the proofs under way are done (a cancelled request leaves them running)."""
         if self._pending:
