@@ -81,7 +81,7 @@ class GblsServer(LanguageServer):
 
     def uri_of(self, path: str) -> str:
         """The URI of the file ``path``: an open document's own, an untitled one's too, whose path
-        (``Untitled-1``, in the server's folder) has no URI of its own."""
+        (``Untitled-1``, in the first workspace folder) has no URI of its own."""
         uri = uris.from_fs_path(path) or path
         if self.open_document(uri) is None:
             for other in list(self.workspace.text_documents):
@@ -112,6 +112,10 @@ class GblsServer(LanguageServer):
     def path_of(self, uri: str) -> str:
         document = self.open_document(uri)
         path = document.path if document is not None else uris.to_fs_path(uri) or uri
+        if uri.startswith("untitled:") and self.session.folders:
+            # In the first workspace folder, where it runs as a file there would (not wherever the
+            # server happens to run: that folder, unknown to the sandbox, is no place to start it).
+            return os.path.join(self.session.folders[0], os.path.basename(path))
         return os.path.abspath(path)
 
     def reports(self) -> list[FileReport]:
