@@ -36,6 +36,7 @@ from ..support.lsp import (
     answer_lens_refreshes,
     close,
     open_and_wait,
+    proofs_done,
     published_after,
     until,
     uri_of,
@@ -770,7 +771,8 @@ async def kill_the_worker_while_it_analyses(client: LanguageClient, path: Path) 
 async def test_worker_death_is_reported_and_a_fresh_worker_takes_over(
     client: LanguageClient, sandbox: str, tmp_path_factory: pytest.TempPathFactory
 ) -> None:
-    await configure(client, sandbox=sandbox)
+    # The kill ends the analysis: a timeout past it, so that a loaded machine cannot end it first.
+    await configure(client, sandbox=sandbox, timeout=120)
     try:
         # A module that leaves a daemon in a session of its own, then loops: only the sweep after the
         # worker's death (or bwrap's PID namespace) can stop the daemon.
@@ -783,7 +785,9 @@ async def test_worker_death_is_reported_and_a_fresh_worker_takes_over(
             "gbls could not analyse this file: the gbls worker process was killed by SIGKILL, e.g. by the "
             "out-of-memory killer; a fresh one starts with the next analysis"
         )
+        seen = len(client.log_messages)
         check_diagnostics(await open_and_wait(client, CLEAN), Fault("", "", (), ()))
+        await proofs_done(client, CLEAN, seen)
         zygote = zygote_of(server_pid(client))
         assert strays(marker_of(zygote), zygote) == []
         await close(client, CLEAN)
@@ -845,7 +849,9 @@ async def test_server_says_once_that_it_runs_without_the_sandbox(unsandboxed: La
 async def test_faults_without_the_sandbox(unsandboxed: LanguageClient, name: str) -> None:
     """Without bwrap's PID namespace and network cut, the worker's own limits still hold."""
     client = unsandboxed
+    seen = len(client.log_messages)
     check_diagnostics(await open_and_wait(client, FAULTS / name), FAULT_TABLE[name])
+    await proofs_done(client, FAULTS / name, seen)  # their analyses are the worker's children too
     zygote = zygote_of(server_pid(client))
     assert strays(marker_of(zygote), zygote) == []
     await close(client, FAULTS / name)

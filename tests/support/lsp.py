@@ -101,3 +101,16 @@ async def close(client: LanguageClient, path: Path) -> list[lsp.Diagnostic]:
     seen = len(recorder.history)
     client.text_document_did_close(lsp.DidCloseTextDocumentParams(lsp.TextDocumentIdentifier(uri_of(path))))
     return await published_after(client, seen, uri_of(path))
+
+
+async def proofs_done(client: LanguageClient, path: Path, seen: int, timeout: float = 180) -> None:
+    """Once the server said it proved the fixes of ``path``'s analysis (it does after publishing it:
+    each proof is an analysis of the worker's), in a log message after the ``seen`` first."""
+    line = f" fixes in {path.name}"
+
+    def said() -> bool:
+        return any(
+            m.message.startswith("proved ") and m.message.endswith(line) for m in client.log_messages[seen:]
+        )
+
+    await until(said, timeout)
