@@ -16,7 +16,6 @@ import ast
 import builtins
 import textwrap
 
-from ...worker.shared.workspace import installed
 from ..model import BreakReport, Location
 from ..ranges import Span
 from ..sources import Sources
@@ -31,7 +30,7 @@ def _workspace_frame(brk: BreakReport) -> Location:
     """The innermost frame of the chain in the break's own (workspace) file: where it can be acted on;
     else (a library compiled frame by frame, whose chain never enters the file) the break's place
     there, in whichever function holds it."""
-    own = [loc for loc in brk.chain if not installed(loc.path) and loc.path == brk.path]
+    own = [loc for loc in brk.chain if loc.path == brk.path]
     return own[-1] if own else Location(brk.path, "", brk.span)
 
 
