@@ -22,7 +22,7 @@ test('limited in untrusted workspaces, where a workspace may not choose the inte
     assert.deepEqual(untrusted.restrictedConfigurations, ['gbls.interpreter']);
 });
 
-test('the five commands, under the gbls category', () => {
+test('the six commands, under the gbls category', () => {
     const titles = manifest.contributes.commands.map((c) => `${c.category}: ${c.title}`);
     assert.deepEqual(titles, [
         'gbls: Analyse current file',
@@ -30,6 +30,7 @@ test('the five commands, under the gbls category', () => {
         'gbls: Import trace…',
         'gbls: Restart server',
         'gbls: Show output',
+        'gbls: Doctor: what this setup gives gbls',
     ]);
     const ids = manifest.contributes.commands.map((c) => c.command);
     assert.ok(ids.includes(CLIENT_SHOW_REPORT));
