@@ -167,15 +167,11 @@ class GblsServer(LanguageServer):
             self.request(uri, fresh=True)
 
     async def stop(self) -> None:
-        """Stop everything that could still use the worker, then the worker: a proof or a reach
-        left running would start a new worker after the shutdown (and a process still being
-        started when the event loop closes keeps the server from exiting)."""
+        """Stop the proofs, then the worker: a proof left running would start a new worker after the
+        shutdown (and a process still being started when the event loop closes keeps the server
+        from exiting)."""
         self.scheduler.cancel_all()
         await self.proven.stop()
-        background = list(self._background)
-        for task in background:
-            task.cancel()
-        await asyncio.gather(*background, return_exceptions=True)
         await self.session.stop()
 
     # -- analysis -----------------------------------------------------------------------------

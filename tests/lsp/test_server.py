@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import re
 import subprocess
 import sys
 import uuid
@@ -373,19 +374,28 @@ def test_a_late_cancel_is_no_error_on_stderr(tmp_path: Path) -> None:
     )
     assert server.stdin is not None and server.stdout is not None
     initialize: dict[str, object] = {"processId": None, "rootUri": None, "capabilities": {}}
-    requests: list[dict[str, object]] = [
-        {"id": 1, "method": "initialize", "params": initialize},
-        {"method": "initialized", "params": {}},
-        {"method": "$/cancelRequest", "params": {"id": 6}},
-        {"id": 2, "method": "shutdown", "params": None},
-    ]
-    for request in requests:
-        server.stdin.write(message(request))
-    server.stdin.flush()
     answers = b""
-    while b'"id": 2' not in answers:  # the shutdown's answer: every message before it was read
-        line = server.stdout.readline()
-        assert line, "the server closed its output before answering the shutdown"
-        answers += line
+
+    def read_until(wanted: bytes) -> None:
+        """Read the server's messages (LSP framing: a body ends with no newline) until one says ``wanted``."""
+        nonlocal answers
+        while wanted not in answers:
+            headers = b""
+            while not headers.endswith(b"\r\n\r\n"):
+                byte = server.stdout.read(1)  # type: ignore[union-attr]
+                assert byte, f"the server closed its output before it said {wanted!r}"
+                headers += byte
+            (length,) = re.findall(rb"Content-Length: (\d+)", headers)
+            answers += server.stdout.read(int(length))  # type: ignore[union-attr]
+
+    server.stdin.write(message({"id": 1, "method": "initialize", "params": initialize}))
+    server.stdin.write(message({"method": "initialized", "params": {}}))
+    server.stdin.flush()
+    # Once the worker is up, as an editor's session is when the user moves on from a hover.
+    read_until(b"gbls worker ready")
+    server.stdin.write(message({"method": "$/cancelRequest", "params": {"id": 6}}))
+    server.stdin.write(message({"id": 2, "method": "shutdown", "params": None}))
+    server.stdin.flush()
+    read_until(b'"id": 2')  # the shutdown's answer: every message before it was read
     _, stderr = server.communicate(message({"method": "exit", "params": None}), timeout=60)
     assert b"Cancel notification" not in stderr, stderr
