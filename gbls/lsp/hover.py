@@ -59,7 +59,7 @@ def break_markdown(
     ``unfixed``: why there is no quick fix; ``full`` (the report): Dynamo's other hints too.
     Without them a hover fits VS Code's at its default size, under the diagnostic's own lines."""
     hints = [prose(hint) for hint in brk.cause.hints]
-    todo = f"{prose(fix)} (a quick fix)" if fix else (hints.pop(0) if hints else "")
+    todo = prose(fix) if fix else (hints.pop(0) if hints else "")
     code = f"[{brk.code}]({brk.url})" if brk.url else brk.code
     hits = f", hit {brk.count} times" if brk.count > 1 else ""
     # What broke, in torch's words (the diagnostic above says it in gbls's), then why.

@@ -86,7 +86,7 @@ async def test_hover_on_a_break_and_on_a_function(
     assert hover is not None
     text = hover.contents.value  # type: ignore[union-attr]
     # What to do first; the diagnostic's title is above the hover already.
-    assert text.startswith("**To do:** Remove the print() call (a quick fix). **Failed to trace builtin ")
+    assert text.startswith("**To do:** Remove the print() call. **Failed to trace builtin ")
     assert "[GB0059](https://meta-pytorch.github.io/compile-graph-break-site/gb/gb0059.html)" in text
     assert "`print`" in text
     assert f"`helper` ([lsp/helpers.py:2]({uri_of(LSP / 'helpers.py')}#L2))" in text
