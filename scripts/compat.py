@@ -58,7 +58,6 @@ TESTS = [
     "tests/engine/test_nested.py",
     "tests/engine/test_triage.py",
     "tests/engine/test_hatches.py",
-    "tests/engine/test_proofs.py",  # each fix proven by re-analysis, against each torch's log after it
     "tests/engine/test_traces.py",  # the trace's and the log's format differs between releases
     # Programs run as their users start them and to their end, against each torch's log of them.
     "tests/projects/test_opened.py",

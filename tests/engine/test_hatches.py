@@ -121,6 +121,20 @@ async def test_the_smallest_enclosing_function_runs_eagerly(analyse_file: Analys
     assert_agrees_with_torch(after, copy.path)
 
 
+def printed(report: FileReport) -> str:
+    """What the program printed last (its result; torch may warn on the lines before it)."""
+    return report.output.strip().splitlines()[-1]
+
+
+def named(report: FileReport, gb_type: str) -> None:
+    """Skip where this torch names the break otherwise: the catalogue knows the fix by the name (and
+    GB id) of torch's registry, which older releases (2.6) do not have."""
+    if not report.breaks:
+        pytest.skip("this torch traces the code without a break")
+    if report.breaks[0].gb_type != gb_type:
+        pytest.skip(f"this torch reports the break as {report.breaks[0].gb_type!r}")
+
+
 HAS_NONSTRICT = callable(getattr(torch._dynamo, "nonstrict_trace", None)) or callable(
     getattr(torch.compiler, "nonstrict_trace", None)
 )
@@ -132,8 +146,7 @@ async def test_a_helper_dynamo_skips_into_is_traced_nonstrictly(
     """GB0007 in a helper (Python's RNG): ``nonstrict_trace`` on the helper removes the break, the
     helper's tensor operations in the graph (torch's log of the fixed file agrees)."""
     copy = Copy(analyse_file, tmp_path, "skipped_helper.py")
-    before, fixes = await copy.offered()
-    assert before.breaks[0].gb_type == "Attempted to call function marked as skipped"
+    _, fixes = await copy.offered()
     nonstrict = [fix for fix in fixes if fix.title.startswith("Trace jittered non-strictly")]
     if not HAS_NONSTRICT:
         assert nonstrict == []
@@ -169,7 +182,7 @@ async def test_a_class_defined_in_the_compiled_function_is_defined_once(
     function compiles whole (torch's log of the fixed file agrees)."""
     copy = Copy(analyse_file, tmp_path, "local_class.py")
     before, fixes = await copy.offered()
-    assert before.breaks[0].gb_type == "Invalid call to __build_class__"
+    named(before, "Invalid call to __build_class__")
     assert titles(fixes)[0].startswith("Define class Config once, before scaled")
     after = await copy.fixed(fixes, "Define class Config once")
     assert (
@@ -178,19 +191,20 @@ async def test_a_class_defined_in_the_compiled_function_is_defined_once(
     )
     assert after.breaks == () and len(after.functions[0].graphs) == 1
     assert logged_breaks(copy.path) == []
-    assert after.output == before.output  # the same numbers
+    assert printed(after) == printed(before)  # the same numbers
 
 
 async def test_a_data_dependent_assert_is_checked_in_the_graph(analyse_file: Analyse, tmp_path: Path) -> None:
     """GB0033 from ``torch._assert`` on a tensor: ``torch._assert_async`` checks it in the graph, the
     same numbers out (torch's log of the fixed file has no break)."""
     copy = Copy(analyse_file, tmp_path, "asserted.py")
-    before, fixes = await copy.offered()
+    before = await analyse_file(copy.path)
+    named(before, "Data dependent operator")  # torch 2.15 traces it whole
     (brk,) = before.breaks
-    assert brk.gb_type == "Data dependent operator"
+    fixes = policy.for_break(brk, str(copy.path), Sources(read_source), [str(tmp_path)])
     assert titles(fixes) == ["Check the condition in the graph with torch._assert_async"]
     assert not fixes[0].safe  # a RuntimeError, not an AssertionError; on a GPU, later than the line
     assert await proofs_by(analyse_file).prove(fixes[0], brk, before, Sources(read_source)) is None
     after = await copy.fixed(fixes, "Check the condition in the graph")
     assert after.breaks == () and logged_breaks(copy.path) == []
-    assert after.output == before.output
+    assert printed(after) == printed(before)
