@@ -24,7 +24,7 @@ from ..ranges import Span
 from ..sources import Sources
 from . import moves
 from .edits import Edit, Fix
-from .syntax import indent_of, insert_after_imports, node_span, root_call_statement, torch_name
+from .syntax import first_line, indent_of, insert_after_imports, node_span, root_call_statement, torch_name
 
 LOGGER_METHODS = {"debug", "info", "warning", "error", "exception", "critical", "log"}
 # A break raised while Dynamo traces a higher-order operator's body (a checkpointed region's side
@@ -140,7 +140,7 @@ def _callee(brk: BreakReport, sources: Sources) -> tuple[Location, ast.FunctionD
 
 
 def _decorate(location: Location, definition: ast.FunctionDef, decorator: str, sources: Sources) -> Edit:
-    first = min([definition.lineno, *(d.lineno for d in definition.decorator_list)])
+    first = first_line(definition)
     indent = indent_of(sources.lines(location.path), definition.lineno)
     return Edit(location.path, Span(first, 0, first, 0), f"{indent}@{decorator}\n")
 

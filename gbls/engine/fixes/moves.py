@@ -20,7 +20,7 @@ from ..model import BreakReport, Location
 from ..ranges import Span
 from ..sources import Sources
 from .edits import Edit, Fix
-from .syntax import node_span, torch_name
+from .syntax import first_line, node_span, torch_name
 
 # What a moved expression may not hold: it would mean something else in a function of its own.
 _UNMOVABLE = (ast.Yield, ast.YieldFrom, ast.Await, ast.NamedExpr, ast.Starred)
@@ -113,11 +113,6 @@ def _unused_name(tree: ast.Module, wanted: str) -> str:
     return name
 
 
-def _first_line(top: ast.stmt) -> int:
-    decorators: list[ast.expr] = getattr(top, "decorator_list", [])
-    return min([top.lineno, *(decorator.lineno for decorator in decorators)])
-
-
 def expression_eagerly(brk: BreakReport, here: str, sources: Sources) -> Fix | None:
     """``noise = random.random()`` → ``noise = _noise_eagerly()``, with ``_noise_eagerly`` a
     module-level function under ``@torch.compiler.disable`` that returns the expression, the
@@ -153,7 +148,7 @@ def expression_eagerly(brk: BreakReport, here: str, sources: Sources) -> Fix | N
         code = f"bool({code})"  # a Python truth value: the compiled code branches on no tensor
     signature = ", ".join(parameters)
     definition = f"@{torch}.compiler.disable\ndef {helper}({signature}):\n    return {code}\n\n\n"
-    first = _first_line(top)
+    first = first_line(top)
     edits = (
         Edit(brk.path, Span(first, 0, first, 0), definition),
         Edit(brk.path, node_span(expression, lines), f"{helper}({signature})"),
@@ -194,14 +189,14 @@ def class_to_module(brk: BreakReport, here: str, sources: Sources) -> Fix | None
     }
     if statement.name in module_names:
         return None
-    start, end = _first_line(statement), statement.end_lineno or statement.lineno
+    start, end = first_line(statement), statement.end_lineno or statement.lineno
     text = textwrap.dedent("\n".join(lines[start - 1 : end])) + "\n"
     if text.startswith((" ", "\t")):
         return None  # not one block of one indentation
-    first = _first_line(top)
+    first = first_line(top)
     # The blank lines after it go too: the function's body goes on where the class was.
     following = function.body[function.body.index(statement) + 1 :]
-    stop = _first_line(following[0]) if following else end + 1
+    stop = first_line(following[0]) if following else end + 1
     edits = (
         Edit(brk.path, Span(first, 0, first, 0), text + "\n\n"),
         Edit(brk.path, Span(start, 0, stop, 0), ""),

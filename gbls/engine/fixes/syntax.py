@@ -44,6 +44,12 @@ def alone_on_its_lines(statement: ast.stmt, lines: list[str]) -> bool:
     return not before.strip() and (not after or after.startswith("#"))
 
 
+def first_line(statement: ast.stmt) -> int:
+    """The line a statement starts on: its first decorator's, if it has any."""
+    decorators: list[ast.expr] = getattr(statement, "decorator_list", [])
+    return min([statement.lineno, *(decorator.lineno for decorator in decorators)])
+
+
 def indent_of(lines: list[str], line: int) -> str:
     text = line_text(lines, line)
     return text[: len(text) - len(text.lstrip())]
