@@ -92,6 +92,16 @@ def _fresh_random_state() -> None:
         numpy.random.seed()
 
 
+def _fresh_thread_pool() -> None:
+    """torch's thread pool made anew while this process has one thread. The fork leaves the parent's
+    pool without its threads, and torch replaces it on its next use; the autograd engine's threads,
+    started together on the first backward, each use it at once, and on torch 2.15 one of them may
+    find it gone in the middle of the replacement and abort ("Invalid thread pool!")."""
+    import torch
+
+    torch.set_num_threads(torch.get_num_threads())
+
+
 def run(
     request: Request,
     events_fd: int,
@@ -154,6 +164,7 @@ def run(
         _writable_caches(scratch, sandboxed)
         limits.apply(request.settings)
         _fresh_random_state()
+        _fresh_thread_pool()
         from ..analysis.children import Children
         from ..analysis.run import run as analyse
 
