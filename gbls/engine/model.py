@@ -149,10 +149,19 @@ class BreakReport:
     def nested(self) -> str:
         """For a nested graph break: ``splits in log_stats, keeping the code of g → normalize in the
         graphs``; else ""."""
-        if self.cause.split <= 0:
+        if self.cause.split <= 0 or not self.cause.nested:
             return ""
         callers = " → ".join(location.function for location in self.chain[: self.cause.split])
         return f"splits in {self.split_frame.function}, keeping the code of {callers} in the graphs"
+
+    @property
+    def own_frame(self) -> str:
+        """For a break in a callee that runs as a frame of its own (its caller's graph split at the
+        call, for an earlier break in it): ``summarize runs as a frame of its own: this splits its
+        graph``; else ""."""
+        if self.cause.split <= 0 or self.cause.nested:
+            return ""
+        return f"{self.split_frame.function} runs as a frame of its own: this splits its graph"
 
     @property
     def raises(self) -> str:
@@ -212,6 +221,8 @@ class BreakReport:
             text += f"; {self.function} {self.eager}{why}"
         if self.nested:
             text += f"; nested graph break: {self.nested}"
+        elif self.own_frame:
+            text += f"; {self.own_frame}"
         return f"{self.raises}: {text}" if self.raises else text
 
 

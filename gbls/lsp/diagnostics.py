@@ -79,8 +79,10 @@ def _related(brk: BreakReport, lines_of: LinesOf) -> list[lsp.DiagnosticRelatedI
     for index, location in enumerate(brk.chain):
         if index == brk.cause.split:
             text = f"the graph of {brk.function} splits here"
-        elif index == 0:
+        elif index == 0 and brk.nested:
             text = f"{brk.function} calls here: a nested graph break keeps its code in the graphs"
+        elif index == 0:
+            text = f"{brk.function} calls here: {brk.split_frame.function} runs as a frame of its own"
         elif index == last:
             text = f"root cause in {location.function}: {brk.gb_type}"
         else:

@@ -17,6 +17,7 @@ from gbls.lsp.hover import function_report, hover_markdown
 from gbls.lsp.markdown import Where
 
 from ..support import FIXTURES
+from ..support.torchlog import logged_breaks, logged_compiles
 from ..support.worker import Analyse
 
 # VS Code's hover at its default size, in a 1280 by 900 window (as tests/test_vscode.py's end-to-end
@@ -143,3 +144,17 @@ async def test_a_break_without_a_fix_says_why(analyse_file: Analyse) -> None:
     path = FIXTURES / "fidelity" / "generators.py"
     markdown = hover(await analyse_file(path), path, "GB0003")
     assert "No quick fix: gbls's catalogue has no fix for this break in code of this shape." in markdown
+
+
+async def test_a_callee_run_as_a_frame_of_its_own_is_said_so_not_nested(analyse_file: Analyse) -> None:
+    """torch's log has the .item() break in summarize's own resume function (the helper translated as
+    a frame of its own after its print split forward at the call): the hover says that, never
+    "nested graph break" (off here)."""
+    path = FIXTURES / "lsp" / "own_frame.py"
+    (item,) = [b for b in logged_breaks(path) if b.gb_ids[:1] == ["GB0124"] or "item" in b.text]
+    (frame,) = [c for c in logged_compiles(path) if c.compile_id == f"{item.frame_id}/{item.compile_id}"]
+    assert frame.function.startswith("torch_dynamo_resume_in_summarize")  # not forward's frame
+    report = await analyse_file(path)
+    markdown = hover(report, path, "GB0124")
+    assert "`summarize` runs as a frame of its own: `forward`'s graph split at the call" in markdown
+    assert "nested" not in markdown.lower()

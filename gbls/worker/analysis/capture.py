@@ -457,6 +457,7 @@ class Capture:
                 chain=chain,
                 called_at=collapse([caller])[0] if caller else None,
                 split=min(split, len(chain) - 1),
+                nested=depth > 0,
                 raises=raises,
             )
         )

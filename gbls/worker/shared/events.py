@@ -124,7 +124,10 @@ class BreakEvent(Event):
     messages: tuple[Message, ...] = ()  # the root cause first, then any break raised while handling it
     chain: tuple[Frame, ...] = ()
     called_at: Frame | None = None  # the analysed file's innermost frame on the eager stack
-    split: int = 0  # the frame of ``chain`` whose graph splits (deeper than 0: a nested graph break)
+    split: int = 0  # the frame of ``chain`` whose graph splits (deeper than 0: a callee's)
+    # Dynamo resumed in an inlined callee (nested graph breaks); False where ``split`` names a callee
+    # Dynamo translated as a frame of its own, after its caller's graph split at the call.
+    nested: bool = False
     raises: Raises = ""  # error_on_graph_break was on: the program raises here
     process: str = ""  # the process of its target's, once ``merge`` folded the processes' targets
 

@@ -58,6 +58,7 @@ class _Group:
         self.chain = event.chain
         self.called_at = event.called_at
         self.split = event.split  # the frame of the chain whose graph splits
+        self.nested = event.nested
         self.raises = event.raises
         self.skipped = False  # Dynamo gave up on the target's own frame while handling it
         self.reason = ""  # what Dynamo's log said it then did
@@ -75,6 +76,7 @@ class _Group:
         self.processes.add(event.process)
         if event.direct:
             self.split = event.split  # where the function's own graph splits, not a re-entered callee's
+            self.nested = event.nested
             self.skipped = self.skipped or event.skipped
             self.reason = self.reason or (event.reason if event.skipped else "")
         (self.direct if event.direct else self.reentries).add(event.compile_id)
@@ -363,6 +365,7 @@ def _breaks(
                 gaps=root.gaps,
                 called_at=group.called_at,
                 split=group.split,
+                nested=group.nested,
                 raises="fullgraph" if group.target in fullgraph else group.raises,
                 classes=root.classes,
                 paths=tuple(group.paths),

@@ -18,7 +18,7 @@ import typing
 from dataclasses import dataclass, field
 from typing import Any, Final, Literal, TypeVar, Union
 
-PROTOCOL_VERSION = 8
+PROTOCOL_VERSION = 9
 
 # The fixed values of the wire, each checked by ``from_dict`` like any other field.
 Status = Literal["ok", "error", "timeout", "cancelled"]
@@ -143,9 +143,12 @@ class Break:
     gaps: tuple[str, ...] = ()
     # Where the analysed file called the compiled code, when the chain never enters the file.
     called_at: Frame | None = None
-    # The frame of ``chain`` whose graph splits: 0, the compiled function's own, unless Dynamo resumed
-    # in a callee (nested graph breaks), where the callers' code around the break stays in the graphs.
+    # The frame of ``chain`` whose graph splits: 0, the compiled function's own, unless the break is
+    # in a callee whose own graph it splits: Dynamo resumed in the inlined callee (``nested``: nested
+    # graph breaks, the callers' code around the break stays in the graphs), or the callee runs as a
+    # frame of its own (its caller's graph split at the call, for an earlier break in it).
     split: int = 0
+    nested: bool = False
     # Whether the user's program raises at it, and why ("": it does not).
     raises: Raises = ""
     # The classes of its hints, as torch classes them.
