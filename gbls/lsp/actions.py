@@ -336,18 +336,24 @@ def fix_all(
     folders: list[str],
     keep: policy.Keep | None = None,
 ) -> lsp.CodeAction | None:
-    """What ``gbls check --fix`` changes in ``path``: the safe preferred fix of each break of ``reports``
-    whose edits are all in ``path``, as one action of kind ``source.fixAll.gbls``; None if there is none.
+    """What ``gbls check --fix`` changes for ``path``: the safe preferred fix of each break of
+    ``reports`` shown in ``path`` (its edits wherever they are: the flag a break in ``model.py`` needs
+    goes into the ``train.py`` that compiles it), and of each break elsewhere whose edits are all in
+    ``path``; as one action of kind ``source.fixAll.gbls``, None if there is none.
 
     A fix checks the code's shape where the break is in the text as it is now (the call it removes,
     the ``.item()`` it is about), so a report older than an edit cannot make it edit the wrong code.
     """
     fixes = policy.preferred(reports, sources, folders, keep)
-    here = {key: fix for key, fix in fixes.items() if all(edit.path == path for edit in fix.edits)}
+    shown = {(report.path, brk.key) for report in reports for brk in report.breaks if brk.path == path}
+    here = {
+        key: fix for key, fix in fixes.items() if key in shown or all(edit.path == path for edit in fix.edits)
+    }
     edits, _ = policy.safe_edits(reports, here)
-    if path not in edits:
+    if not edits:
         return None
-    every = Fix("gbls: apply the safe fixes (as gbls check --fix)", tuple(edits[path]), safe=True)
+    taken = tuple(edit for in_file in edits.values() for edit in in_file)
+    every = Fix("gbls: apply the safe fixes (as gbls check --fix)", taken, safe=True)
     return fix_action(every, sources, None, preferred=False, kind=FIX_ALL)
 
 

@@ -23,7 +23,7 @@ from pygls.lsp.server import LanguageServer
 
 from .. import __version__
 from ..engine import reach
-from ..engine.model import FileReport, failure_report
+from ..engine.model import BreakReport, FileReport, FunctionReport, failure_report
 from ..engine.sources import Sources, read_source
 from ..runtime import persistent
 from ..runtime.errors import WorkerError
@@ -121,6 +121,19 @@ class GblsServer(LanguageServer):
     def reports(self) -> list[FileReport]:
         """Every analysis's report: what fix all applies, as ``gbls check --fix`` would."""
         return [analysed.report for _, analysed in self.session.analysed()]
+
+    def compiled_elsewhere(self, view: FileReport) -> tuple[tuple[FunctionReport, FileReport], ...]:
+        """The functions compiled in other files whose breaks are in the file of ``view`` (a model
+        compiled in ``train.py``), each with the analysis that ran it."""
+        wanted = {brk.function for brk in view.breaks} - {f.qualname for f in view.functions}
+        found = []
+        for _, analysed in self.session.results():
+            for function in analysed.report.functions:
+                breaks = analysed.report.breaks_of(function.qualname)
+                if function.qualname in wanted and any(b.path == view.path for b in breaks):
+                    found.append((function, analysed.report))
+                    wanted.discard(function.qualname)
+        return tuple(found)
 
     def where(self, path: str, links: bool) -> Where:
         """How hovers and reports name places for the file ``path``."""
@@ -408,6 +421,7 @@ class GblsServer(LanguageServer):
                 return
             status |= {
                 "breaks": len(view.breaks) if view else 0,
+                "elsewhere": _elsewhere(view, self.session.folder_of(view.path)) if view else [],
                 "notAnalysed": [f.qualname for f in view.functions if not f.analysed] if view else [],
                 "reused": self.session.reused(uri),
                 # From the persistent cache, until the analysis that runs behind it is done.
@@ -453,7 +467,9 @@ class GblsServer(LanguageServer):
             diagnostics += file_diagnostics(view, source, self.settings.severity, sources.lines)
             diagnostics += split_diagnostics(view, source, sources.lines)
         open_document = self.open_document(uri)
-        if version is None and open_document is not None:
+        if open_document is None:
+            version = None  # a closed document's diagnostics are its file's
+        elif version is None:
             version = open_document.version
         self.send(uri, configured(diagnostics, self.settings), version)
 
@@ -469,18 +485,22 @@ class GblsServer(LanguageServer):
             self.text_document_publish_diagnostics(lsp.PublishDiagnosticsParams(uri=cell, diagnostics=found))
 
     def forget(self, uri: str) -> None:
-        """The document is closed: its own analysis goes, unless it reaches another open document."""
+        """The document is closed: its diagnostics stay in the Problems panel, as its file on disk has
+        them (analysed again from disk if the text closed was not saved), until an analysis changes
+        them. An untitled document, which is no file, takes its own with it."""
         self.scheduler.cancel(uri)
-        own = self.session.analysed_of(uri)
         path = self.path_of(uri)
-        needed = own is not None and any(
-            self.open_document(self.uri_of(other)) is not None for other in own.views if other != path
-        )
-        if needed:
+        own = self.session.analysed_of(uri)
+        on_disk = read_source(path)
+        if on_disk is None:
+            analysed = self.session.forget(uri)
+            self.text_document_publish_diagnostics(lsp.PublishDiagnosticsParams(uri=uri, diagnostics=[]))
+            self._publish_files(other for other in (analysed.views if analysed else {}) if other != path)
             return
-        analysed = self.session.forget(uri)
-        self.text_document_publish_diagnostics(lsp.PublishDiagnosticsParams(uri=uri, diagnostics=[]))
-        self._publish_files(other for other in (analysed.views if analysed else {}) if other != path)
+        if own is not None and own.source != on_disk:
+            self.scheduler.schedule(uri)  # its publication replaces what the closed text had
+        else:
+            self.publish(uri)  # no longer of a version of the document: of the file
 
     # -- real runs' traces ------------------------------------------------------------------------
 
@@ -554,3 +574,19 @@ class GblsServer(LanguageServer):
         if not was_enabled:
             for uri in self.notebooks.documents():
                 self.request(uri)
+
+
+def _elsewhere(view: FileReport, folder: str) -> list[dict[str, Any]]:
+    """The file's compiled functions whose breaks are in other files, and where: what its status
+    says besides its own count ("TinyNet's 2 breaks are in model.py")."""
+    found: dict[str, list[BreakReport]] = {}
+    for brk in view.elsewhere:
+        found.setdefault(brk.function, []).append(brk)
+    return [
+        {
+            "function": function,
+            "breaks": len(breaks),
+            "files": list(dict.fromkeys(os.path.relpath(b.path, folder) for b in breaks)),
+        }
+        for function, breaks in found.items()
+    ]

@@ -75,6 +75,12 @@ def break_markdown(
         parts.append(f"Who can act: {brk.who}" + (f" · torch classes it as {kinds}" if kinds else ""))
     if brk.nested:
         parts.append(f"Nested graph break: the graph {brk.nested}.")
+    elif brk.own_frame:
+        caller = brk.chain[brk.cause.split - 1].function
+        parts.append(
+            f"`{brk.split_frame.function}` runs as a frame of its own: `{caller}`'s graph split at the call "
+            f"(an earlier break in it), and this break splits `{brk.split_frame.function}`'s graph."
+        )
     if brk.eager:
         reason = brk.cause.eager_reason or "Dynamo skipped the frame"
         parts.append(f"⚠ `{brk.function}` {brk.eager}: {prose(reason)}")
@@ -165,6 +171,7 @@ def split_story(function: FunctionReport, breaks: BreakReport | tuple[BreakRepor
     lines = Where(function.code_path, where.folder, where.links, where.cells)
     items: list[tuple[int, int, str]] = []
     callee: list[Graph] = []
+    told: set[str] = set()
     number = 0
     for graph in function.graphs:
         if graph.frame != own:
@@ -183,7 +190,8 @@ def split_story(function: FunctionReport, breaks: BreakReport | tuple[BreakRepor
         text = (
             f"**break at {at}**" if isinstance(breaks, BreakReport) else f"break at {at}: {prose(brk.title)}"
         )
-        eager = [g for g in callee if g.frame in brk.via]
+        eager = [g for g in callee if g.frame in brk.via and g.frame not in told]
+        told.update(g.frame for g in eager)  # two breaks in one callee: its graphs told once
         if eager:
             frames = ", ".join(dict.fromkeys(f"`{g.frame}`" for g in eager))
             ops = sum(g.ops for g in eager)
@@ -241,24 +249,49 @@ def function_markdown(function: FunctionReport, report: FileReport, where: Where
     return "\n\n".join(lines)
 
 
-def function_report(report: FileReport, qualname: str | None, where: Where, fix_of: FixOf = no_fix) -> str:
-    """The full break report of one function (or of every function), for the report command."""
+def function_report(
+    report: FileReport,
+    qualname: str | None,
+    where: Where,
+    fix_of: FixOf = no_fix,
+    compiled_elsewhere: tuple[tuple[FunctionReport, FileReport], ...] = (),
+) -> str:
+    """The full break report of one function (or of every function), for the report command.
+    ``compiled_elsewhere``: the functions compiled in other files whose breaks are in this one, each
+    with the analysis that ran it: their sections list those breaks."""
     chosen = [f for f in report.functions if qualname in (None, f.qualname)]
     sections = [f"# gbls report: {where.file(report.path)}"]
     if report.message:
         sections.append(f"**Analysis stopped**: {report.message}")
     for function in chosen:
         sections.append(f"## {function.qualname}\n\n" + function_markdown(function, report, where))
-        for brk in costliest_first(report.breaks_of(function.qualname)):
-            title = f"{where.line(brk.path, brk.span.line)}: {prose(brk.title)}"
-            fix, unfixed = fix_of(brk)
-            markdown = break_markdown(brk, function, where, fix, full=True, unfixed=unfixed)
-            sections.append(f"### {title}\n\n{markdown}")
+        sections += _break_sections(report.breaks_of(function.qualname), function, where, fix_of)
         for found in report.recompiles_of(function.qualname):
             if not found.settled:
                 title = f"{where.line(report.path, found.span.line)}: recompiled {found.count} times"
                 sections.append(f"### {title}\n\n" + recompile_markdown(found, where))
+    for function, analysis in compiled_elsewhere:
+        if qualname not in (None, function.qualname):
+            continue
+        run = f", by the run `{analysis.origin}`" if analysis.origin else ""
+        site = f"Compiled at {where.line(function.path, function.span.line)}{run}."
+        summary = function_markdown(function, analysis, where)
+        sections.append(f"## {function.qualname}\n\n{site}\n\n{summary}")
+        here = tuple(b for b in analysis.breaks_of(function.qualname) if b.path == report.path)
+        sections += _break_sections(here, function, where, fix_of)
     return "\n\n".join(sections)
+
+
+def _break_sections(
+    breaks: tuple[BreakReport, ...], function: FunctionReport, where: Where, fix_of: FixOf
+) -> list[str]:
+    sections = []
+    for brk in costliest_first(breaks):
+        title = f"{where.line(brk.path, brk.span.line)}: {prose(brk.title)}"
+        fix, unfixed = fix_of(brk)
+        markdown = break_markdown(brk, function, where, fix, full=True, unfixed=unfixed)
+        sections.append(f"### {title}\n\n{markdown}")
+    return sections
 
 
 def hover_markdown(

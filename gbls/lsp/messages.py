@@ -15,6 +15,9 @@ def analysis_line(name: str, seconds: float, report: FileReport, views: tuple[Fi
     breaks = sum(len(view.breaks) for view in views)
     recompilations = sum(found.count for view in views for found in view.recompiles if not found.suppressed)
     counted = f"{count(breaks, 'graph break')}, {count(recompilations, 'recompilation')}"
+    if not report.functions and not breaks and not recompilations and not report.message:
+        # Not "0 graph breaks": a model file compiled elsewhere gets its breaks from that analysis.
+        counted = "it compiles nothing itself"
     line = f"analysed {name} in {seconds:.1f} s: {counted}"
     if len(views) > 1:
         line += f" in {len(views)} files"

@@ -180,7 +180,8 @@ def create_server() -> GblsServer:
         path = seen[0].path
         qualname = str(arguments[1]) if len(arguments) > 1 else None
         # Plain text places: VS Code shows the report in its markdown preview, which drops file: links.
-        return function_report(seen[0], qualname, ls.where(path, links=False), ls.fix_of(path))
+        where, fix_of = ls.where(path, links=False), ls.fix_of(path)
+        return function_report(seen[0], qualname, where, fix_of, ls.compiled_elsewhere(seen[0]))
 
     @server.command(SHOW_LOCATION)
     async def show_location(ls: GblsServer, uri: str, selection: lsp.Range) -> None:

@@ -159,3 +159,89 @@ async def test_a_file_nothing_compiles_is_not_analysed_never_clean(
 
     message = await until(said, 120)
     assert message.startswith("nothing compiles this file")
+
+
+async def done_status(client: LanguageClient, uri: str) -> Any:
+    """The last "done" status of ``uri`` once its file's view has its breaks."""
+    statuses: list[Any] = client.statuses  # type: ignore[attr-defined]
+
+    def last() -> Any:
+        done = [s for s in statuses if s["uri"] == uri and s["state"] == "done"]
+        return done and (done[-1]["breaks"] or done[-1]["elsewhere"]) and done[-1]
+
+    return await until(last, 180)
+
+
+async def test_the_compile_site_and_the_model_file_tell_one_story(
+    client: LanguageClient, projects: Path
+) -> None:
+    """train.py compiles TinyNet, whose two breaks are in model.py: its status says where they are,
+    as its lens counts them; model.py's says two; the log line of model.py's own analysis does not
+    say "0 graph breaks"."""
+    model, train = projects / "twofile" / "model.py", projects / "twofile" / "train.py"
+    seen = len(client.log_messages)
+    await open_and_wait(client, model)
+    await breaks_published(client, uri_of(model), [(13, "GB0059"), (14, "GB0124")])
+    await open_and_wait(client, train)
+    status = await done_status(client, uri_of(train))
+    elsewhere = [(e.function, e.breaks, e.files) for e in status["elsewhere"]]
+    assert (status["breaks"], elsewhere) == (0, [("TinyNet", 2, ["model.py"])])
+    lenses = await client.text_document_code_lens_async(
+        lsp.CodeLensParams(lsp.TextDocumentIdentifier(uri_of(train)))
+    )
+    titles = [lens.command.title for lens in lenses or [] if lens.command]
+    assert len(titles) == 1 and " · 2 breaks · " in titles[0], titles
+    assert (await done_status(client, uri_of(model)))["breaks"] == 2
+    logged = [m.message for m in client.log_messages[seen:] if m.message.startswith("analysed model.py")]
+    assert logged and all("it compiles nothing itself" in line for line in logged), logged
+    assert any(
+        m.message.startswith("analysed train.py") and ": 2 graph breaks, " in m.message
+        for m in client.log_messages[seen:]
+    )
+
+
+async def test_the_break_report_of_the_model_file_lists_its_breaks(
+    client: LanguageClient, projects: Path
+) -> None:
+    model = projects / "twofile" / "model.py"
+    await open_and_wait(client, model)
+    await breaks_published(client, uri_of(model), [(13, "GB0059"), (14, "GB0124")])
+    report = await client.workspace_execute_command_async(
+        lsp.ExecuteCommandParams("gbls.showReport", [uri_of(model)])
+    )
+    assert isinstance(report, str)
+    headings = [line for line in report.splitlines() if line.startswith("#")]
+    assert headings == [
+        "# gbls report: model.py",
+        "## TinyNet",
+        "### line 13: Failed to trace builtin operator (print)",
+        "### line 14: Unsupported Tensor.item() call with capture_scalar_outputs=False (h.abs().max().item)",
+    ]
+    assert "Compiled at train.py:9." in report
+    paragraphs = [part for part in report.split("\n\n") if part.strip()]
+    assert len(paragraphs) == len(set(paragraphs)) or all(
+        p.startswith("**Chain:**") or p.startswith("**How") for p in paragraphs if paragraphs.count(p) > 1
+    )
+
+
+async def test_fix_all_in_the_model_file_takes_the_flag_the_compile_site_needs(
+    client: LanguageClient, projects: Path
+) -> None:
+    """The .item() in model.py has a safe fix, the flag in train.py that compiles it: fix all,
+    asked in model.py, offers it (the print's removal is unsafe: not taken)."""
+    model, train = projects / "twofile" / "model.py", projects / "twofile" / "train.py"
+    await open_and_wait(client, model)
+    await breaks_published(client, uri_of(model), [(13, "GB0059"), (14, "GB0124")])
+    found = await client.text_document_code_action_async(
+        lsp.CodeActionParams(
+            lsp.TextDocumentIdentifier(uri_of(model)),
+            lsp.Range(lsp.Position(0, 0), lsp.Position(0, 0)),
+            lsp.CodeActionContext(diagnostics=[], only=["source.fixAll"]),
+        )
+    )
+    (action,) = found or []
+    assert isinstance(action, lsp.CodeAction) and action.kind == "source.fixAll.gbls"
+    assert action.edit is not None and action.edit.changes is not None
+    assert list(action.edit.changes) == [uri_of(train)]
+    (edit,) = action.edit.changes[uri_of(train)]
+    assert edit.new_text == "torch._dynamo.config.capture_scalar_outputs = True\n"

@@ -187,10 +187,25 @@ async def test_syntax_error_gets_one_diagnostic_where_it_is(client: LanguageClie
     await close(client, LSP / "broken.py")
 
 
-async def test_closing_clears_diagnostics(client: LanguageClient) -> None:
+def _shown(diagnostics: list[lsp.Diagnostic]) -> list[tuple[object, int, int]]:
+    return [(d.code, d.range.start.line, d.range.start.character) for d in diagnostics]
+
+
+async def test_a_closed_file_keeps_its_diagnostics(client: LanguageClient) -> None:
+    """In the Problems panel, whether the file is open or not: closing it republishes them as the
+    file's (no document version), nothing else."""
     path = ENGINE / "print_body.py"
-    assert await open_and_wait(client, path)
-    assert await close(client, path) == []
+    opened = await open_and_wait(client, path)
+    assert _shown(opened) == [("GB0059", 6, 4)]
+    assert _shown(await close(client, path)) == _shown(opened)
+
+
+async def test_a_file_closed_unsaved_shows_what_its_saved_text_has(client: LanguageClient) -> None:
+    """Closed without saving an edit that removed its break: the file on disk still has it."""
+    path = ENGINE / "print_body.py"
+    edited = path.read_text().replace('print("scaling", y.shape)', "y.shape")
+    assert _shown(await open_and_wait(client, path, edited)) == []
+    assert _shown(await close(client, path)) == [("GB0059", 6, 4)]
 
 
 async def test_server_never_imports_torch(client: LanguageClient) -> None:
@@ -343,7 +358,7 @@ async def test_an_untitled_document_gets_its_breaks(client: LanguageClient) -> N
     recorder: Recorder = client.diagnostics  # type: ignore[assignment]
     seen = len(recorder.history)
     client.text_document_did_close(lsp.DidCloseTextDocumentParams(lsp.TextDocumentIdentifier(uri)))
-    await published_after(client, seen, uri)
+    assert await published_after(client, seen, uri) == []  # no file: its diagnostics go with it
 
 
 async def test_the_doctor_command_says_what_the_setup_gives(client: LanguageClient) -> None:

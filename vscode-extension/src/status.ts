@@ -9,6 +9,8 @@ export interface FileStatus {
     notAnalysed?: string[];
     message?: string;
     cached?: boolean; // from gbls's cache of an earlier session, until its analysis runs again
+    // The file's compiled functions whose breaks are in other files (a model compiled here).
+    elsewhere?: { function: string; breaks: number; files: string[] }[];
 }
 
 export type Phase =
@@ -92,10 +94,15 @@ export function statusView(phase: Phase, file: FileStatus | undefined): StatusVi
     }
     const breaks = file.breaks ?? 0;
     const skipped = file.notAnalysed ?? [];
+    const elsewhere = file.elsewhere ?? [];
     let text =
         breaks === 0
-            ? '$(check) gbls: no graph breaks in this file'
+            ? `$(check) gbls: no ${elsewhere.length > 0 ? 'breaks' : 'graph breaks'} in this file`
             : `$(warning) gbls: ${plural(breaks, 'graph break')} in this file`;
+    for (const other of elsewhere) {
+        const are = other.breaks === 1 ? 'is' : 'are';
+        text += `; ${other.function}'s ${plural(other.breaks, 'break')} ${are} in ${other.files.join(', ')}`;
+    }
     let tooltip = 'Click for the break report.';
     if (skipped.length > 0) {
         text += ` · ${skipped.length} not analysed`;

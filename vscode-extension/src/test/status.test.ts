@@ -17,6 +17,19 @@ test('analysing, then the count of breaks in the file', () => {
     assert.equal(statusView(running, done({ breaks: 3 })).command, 'gbls.showBreakReport');
 });
 
+test('a compile site whose graphs split in other files says where', () => {
+    const elsewhere = [{ function: 'TinyNet', breaks: 2, files: ['model.py'] }];
+    assert.equal(
+        statusView(running, done({ breaks: 0, elsewhere })).text,
+        "$(check) gbls: no breaks in this file; TinyNet's 2 breaks are in model.py",
+    );
+    const one = [{ function: 'step', breaks: 1, files: ['lib/ops.py'] }];
+    assert.equal(
+        statusView(running, done({ breaks: 1, elsewhere: one })).text,
+        "$(warning) gbls: 1 graph break in this file; step's 1 break is in lib/ops.py",
+    );
+});
+
 test('functions that could not be run are counted and named', () => {
     const view = statusView(running, done({ breaks: 1, notAnalysed: ['Head', 'gate'] }));
     assert.equal(view.text, '$(warning) gbls: 1 graph break in this file · 2 not analysed');
