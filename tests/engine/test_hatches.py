@@ -4,6 +4,8 @@ the file analysed again by the real translator (and checked against torch's log 
 from __future__ import annotations
 
 import shutil
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -208,3 +210,52 @@ async def test_a_data_dependent_assert_is_checked_in_the_graph(analyse_file: Ana
     after = await copy.fixed(fixes, "Check the condition in the graph")
     assert after.breaks == () and logged_breaks(copy.path) == []
     assert printed(after) == printed(before)
+
+
+HAS_CHECK = callable(getattr(torch, "_check", None))
+
+
+@pytest.mark.parametrize(
+    ("name", "holds", "guard", "failing"),
+    [
+        (
+            "guarded_count.py",
+            "n <= x.shape[0]",
+            "    if n > x.shape[0]:\n",
+            "first_rows(torch.tensor([4, 2]), torch.arange(5.0))",
+        ),
+        (
+            "guarded_nonzero.py",
+            "where.shape[0] != 0",
+            "    if where.shape[0] == 0:\n",
+            "positive_mean(torch.tensor([-1.0, -2.0]))",
+        ),
+    ],
+)
+async def test_a_guard_on_a_data_dependent_value_is_told_to_the_compiler_with_torch_check(
+    analyse_file: Analyse, tmp_path: Path, name: str, holds: str, guard: str, failing: str
+) -> None:
+    """GB0170 on a symbolic value read from a tensor (``.item()``, ``nonzero``'s rows) in an ``if``
+    that raises: ``torch._check`` of what holds, before the ``if``, as torch's message for it says;
+    the compiler decides the branch, one graph, the same result (torch's log of the fixed file has
+    no break); and the compiled code still refuses an input the guard refused."""
+    copy = Copy(analyse_file, tmp_path, name)
+    before, fixes = await copy.offered()
+    named(before, "Data-dependent branching")
+    title = f"Check {holds} with torch._check before the branch"
+    if not HAS_CHECK:
+        assert not any(fix.startswith(title) for fix in titles(fixes))
+        return
+    (brk,) = before.breaks
+    # Preferred: the torch.cond skeleton also offered cannot hold the branch's raise.
+    assert titles(fixes)[0].startswith(title) and not fixes[0].safe  # a RuntimeError where it fails
+    assert await proofs_by(analyse_file).prove(fixes[0], brk, before, Sources(read_source)) is None
+    after = await copy.fixed(fixes, title)
+    assert f"    torch._check({holds})\n{guard}" in copy.path.read_text()
+    assert after.breaks == () and len(after.functions[0].graphs) == 1
+    assert logged_breaks(copy.path) == []
+    assert printed(after) == printed(before)
+    # The fixed program called with what its guard refuses: the compiled check raises, as it said.
+    program = copy.path.read_text().rsplit("\nprint(", 1)[0] + f"\n{failing}\n"
+    refused = subprocess.run([sys.executable, "-c", program], capture_output=True, text=True, timeout=600)
+    assert refused.returncode == 1 and refused.stderr.strip().splitlines()[-1].startswith("RuntimeError")

@@ -409,3 +409,46 @@ def test_a_class_moves_out_of_the_compiled_function_only_when_it_reads_none_of_i
     # ``Reads`` reads ``total``, a local of f: it stays, and no fix of its own is offered for it.
     offered = fixes_for(broken("GB8977", at(path, "f", 12, "class Reads")), str(path), sources)
     assert not any(fix.title.startswith("Define class") for fix in offered)
+
+
+GUARDS = """import torch as T
+
+
+@T.compile
+def f(x, n):
+    if n < 0:
+        raise ValueError(n)
+    elif n == 3:
+        raise ValueError(n)
+    if 0 < n < 9:
+        raise ValueError(n)
+    if n > 4:
+        x = x * 2
+    return x
+"""
+
+
+def test_a_guard_on_a_symbolic_value_gets_torch_check_only_where_it_keeps_the_guards_meaning(
+    tmp_path: Path,
+) -> None:
+    """``torch._check`` of what holds before an ``if`` that raises, on a symbolic value, where torch
+    has it: not for a tensor's condition, an ``elif`` (no line of its own before it), a chained
+    comparison, or a branch that goes on (its other side would be lost)."""
+    path = tmp_path / "guards.py"
+    path.write_text(GUARDS)
+    sources = Sources(read_source)
+
+    def checks(line: int, snippet: str, context: str = "SymNodeVariable()", check: bool = True) -> list[str]:
+        brk = broken("GB0170", at(path, "f", line, snippet))
+        cause = dataclasses.replace(brk.cause, context=f"attempted to jump with {context}")
+        brk = dataclasses.replace(brk, cause=cause, features=("check",) if check else ())
+        offered = fixes_for(brk, str(path), sources)
+        return [applied(fix, sources)["guards.py"] for fix in offered if "torch._check" in fix.title]
+
+    (text,) = checks(6, "n < 0")
+    assert "def f(x, n):\n    T._check(n >= 0)\n    if n < 0:\n" in text
+    assert checks(6, "n < 0", check=False) == []  # a torch without torch._check
+    assert checks(6, "n < 0", context="TensorVariable()") == []
+    assert checks(8, "n == 3") == []
+    assert checks(10, "0 < n < 9") == []
+    assert checks(12, "n > 4") == []

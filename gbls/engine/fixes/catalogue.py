@@ -216,7 +216,8 @@ CATALOGUE: dict[str, tuple[Maker, ...]] = {
     "GB0036": (config_flag("capture_dynamic_output_shape_ops"),),  # Dynamic shape operator
     "GB0025": (remove_graph_break,),  # torch._dynamo.graph_break()
     "GB0098": (drop_disable_decorator,),  # torch.compiler.disable'd callee
-    "GB0170": branches.REWRITES,  # Data-dependent branching
+    # Data-dependent branching: a guard on a symbolic value checked with torch._check, else rewritten.
+    "GB0170": (hatches.check_guard, *branches.REWRITES),
     # A call of a function Dynamo skips: a logging one (warnings.warn) can go, as a print can.
     "GB0007": (remove_logging_call,),
     "GB8977": (moves.class_to_module,),  # Invalid call to __build_class__

@@ -6,6 +6,8 @@
   ``torch._dynamo.config.ignore_logging_functions`` (it does not run there).
 - A call into code Dynamo cannot trace can be traced non-strictly (``nonstrict_trace`` on the
   smallest function of the user's that holds it): its tensor operations stay in the graph.
+- A guard on a value read from a tensor (``if n > x.shape[0]: raise ...``, ``n`` from ``.item()`` or a
+  data-dependent size) can be told to the compiler with ``torch._check``, as torch's hint says.
 - A break not worth removing can cost less: with nested graph breaks on, the graph splits in the
   callee and the callers' code stays in the graphs; or the expression that breaks, or the smallest
   function of the user's that holds it, runs eagerly (``torch.compiler.disable``), and Dynamo
@@ -20,11 +22,19 @@ import re
 from ...worker.shared.protocol import SPLIT
 from ...worker.shared.workspace import installed
 from ..model import BreakReport, Location
-from ..ranges import Span
+from ..ranges import Span, line_text
 from ..sources import Sources
 from . import moves
 from .edits import Edit, Fix
-from .syntax import first_line, indent_of, insert_after_imports, node_span, root_call_statement, torch_name
+from .syntax import (
+    first_line,
+    indent_of,
+    insert_after_imports,
+    node_span,
+    root_call_statement,
+    root_source,
+    torch_name,
+)
 
 LOGGER_METHODS = {"debug", "info", "warning", "error", "exception", "critical", "log"}
 # A break raised while Dynamo traces a higher-order operator's body (a checkpointed region's side
@@ -91,6 +101,52 @@ def _imports_logging(tree: ast.Module) -> bool:
     return any(
         isinstance(node, ast.Import) and any(a.name == "logging" and a.asname is None for a in node.names)
         for node in tree.body
+    )
+
+
+# The comparison that holds where ``if a OP b: raise`` does not raise.
+NEGATED: dict[type[ast.cmpop], type[ast.cmpop]] = {
+    ast.Gt: ast.LtE,
+    ast.GtE: ast.Lt,
+    ast.Lt: ast.GtE,
+    ast.LtE: ast.Gt,
+    ast.Eq: ast.NotEq,
+    ast.NotEq: ast.Eq,
+}
+
+
+def check_guard(brk: BreakReport, here: str, sources: Sources) -> Fix | None:
+    """``torch._check(n <= x.shape[0])`` before ``if n > x.shape[0]: raise ...``, where ``n`` is a
+    symbolic value read from a tensor (``.item()``, a data-dependent size): Dynamo cannot decide the
+    branch, and torch's own message for it is "Consider annotating your code using torch._check*()".
+    Told what holds (and checking it when the code runs), the compiler decides the branch; the
+    ``if`` stays, for eager code. Where the condition fails, torch raises a RuntimeError before the
+    ``if`` raises its own exception: unsafe."""
+    # A tensor condition is "TensorVariable()": torch._check takes a Python or symbolic bool only.
+    if "check" not in brk.features or "SymNodeVariable" not in brk.cause.context:
+        return None
+    found = root_source(brk, sources)
+    if found is None:
+        return None
+    _, tree, lines = found
+    statement = next(
+        (n for n in ast.walk(tree) if isinstance(n, ast.If) and node_span(n.test, lines) == brk.root.span),
+        None,
+    )
+    torch = torch_name(tree)
+    if statement is None or torch is None or not isinstance(statement.body[-1], ast.Raise):
+        return None  # only a guard keeps its meaning: a branch that goes on would lose its other side
+    if not line_text(lines, statement.lineno).lstrip().startswith("if"):
+        return None  # an ``elif``: no line of its own before it to hold the check
+    test = statement.test
+    if not (isinstance(test, ast.Compare) and len(test.ops) == 1 and type(test.ops[0]) in NEGATED):
+        return None
+    holds = ast.unparse(ast.Compare(test.left, [NEGATED[type(test.ops[0])]()], test.comparators))
+    text = f"{indent_of(lines, statement.lineno)}{torch}._check({holds})\n"
+    return Fix(
+        f"Check {holds} with torch._check before the branch, so that the compiler decides it (where it "
+        "fails: a RuntimeError, not the branch's own exception)",
+        (Edit(brk.root.path, Span(statement.lineno, 0, statement.lineno, 0), text),),
     )
 
 

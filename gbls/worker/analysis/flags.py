@@ -98,5 +98,6 @@ def features() -> tuple[Feature, ...]:
         ("dynamo_nonstrict_trace", callable(getattr(dynamo, "nonstrict_trace", None))),
         ("custom_op", callable(getattr(torch.library, "custom_op", None))),
         ("disable_nested_graph_breaks", callable(getattr(dynamo, "disable_nested_graph_breaks", None))),
+        ("check", callable(getattr(torch, "_check", None))),
     ]
     return tuple(feature for feature, present in found if present)

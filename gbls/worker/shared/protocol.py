@@ -48,6 +48,7 @@ Feature = Literal[
     "dynamo_nonstrict_trace",  # torch._dynamo.nonstrict_trace
     "custom_op",  # torch.library.custom_op
     "disable_nested_graph_breaks",  # torch._dynamo.disable_nested_graph_breaks
+    "check",  # torch._check: a condition the compiler may assume, checked when the code runs
 ]
 
 TargetKind = Literal["function", "method", "module"]
