@@ -110,3 +110,24 @@ class Sources:
         if path not in self._trees:
             self._trees[path] = parse(self.text(path))
         return self._trees[path]
+
+    def qualname(self, path: str, name: str, line: int) -> str:
+        """``Block.forward`` for the function ``name`` of ``path`` whose code holds ``line`` (a chain's
+        frame names only ``forward``); ``name`` where the file does not say."""
+        found = name
+
+        def visit(body: list[ast.stmt], prefix: str) -> None:
+            nonlocal found
+            for node in body:
+                inside = node.lineno <= line <= (node.end_lineno or node.lineno)
+                if isinstance(node, ast.ClassDef) and inside:
+                    visit(node.body, f"{prefix}{node.name}.")
+                elif isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef) and inside:
+                    if node.name == name:
+                        found = prefix + name
+                    visit(node.body, f"{prefix}{node.name}.<locals>.")
+
+        tree = self.tree(path)
+        if tree is not None:
+            visit(tree.body, "")
+        return found

@@ -137,7 +137,8 @@ class GblsServer(LanguageServer):
 
     def where(self, path: str, links: bool) -> Where:
         """How hovers and reports name places for the file ``path``."""
-        return Where(path, self.session.folder_of(path), links, self.notebooks.cell_line)
+        sources = Sources(self.text_of)
+        return Where(path, self.session.folder_of(path), links, self.notebooks.cell_line, sources.qualname)
 
     def fix_of(self, path: str) -> FixOf:
         """Each break's preferred fix not refused by its proof, for the file ``path`` (what to do

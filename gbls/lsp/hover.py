@@ -85,7 +85,10 @@ def break_markdown(
         reason = brk.cause.eager_reason or "Dynamo skipped the frame"
         parts.append(f"⚠ `{brk.function}` {brk.eager}: {prose(reason)}")
     if len(brk.chain) > 1 or brk.root.path != where.here:
-        steps = [f"`{at.function}` ({where.link(at.path, at.span.line)})" for at in brk.chain]
+        steps = [
+            f"`{where.qualname(at.path, at.function, at.span.line)}` ({where.link(at.path, at.span.line)})"
+            for at in brk.chain
+        ]
         splits = f" (the graph splits at step {brk.cause.split + 1})" if brk.cause.split else ""
         parts.append("**Chain:** " + " → ".join(steps) + f": the cause{splits}")
     if function is not None and function.graphs:
@@ -168,7 +171,7 @@ def split_story(function: FunctionReport, breaks: BreakReport | tuple[BreakRepor
     order, by the lines of the function's file; a break placed elsewhere names its file."""
     own_breaks = (breaks,) if isinstance(breaks, BreakReport) else breaks
     own = _own_frame(function)
-    lines = Where(function.code_path, where.folder, where.links, where.cells)
+    lines = Where(function.code_path, where.folder, where.links, where.cells, where.qualname)
     items: list[tuple[int, int, str]] = []
     callee: list[Graph] = []
     told: set[str] = set()

@@ -24,6 +24,14 @@ def no_cells(path: str, line: int) -> None:
     return None
 
 
+# A chain's frame (file, function, line) → its qualified name: ``Block.forward``.
+Qualname = Callable[[str, str, int], str]
+
+
+def as_named(path: str, function: str, line: int) -> str:
+    return function
+
+
 @dataclass(frozen=True)
 class Where:
     """How markdown names places: the lines of ``here`` by their number, other files' relative to
@@ -33,6 +41,7 @@ class Where:
     folder: str
     links: bool = True  # VS Code's hovers render them; its markdown preview of the report does not
     cells: Cells = no_cells
+    qualname: Qualname = as_named
 
     def file(self, path: str) -> str:
         """``path`` relative to the workspace folder, if it is inside it."""
