@@ -63,6 +63,7 @@ class GblsServer(LanguageServer):
         self._background: set[asyncio.Task[Any]] = set()
         self._runs: dict[str, Run] = {}  # the configured runs, by name, as last read
         self._importers: dict[str, list[str]] = {}  # a file that compiles nothing: the keys reaching it
+        self._looking: set[str] = set()  # the files whose importers and tests are being looked for
         self._commanded: set[str] = set()  # the traces imported by command, not by the settings
         # Analyses in the background (runs, unopened files) take turns: the open file's goes first.
         self._one_at_a_time = asyncio.Lock()
@@ -254,12 +255,17 @@ class GblsServer(LanguageServer):
 
     async def _reach_by_importers(self, uri: str, path: str) -> None:
         folder = self.session.folder_of(path)
-        found = await asyncio.to_thread(reach.importers, path, folder, self.text_of)
-        self._importers[path] = [uris.from_fs_path(importer) or importer for importer in found]
-        for key in self._importers[path]:
-            if self.session.analysed_of(key) is None:
-                self.scheduler.schedule(key)
-        if not found and not await self._reach_by_tests(path) and self.open_document(uri) is not None:
+        self._looking.add(path)  # till then, "nothing compiles this file" is not known
+        try:
+            found = await asyncio.to_thread(reach.importers, path, folder, self.text_of)
+            self._importers[path] = [uris.from_fs_path(importer) or importer for importer in found]
+            for key in self._importers[path]:
+                if self.session.analysed_of(key) is None:
+                    self.scheduler.schedule(key)
+            reached = bool(found) or await self._reach_by_tests(path)
+        finally:
+            self._looking.discard(path)
+        if not reached and self.open_document(uri) is not None:
             self._status(uri, "done")
 
     async def _reach_by_tests(self, path: str) -> bool:
@@ -282,11 +288,12 @@ class GblsServer(LanguageServer):
             self.scheduler.cancel(uri)
 
     def saved(self, uri: str) -> None:
-        """The file is saved: its own analysis, and every other analysis that executed it, again."""
-        self.request(uri)
+        """The file is saved: its own analysis, and every other analysis that executed it, again
+        (those first: what the file shows of them meanwhile is being re-checked)."""
         for key in self.session.executing(self.path_of(uri)):
             if key != uri:  # a save is no keystroke: no pause (those in the background take turns)
                 self.scheduler.schedule(key)
+        self.request(uri)
 
     def _record(self, uri: str, analysed: Analysed) -> None:
         """Keep ``analysed`` as the document's result and publish it where it shows."""
@@ -303,12 +310,12 @@ class GblsServer(LanguageServer):
             uri = self.uri_of(path)
             self.publish(uri)
             if self.open_document(uri) is not None:
-                self._status(uri, "done")
+                self._status(uri, "done", finishing=key)
         for path in self._importers:
             if path not in touched and key in self._reaching(path):
                 uri = self.uri_of(path)
                 if self.open_document(uri) is not None:
-                    self._status(uri, "done")
+                    self._status(uri, "done", finishing=key)
         self.refresh_lenses()
         what = (
             f"run `{report.origin}`"
@@ -352,6 +359,7 @@ class GblsServer(LanguageServer):
         if run is None:
             return
         path = entry_of(run)
+        self._rechecking(f"run:{name}")
         progress = await progress_begin(self, f"run {name}", lambda: self.scheduler.cancel(f"run:{name}"))
         try:
             report = await self.session.analyse_run(run)
@@ -378,6 +386,7 @@ class GblsServer(LanguageServer):
         progress = await progress_begin(self, os.path.basename(path), lambda: self.scheduler.cancel(uri))
         if document is not None:
             self._status(uri, "analysing")
+        self._rechecking(uri)
         try:
             report = await self.session.analyse(uri, path, source)
         except WorkerError as error:
@@ -410,13 +419,24 @@ class GblsServer(LanguageServer):
         log.exception("gbls failed while analysing %s", path)
         return failure_report(path, "internal", f"gbls itself failed ({type(error).__name__}: {error})")
 
-    def _status(self, uri: str, state: str) -> None:
+    def _rechecking(self, key: str) -> None:
+        """The analysis ``key`` starts: the other open files its last result reached show that
+        result as being re-checked, not as current."""
+        previous = dict(self.session.results()).get(key)
+        for path in previous.views if previous else ():
+            uri = self.uri_of(path)
+            if uri != key and self.open_document(uri) is not None:
+                self._status(uri, "done")
+
+    def _status(self, uri: str, state: str, finishing: str = "") -> None:
+        """``finishing``: the analysis whose result is being published (it is still running)."""
         status: dict[str, Any] = {"uri": uri, "state": state}
         if state == "done":
             seen = self.view_of(uri)
             view = seen[0] if seen else None
             reached = view is not None and (view.translated or view.functions)
-            if not reached and self._still_reaching(self.path_of(uri)):
+            path = self.path_of(uri)
+            if not reached and (path in self._looking or self._still_reaching(path)):
                 status["state"] = "analysing"  # "not analysed" only once nothing will reach it
                 self.protocol.notify(STATUS, status)
                 return
@@ -427,6 +447,11 @@ class GblsServer(LanguageServer):
                 "reused": self.session.reused(uri),
                 # From the persistent cache, until the analysis that runs behind it is done.
                 "cached": self.cached(uri),
+                # An analysis that reached the file last time runs again: this may change.
+                "rechecking": any(
+                    other != finishing and self.scheduler.pending(other) and path in analysed.views
+                    for other, analysed in self.session.results()
+                ),
                 "message": (view.message if view else "") if reached else self.unreached(uri),
             }
         self.protocol.notify(STATUS, status)

@@ -22,6 +22,10 @@ class Scheduler:
         task.add_done_callback(lambda done: self._forget(uri, done))
         return task
 
+    def pending(self, uri: str) -> bool:
+        """Whether an analysis of ``uri`` waits or runs."""
+        return uri in self._tasks
+
     def cancel(self, uri: str) -> None:
         task = self._tasks.pop(uri, None)
         if task is not None:

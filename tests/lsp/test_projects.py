@@ -25,7 +25,8 @@ from ..support import FIXTURES
 from ..support.lsp import Recorder, answer_lens_refreshes, open_and_wait, published_after, until, uri_of
 
 PROJECTS = FIXTURES / "runs"
-FOLDERS = {"twofile": "twofile", "edited": "twofile", "trainer": "trainer"}  # workspace folder: fixture
+# Workspace folder: fixture. "fresh" is opened by one test only: what a file shows from the start.
+FOLDERS = {"twofile": "twofile", "edited": "twofile", "trainer": "trainer", "fresh": "twofile"}
 
 
 @pytest.fixture(scope="session")
@@ -245,3 +246,26 @@ async def test_fix_all_in_the_model_file_takes_the_flag_the_compile_site_needs(
     assert list(action.edit.changes) == [uri_of(train)]
     (edit,) = action.edit.changes[uri_of(train)]
     assert edit.new_text == "torch._dynamo.config.capture_scalar_outputs = True\n"
+
+
+async def test_nothing_stale_is_shown_as_current(client: LanguageClient, projects: Path) -> None:
+    """model.py is never "not analysed" while train.py, which compiles it, is found and analysed; and
+    after a save, while train.py runs again, model.py shows its two breaks marked as being re-checked,
+    never another count."""
+    model, train = projects / "fresh" / "model.py", projects / "fresh" / "train.py"
+    statuses: list[Any] = client.statuses  # type: ignore[attr-defined]
+    await open_and_wait(client, model)
+    await breaks_published(client, uri_of(model), [(13, "GB0059"), (14, "GB0124")])
+    await open_and_wait(client, train)
+    await done_status(client, uri_of(train))
+    mine = [s for s in statuses if s["uri"] == uri_of(model)]
+    assert [s["message"] for s in mine if s["state"] == "done" and s["message"]] == []
+    seen = len(statuses)
+    client.text_document_did_save(lsp.DidSaveTextDocumentParams(lsp.TextDocumentIdentifier(uri_of(model))))
+
+    def settled() -> list[Any] | None:
+        after = [s for s in statuses[seen:] if s["uri"] == uri_of(model) and s["state"] == "done"]
+        return after if after and not after[-1]["rechecking"] and len(after) > 1 else None
+
+    after = await until(settled, 180)
+    assert after[0]["rechecking"] and {s["breaks"] for s in after} == {2}

@@ -19,7 +19,7 @@ import { ClientPlan, clientFor, Folder, inFolder, planClients } from './folders'
 import { findInterpreter, onActiveEnvironmentChange, probe, PYTHON_EXTENSION } from './interpreter';
 import { CLIENT_SHOW_REPORT, SERVER_SHOW_REPORT } from './lenses';
 import { RESTART_KEYS, unresolved } from './settings';
-import { FileStatus, Phase, statusView } from './status';
+import { FileStatus, Phase, received, statusView } from './status';
 
 const SERVER_ANALYSE_FILE = 'gbls.analyseFile';
 const SERVER_IMPORT_TRACE = 'gbls.importTrace';
@@ -162,7 +162,7 @@ class FolderServer {
             }
         });
         client.onNotification(STATUS_NOTIFICATION, (status: FileStatus) => {
-            this.statuses.set(status.uri, status);
+            this.statuses.set(status.uri, received(this.statuses.get(status.uri), status));
             this.shared.render();
         });
         try {

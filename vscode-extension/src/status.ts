@@ -9,6 +9,8 @@ export interface FileStatus {
     notAnalysed?: string[];
     message?: string;
     cached?: boolean; // from gbls's cache of an earlier session, until its analysis runs again
+    // An analysis that reached the file last time runs again: what it shows may change.
+    rechecking?: boolean;
     // The file's compiled functions whose breaks are in other files (a model compiled here).
     elsewhere?: { function: string; breaks: number; files: string[] }[];
 }
@@ -44,6 +46,16 @@ function plural(count: number, word: string): string {
 function shortReason(message: string): string {
     const line = message.split('\n').find((part) => part.trim() !== '') ?? message;
     return line.length > 60 ? `${line.slice(0, 59)}…` : line;
+}
+
+// What the status bar keeps of a file on a new notification: while a file that has a result is
+// analysed again, that result, marked as being re-checked (no flash of "analysing…" or of a stale
+// count shown as current).
+export function received(previous: FileStatus | undefined, status: FileStatus): FileStatus {
+    if (status.state === 'analysing' && previous?.state === 'done' && !previous.message) {
+        return { ...previous, rechecking: true };
+    }
+    return status;
 }
 
 export function statusView(phase: Phase, file: FileStatus | undefined): StatusView {
@@ -107,6 +119,10 @@ export function statusView(phase: Phase, file: FileStatus | undefined): StatusVi
     if (skipped.length > 0) {
         text += ` · ${skipped.length} not analysed`;
         tooltip = `Not analysed: ${skipped.join(', ')}. Hover the function for why.\n\n${tooltip}`;
+    }
+    if (file.rechecking) {
+        text += ' · re-checking…';
+        tooltip = `An analysis that reached this file runs again: this may change.\n\n${tooltip}`;
     }
     if (file.cached) {
         text += ' (cached)';

@@ -1,6 +1,6 @@
 import * as assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { FileStatus, statusView } from '../status';
+import { FileStatus, received, statusView } from '../status';
 
 const running = { kind: 'running' } as const;
 const uri = 'file:///work/model.py';
@@ -27,6 +27,30 @@ test('a compile site whose graphs split in other files says where', () => {
     assert.equal(
         statusView(running, done({ breaks: 1, elsewhere: one })).text,
         "$(warning) gbls: 1 graph break in this file; step's 1 break is in lib/ops.py",
+    );
+});
+
+test('a file analysed again keeps its result, marked as being re-checked', () => {
+    const before = done({ breaks: 2 });
+    const kept = received(before, { uri, state: 'analysing' });
+    assert.equal(statusView(running, kept).text, '$(warning) gbls: 2 graph breaks in this file · re-checking…');
+    assert.match(statusView(running, kept).tooltip, /^An analysis that reached this file runs again/);
+    // The server's own word, another analysis running: the same.
+    const told = received(before, done({ breaks: 2, rechecking: true }));
+    assert.equal(statusView(running, told).text, '$(warning) gbls: 2 graph breaks in this file · re-checking…');
+    // A first analysis, or one after a failure, shows it runs.
+    assert.equal(
+        statusView(running, received(undefined, { uri, state: 'analysing' })).text,
+        '$(sync~spin) gbls: analysing…',
+    );
+    const failed = done({ message: 'the module raised ValueError' });
+    assert.equal(
+        statusView(running, received(failed, { uri, state: 'analysing' })).text,
+        '$(sync~spin) gbls: analysing…',
+    );
+    assert.equal(
+        statusView(running, received(kept, done({ breaks: 0 }))).text,
+        '$(check) gbls: no graph breaks in this file',
     );
 });
 
