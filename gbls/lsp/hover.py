@@ -76,10 +76,13 @@ def break_markdown(
     if brk.nested:
         parts.append(f"Nested graph break: the graph {brk.nested}.")
     elif brk.own_frame:
-        caller = brk.chain[brk.cause.split - 1].function
+        callee, caller = (
+            where.qualname(at.path, at.function, at.span.line)
+            for at in (brk.split_frame, brk.chain[brk.cause.split - 1])
+        )
         parts.append(
-            f"`{brk.split_frame.function}` runs as a frame of its own: `{caller}`'s graph split at the call "
-            f"(an earlier break in it), and this break splits `{brk.split_frame.function}`'s graph."
+            f"`{callee}` runs as a frame of its own: `{caller}`'s graph split at the call (an earlier "
+            f"break in it), and this break splits `{callee}`'s graph."
         )
     if brk.eager:
         reason = brk.cause.eager_reason or "Dynamo skipped the frame"
@@ -209,7 +212,11 @@ def function_markdown(function: FunctionReport, report: FileReport, where: Where
     lines = [f"**`{function.qualname}`** · {kind}"]
     if not function.analysed:
         lines.append(f"Not analysed: {prose(function.reason)}.")
-        lines.append("Declare inputs with a comment above it: `# gbls: example(torch.randn(4, 8))`")
+        # No shape of gbls's guessing: a GPT's forward takes token ids, not torch.randn(4, 8).
+        lines.append(
+            "Declare inputs with a comment above it: `# gbls: example(...)`, the arguments as the code "
+            "that calls it passes them"
+        )
         return "\n\n".join(lines)
     if function.target.inlined:
         outer = function.target.inlined

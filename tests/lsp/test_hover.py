@@ -155,9 +155,11 @@ async def test_a_callee_run_as_a_frame_of_its_own_is_said_so_not_nested(analyse_
     (frame,) = [c for c in logged_compiles(path) if c.compile_id == f"{item.frame_id}/{item.compile_id}"]
     assert frame.function.startswith("torch_dynamo_resume_in_summarize")  # not forward's frame
     report = await analyse_file(path)
-    where = Where(str(path), str(FIXTURES), qualname=Sources(read_source).qualname)
+    where = Where(str(path), str(FIXTURES), links=False, qualname=Sources(read_source).qualname)
     markdown = hover(report, path, "GB0124", where)
-    assert "`summarize` runs as a frame of its own: `forward`'s graph split at the call" in markdown
+    assert "`summarize` runs as a frame of its own: `Net.forward`'s graph split at the call" in markdown
     assert "nested" not in markdown.lower()
     # The chain names methods with their classes, as the server's hovers do.
-    assert "**Chain:** `Net.forward` (line 21) → `summarize` (line 11): the cause" in markdown
+    assert (
+        "**Chain:** `Net.forward` (line 21) → `summarize` (line 11): the cause (the graph splits" in markdown
+    )

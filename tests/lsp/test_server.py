@@ -97,6 +97,15 @@ async def test_hover_on_a_break_and_on_a_function(
     assert summary is not None
     assert "**`g`** · compiled function" in summary.contents.value  # type: ignore[union-attr]
     assert "1 break" in summary.contents.value  # type: ignore[union-attr]
+    # A function no input ran: how to declare some, with no shape guessed for it.
+    unrun = await client.text_document_hover_async(
+        lsp.HoverParams(lsp.TextDocumentIdentifier(uri), lsp.Position(17, 5))
+    )
+    assert unrun is not None
+    assert (
+        "`# gbls: example(...)`, the arguments as the code that calls it passes them" in unrun.contents.value
+    )  # type: ignore[union-attr]
+    assert "torch.randn" not in unrun.contents.value  # type: ignore[union-attr]
     nothing = await client.text_document_hover_async(
         lsp.HoverParams(lsp.TextDocumentIdentifier(uri), lsp.Position(0, 0))
     )
