@@ -39,6 +39,9 @@ const NOTEBOOK = 'training.ipynb'; // its third cell is a compiled function whos
 const PROJECT_FIXTURE = path.join(EXTENSION, 'fixtures', 'project');
 const MODEL = 'model.py'; // TinyNet, whose forward prints and calls .item(); train.py compiles it
 const MODEL_PRINT_LINE = 13;
+const MODEL_ITEM_LINE = 14;
+const TRAIN = 'train.py';
+const STORY_SHOTS = path.resolve(path.dirname(SCREENSHOT)); // the editor's one story, beside the README's
 const FILE = 'preprocess.py';
 const SECOND_FILE = 'features.py'; // the fixture's file, in the second folder of the multi-root workspace
 
@@ -363,7 +366,7 @@ async function cursorOnBrokenCall(page: Page): Promise<void> {
 }
 
 // A markdown preview tab titled `title`, showing the report's title and the heading `heading`.
-async function expectReport(page: Page, title: string, heading: string): Promise<void> {
+async function expectReport(page: Page, title: string, heading: string, file: string = FILE): Promise<void> {
     const tab = page.locator('.tabs-container .tab', { hasText: title }).first();
     await tab.waitFor({ timeout: UI });
     const preview = page
@@ -373,7 +376,7 @@ async function expectReport(page: Page, title: string, heading: string): Promise
         .locator('#active-frame')
         .contentFrame()
         .locator('body');
-    for (const expected of [`gbls report: ${FILE}`, heading]) {
+    for (const expected of [`gbls report: ${file}`, heading]) {
         await preview.getByRole('heading', { name: expected }).first().waitFor({ timeout: UI });
     }
     const text = await preview.innerText();
@@ -551,7 +554,7 @@ async function trustedScenario(page: Page, workspace: string): Promise<void> {
 // A project of two files: model.py, which compiles nothing, and train.py, which compiles its model and
 // trains it. Opening model.py alone, the server runs what reaches it (train.py, found by its import)
 // in the background: the break is on model.py's `print`, where its root cause is.
-async function projectScenario(page: Page): Promise<void> {
+async function projectScenario(page: Page, workspace: string): Promise<void> {
     await openFile(page, MODEL);
     await page.locator('.monaco-editor .squiggly-warning').first().waitFor({ timeout: ANALYSED });
     const status = await until("the status bar to count model.py's breaks", UI, async () => {
@@ -582,6 +585,78 @@ async function projectScenario(page: Page): Promise<void> {
     fs.mkdirSync(path.dirname(SCREENSHOT), { recursive: true });
     await page.screenshot({ path: SCREENSHOT });
     log(`screenshot: ${SCREENSHOT}`);
+    await hideHover(page);
+    await oneStory(page, workspace);
+}
+
+async function shoot(page: Page, name: string): Promise<void> {
+    const shot = path.join(STORY_SHOTS, `vscode-${name}.png`);
+    await page.screenshot({ path: shot });
+    log(`screenshot: ${shot}`);
+}
+
+async function editorText(page: Page): Promise<string> {
+    return (await page.locator('.editor-instance .monaco-editor .view-lines').first().innerText()).replace(/\s+/g, ' ');
+}
+
+// The two files of the project tell one story: model.py's break report lists its breaks; train.py's
+// status says where its model's breaks are, as its lens counts them; Fix All in model.py applies the
+// safe fix, which goes into train.py; model.py closed, its entries stay in the Problems panel.
+async function oneStory(page: Page, workspace: string): Promise<void> {
+    await runCommand(page, 'gbls: Show break report');
+    await expectReport(
+        page,
+        `Preview ${MODEL}.md`,
+        `line ${MODEL_PRINT_LINE}: Failed to trace builtin operator`,
+        MODEL,
+    );
+    await expectReport(page, `Preview ${MODEL}.md`, 'TinyNet', MODEL);
+    await shoot(page, 'model-report');
+
+    await openFile(page, TRAIN);
+    const site = await until("train.py's status to say where its model's breaks are", ANALYSED, async () => {
+        const text = await statusText(page);
+        return text.includes(`no breaks in this file; TinyNet's 2 breaks are in ${MODEL}`) ? text : undefined;
+    });
+    log(`project, ${TRAIN}: ${site}`);
+    const lens = page.locator('.monaco-editor .codelens-decoration a', { hasText: ' · 2 breaks · ' }).first();
+    await lens.waitFor({ timeout: UI });
+    log(`project, ${TRAIN} code lens: ${await lens.innerText()}`);
+    await shoot(page, 'compile-site');
+
+    // By the explorer, not the tab: "Preview model.py.md" is a tab with model.py in its name too.
+    await openFile(page, MODEL);
+    await page.locator('.editor-instance .monaco-editor .view-lines').first().click(); // the editor has focus
+    await runCommand(page, 'Fix All');
+    await openFile(page, TRAIN);
+    const fixed = await until('Fix All in model.py to set the flag in train.py', UI, async () => {
+        const text = await editorText(page);
+        return text.includes('torch._dynamo.config.capture_scalar_outputs = True') ? text : undefined;
+    });
+    log(`project, Fix All: ${fixed.slice(0, 120)}…`);
+    await runCommand(page, 'File: Save');
+    await until('train.py saved with the fix', UI, async () =>
+        fs.readFileSync(path.join(workspace, TRAIN), 'utf8').includes('capture_scalar_outputs = True')
+            ? true
+            : undefined,
+    );
+    await openFile(page, MODEL);
+    const left = await until("model.py's status to count the one break the fix leaves", ANALYSED, async () => {
+        const text = await statusText(page);
+        return text.includes('1 graph break in this file') && !text.includes('re-checking') ? text : undefined;
+    });
+    log(`project, after Fix All: ${left}`);
+
+    await runCommand(page, 'View: Close Editor');
+    await page.locator('.tabs-container .tab.active', { hasText: TRAIN }).waitFor({ timeout: UI });
+    await page.keyboard.press('Control+Shift+M');
+    const kept = await problem(page, EXPECTED.code);
+    check(kept.includes(`Ln ${MODEL_PRINT_LINE},`), `model.py's entry left with its tab: ${kept}`);
+    const rows = await page.locator('.markers-panel .monaco-list-row', { hasText: 'GB0124' }).count();
+    check(rows === 0, `the .item() break (line ${MODEL_ITEM_LINE}) the fix removed is still listed`);
+    log(`project, ${MODEL} closed, in Problems: ${kept}`);
+    await shoot(page, 'closed-file');
+    await page.keyboard.press('Control+Shift+M');
 }
 
 // A Jupyter notebook: its Python cells are one program, and the break shows in the cell it is in.
