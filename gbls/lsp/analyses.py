@@ -221,19 +221,23 @@ class GblsServer(LanguageServer):
         self.scheduler.schedule(uri, delay)
 
     async def _from_store(self, uri: str, version: int | None) -> None:
-        """Show the persistent cache's result of a document just opened, marked cached, while its
-        analysis runs behind it; unless that analysis is done first, or the document changed."""
+        """Show the persistent cache's result of a document just opened (or of a file not open that
+        reaches one, ``version`` None), marked cached, while its analysis runs behind it; unless
+        that analysis is done first, or the document changed (was opened, or closed)."""
+        path = self.path_of(uri)
         try:
-            report = await self.session.stored(self.path_of(uri))
+            report = await self.session.stored(path)
         except Exception:
             log.exception("gbls failed to read the cache for %s", uri)
             return
         document = self.open_document(uri)
-        if report is None or document is None or document.version != version:
+        if report is None or (document.version if document is not None else None) != version:
             return
         if self.session.analysed_of(uri) is not None:
             return
-        self._record(uri, Analysed(version, document.source, report, cached=True))
+        source = document.source if document is not None else read_source(path)
+        if source is not None:
+            self._record(uri, Analysed(version, source, report, cached=True))
 
     def cached(self, uri: str) -> bool:
         """Whether the document shows the persistent cache's result, its analysis not yet done."""
@@ -261,6 +265,7 @@ class GblsServer(LanguageServer):
             self._importers[path] = [uris.from_fs_path(importer) or importer for importer in found]
             for key in self._importers[path]:
                 if self.session.analysed_of(key) is None:
+                    self.in_background(self._from_store(key, None))  # a new window: shown at once
                     self.scheduler.schedule(key)
             reached = bool(found) or await self._reach_by_tests(path)
         finally:
@@ -322,7 +327,7 @@ class GblsServer(LanguageServer):
             if report.origin
             else os.path.relpath(report.path, self.session.folder_of(report.path))
         )
-        line = analysis_line(what, report.seconds, report, tuple(analysed.views.values()))
+        line = analysis_line(what, report.seconds, report, tuple(analysed.views.values()), analysed.cached)
         self.window_log_message(lsp.LogMessageParams(type=lsp.MessageType.Info, message=line))
         for note in report.notes:  # about gbls itself: said once, not on every analysis
             self._note_once(note)

@@ -92,3 +92,39 @@ async def test_a_new_server_shows_the_cached_results_first_then_its_own(tmp_path
     finally:
         await second.shutdown_session()
         await second.stop()  # type: ignore[no-untyped-call]
+
+
+async def test_a_new_window_on_the_model_file_shows_its_breaks_from_the_cache(tmp_path: Path) -> None:
+    """Only model.py open: its breaks come from train.py, analysed in the background. In a new
+    window they show from train.py's cached analysis before the server analysed anything."""
+    folder, cache = tmp_path / "project", tmp_path / "cache"
+    shutil.copytree(FIXTURES / "runs" / "twofile", folder)
+    model = folder / "model.py"
+
+    first = await started(folder, cache)
+    try:
+        opened(first, model)
+        await until(lambda: breaks(first.diagnostics.get(uri_of(model), [])), 180)
+        analysed = breaks(first.diagnostics[uri_of(model)])
+        await until(lambda: len(list(cache.rglob("*.json"))) >= 2, 30)  # model.py's and train.py's
+    finally:
+        await first.shutdown_session()
+        await first.stop()  # type: ignore[no-untyped-call]
+
+    second = await started(folder, cache)
+    try:
+        opened(second, model)
+        recorder: Recorder = second.diagnostics  # type: ignore[assignment]
+
+        def shown() -> int | None:
+            published = [found for uri, found in recorder.history if uri == uri_of(model)]
+            return next((i for i, found in enumerate(published) if breaks(found)), None) is not None or None
+
+        await until(shown, 180)
+        logged = [m.message for m in second.log_messages if m.message.startswith("analysed train.py")]
+        assert logged and all("(from the cache)" in line for line in logged), logged  # not yet analysed
+        published = [breaks(found) for uri, found in recorder.history if uri == uri_of(model)]
+        assert next(found for found in published if found) == analysed
+    finally:
+        await second.shutdown_session()
+        await second.stop()  # type: ignore[no-untyped-call]
