@@ -3,6 +3,7 @@ the file analysed again by the real translator (and checked against torch's log 
 
 from __future__ import annotations
 
+import json
 import shutil
 import subprocess
 import sys
@@ -259,3 +260,102 @@ async def test_a_guard_on_a_data_dependent_value_is_told_to_the_compiler_with_to
     program = copy.path.read_text().rsplit("\nprint(", 1)[0] + f"\n{failing}\n"
     refused = subprocess.run([sys.executable, "-c", program], capture_output=True, text=True, timeout=600)
     assert refused.returncode == 1 and refused.stderr.strip().splitlines()[-1].startswith("RuntimeError")
+
+
+HAS_CUSTOM_OP = callable(getattr(torch.library, "custom_op", None))
+
+
+def run_as_script(path: Path) -> str:
+    """What ``python FILE`` prints last, compiled by inductor (its code holds a custom op's result to
+    the op's fake), not by the analysis's backend."""
+    ran = subprocess.run(
+        [sys.executable, str(path)], capture_output=True, text=True, timeout=600, cwd=path.parent
+    )
+    assert ran.returncode == 0, ran.stderr
+    return ran.stdout.strip().splitlines()[-1]
+
+
+async def test_a_helper_that_calls_numpy_becomes_a_custom_op_with_a_fake_like_its_input(
+    analyse_file: Analyse, tmp_path: Path
+) -> None:
+    """GB0294 (np.interp, which torch's NumPy does not have) in a helper: nonstrict tracing does not
+    hold (it runs the helper on fake tensors, and its result is no tensor it can take), a custom op
+    does: the helper one op in the graph, its fake ``torch.empty_like(x)``, the same numbers out, by
+    the analysis and by inductor, and torch's log of the fixed file has no break."""
+    copy = Copy(analyse_file, tmp_path, "interpolated.py")
+    before, fixes = await copy.offered()
+    named(before, "attempted to trace numpy function unsupported by PyTorch")
+    title = "Make interpolated the custom op interpolated::interpolated (torch.library.custom_op), its fake"
+    if not HAS_CUSTOM_OP:
+        assert not any(fix.startswith("Make interpolated the custom op") for fix in titles(fixes))
+        return
+    (brk,) = before.breaks
+    proofs = proofs_by(analyse_file)
+    offered = {fix.title: await proofs.prove(fix, brk, before, Sources(read_source)) for fix in fixes}
+    nonstrict = [verdict for title_, verdict in offered.items() if title_.startswith("Trace interpolated")]
+    assert all(verdict is not None for verdict in nonstrict)  # offered first, and refused by the proof
+    (fix,) = [fix for fix in fixes if fix.title.startswith(title)]
+    assert not fix.safe and offered[fix.title] is None
+    assert "a backward through it raises until register_autograd gives it one" in fix.title
+    after = await copy.fixed(fixes, title)
+    assert (
+        '@torch.library.custom_op("interpolated::interpolated", mutates_args=())\n'
+        "def interpolated(x: torch.Tensor) -> torch.Tensor:\n"
+        "    values = np.interp("
+    ) in copy.path.read_text()
+    assert (
+        "\n\n@interpolated.register_fake\ndef _interpolated_fake(x: torch.Tensor):\n"
+        "    return torch.empty_like(x)\n\n\n@torch.compile\n"
+    ) in copy.path.read_text()
+    assert after.breaks == () and len(after.functions[0].graphs) == 1
+    assert after.functions[0].graphs[0].ops == 3  # sin, the op, cos
+    assert logged_breaks(copy.path) == []
+    assert printed(after) == printed(before)
+    # Inductor's own sin and cos round otherwise than eager's in the last bits: the same numbers else.
+    assert json.loads(run_as_script(copy.path)) == pytest.approx(json.loads(printed(before)), rel=1e-6)
+
+
+async def test_a_helper_whose_result_is_not_shaped_like_its_input_gets_a_stub_of_a_fake(
+    analyse_file: Analyse, tmp_path: Path
+) -> None:
+    """GB0294 (np.polyfit) in a helper whose result has the degree's shape: the fake like its input
+    is refused by the proof (the worker holds the op to its fake, as inductor does), and the custom
+    op with a marked stub of a fake is offered: the helper's own break is gone, one break at the
+    op's call in its place (Dynamo runs the stub), the same numbers out, torch's log agreeing."""
+    copy = Copy(analyse_file, tmp_path, "fitted.py")
+    before, fixes = await copy.offered()
+    named(before, "attempted to trace numpy function unsupported by PyTorch")
+    like = (
+        "Make fitted the custom op fitted::fitted (torch.library.custom_op), its fake a result shaped like x"
+    )
+    stub = (
+        "Make fitted the custom op fitted::fitted (torch.library.custom_op) with a stub of its fake to write"
+    )
+    if not HAS_CUSTOM_OP:
+        assert not any(fix.startswith("Make fitted the custom op") for fix in titles(fixes))
+        return
+    (brk,) = before.breaks
+    proofs = proofs_by(analyse_file)
+    (filled,) = [fix for fix in fixes if fix.title.startswith(like)]
+    verdict = await proofs.prove(filled, brk, before, Sources(read_source))
+    assert verdict is not None and "the fake implementation of the custom op fitted.fitted" in verdict
+    assert "f32[6]" in verdict and "f32[3]" in verdict  # what the fake said, what the op returned
+    (fix,) = [fix for fix in fixes if fix.title.startswith(stub)]
+    assert not fix.safe and "until it is written Dynamo still breaks at its call" in fix.title
+    assert await proofs.prove(fix, brk, before, Sources(read_source)) is None
+    after = await copy.fixed(fixes, stub)
+    text = copy.path.read_text()
+    assert "def fitted(x: torch.Tensor, degree: int = 2) -> torch.Tensor:\n" in text
+    assert "def _fitted_fake(x: torch.Tensor, degree: int = 2):\n    # gbls: to write:" in text
+    assert (
+        '    raise NotImplementedError("the fake implementation of fitted::fitted is to be written")\n'
+        in text
+    )
+    (left,) = after.breaks
+    assert (left.gb_type, left.function, left.root.function) == (
+        "NotImplementedError/UnsupportedFakeTensorException when running FX node",
+        "step",
+        "step",
+    )
+    assert_agrees_with_torch(after, copy.path)
+    assert printed(after) == printed(before)

@@ -452,3 +452,88 @@ def test_a_guard_on_a_symbolic_value_gets_torch_check_only_where_it_keeps_the_gu
     assert checks(8, "n == 3") == []
     assert checks(10, "0 < n < 9") == []
     assert checks(12, "n > 4") == []
+
+
+HELPERS = """import numpy as np
+import torch as T
+
+
+def scaled(x, *, factor=-0.5, mode="same"):
+    return T.from_numpy(np.interp(x.numpy(), [0.0], [1.0])) * factor, x.sum()
+
+
+def fitted(x, degree: int = 2) -> T.Tensor:
+    return T.from_numpy(np.polyfit(np.arange(3), x.numpy(), degree))
+
+
+def scaled_in_place(x):
+    x.mul_(np.interp(0.5, [0.0], [1.0]))
+    return x + 1
+
+
+def spread(x, *rest):
+    return T.from_numpy(np.interp(x.numpy(), [0.0], [1.0]))
+
+
+def picked(x, index=(0, 1)):
+    return T.from_numpy(np.interp(x.numpy(), [0.0], [1.0]))
+
+
+class Net:
+    def forward(self, x):
+        return T.from_numpy(np.interp(x.numpy(), [0.0], [1.0]))
+
+
+@T.compile
+def f(x):
+    return x
+"""
+
+INTERP = "np.interp(x.numpy(), [0.0], [1.0])"
+
+
+def test_a_helper_becomes_a_custom_op_only_where_torch_can_make_one_of_it(tmp_path: Path) -> None:
+    """The custom op's header annotates each parameter as written, else by its default's type, else as
+    a tensor, and the result as written, else by what it returns; its fake is ``empty_like`` of the
+    first tensor parameter where the result is one tensor, else a stub (and the fix says so). No op
+    for a method, a function that changes an argument in place, ``*args``, a default of no schema
+    type, or a torch without ``torch.library.custom_op``."""
+    path = tmp_path / "helpers.py"
+    path.write_text(HELPERS)
+    sources = Sources(read_source)
+
+    def custom_ops(function: str, line: int, snippet: str, feature: bool = True) -> list[Fix]:
+        brk = broken("GB0294", at(path, "f", 33, "x"), at(path, function, line, snippet))
+        brk = dataclasses.replace(brk, features=("custom_op",) if feature else ())
+        return [fix for fix in fixes_for(brk, str(path), sources) if "custom op" in fix.title]
+
+    (stub,) = custom_ops("scaled", 6, INTERP)  # two results: no fake like an argument
+    assert stub.proof == "stub" and not stub.safe and "with a stub of its fake to write" in stub.title
+    text = applied(stub, sources)["helpers.py"]
+    assert (
+        '\n\n@T.library.custom_op("helpers::scaled", mutates_args=())\n'
+        'def scaled(x: T.Tensor, *, factor: float = -0.5, mode: str = "same") -> tuple[T.Tensor, T.Tensor]:\n'
+        "    return T.from_numpy("
+    ) in text
+    fake = 'def _scaled_fake(x: T.Tensor, *, factor: float = -0.5, mode: str = "same"):\n'
+    assert f"\n\n@scaled.register_fake\n{fake}" in text
+    assert (
+        '    raise NotImplementedError("the fake implementation of helpers::scaled is to be written")\n'
+        in text
+    )
+    ast.parse(text)
+    like, _ = custom_ops("fitted", 10, "np.polyfit(np.arange(3), x.numpy(), degree)")
+    assert like.title.startswith(
+        "Make fitted the custom op helpers::fitted (torch.library.custom_op), its fake"
+    )
+    text = applied(like, sources)["helpers.py"]
+    assert "def fitted(x: T.Tensor, degree: int = 2) -> T.Tensor:\n" in text
+    assert (
+        "def _fitted_fake(x: T.Tensor, degree: int = 2):\n    return T.empty_like(x)\n\n\ndef scaled_in"
+        in text
+    )
+    assert custom_ops("fitted", 10, "np.polyfit(np.arange(3), x.numpy(), degree)", feature=False) == []
+    assert custom_ops("scaled_in_place", 14, "np.interp(0.5, [0.0], [1.0])") == []
+    assert custom_ops("spread", 19, INTERP) == []
+    assert custom_ops("picked", 23, INTERP) == []
+    assert custom_ops("forward", 28, INTERP) == []

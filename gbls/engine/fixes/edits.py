@@ -46,8 +46,10 @@ class Edit:
 
 # What re-analysis must show for a fix to be proven: its break "gone"; or, for the fallback that runs
 # a function eagerly, the break gone and one "skip" of the disabled function in its place; or, for a
-# fix that moves the split (nested graph breaks), the compiled function in "fewer" graphs.
-Proof = Literal["gone", "skip", "fewer"]
+# custom op whose fake is a "stub" left to write, the break gone and one break at the op's call, where
+# Dynamo runs the stub; or, for a fix that moves the split (nested graph breaks), the compiled
+# function in "fewer" graphs.
+Proof = Literal["gone", "skip", "stub", "fewer"]
 
 
 @dataclass(frozen=True)

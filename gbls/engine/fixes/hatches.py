@@ -5,7 +5,9 @@
 - A ``print`` or ``logging.Logger`` call can be left out of compiled code altogether with
   ``torch._dynamo.config.ignore_logging_functions`` (it does not run there).
 - A call into code Dynamo cannot trace can be traced non-strictly (``nonstrict_trace`` on the
-  smallest function of the user's that holds it): its tensor operations stay in the graph.
+  smallest function of the user's that holds it): its tensor operations stay in the graph. Where
+  that does not hold, the function can be a custom op, one opaque call in the graph
+  (``custom_ops.py``).
 - A guard on a value read from a tensor (``if n > x.shape[0]: raise ...``, ``n`` from ``.item()`` or a
   data-dependent size) can be told to the compiler with ``torch._check``, as torch's hint says.
 - A break not worth removing can cost less: with nested graph breaks on, the graph splits in the
@@ -20,13 +22,13 @@ import ast
 import re
 
 from ...worker.shared.protocol import SPLIT
-from ...worker.shared.workspace import installed
 from ..model import BreakReport, Location
 from ..ranges import Span, line_text
 from ..sources import Sources
-from . import moves
+from . import custom_ops, moves
 from .edits import Edit, Fix
 from .syntax import (
+    enclosing_callee,
     first_line,
     indent_of,
     insert_after_imports,
@@ -171,30 +173,6 @@ def nested_graph_breaks(brk: BreakReport, here: str, sources: Sources) -> Fix | 
     )
 
 
-def _callee(brk: BreakReport, sources: Sources) -> tuple[Location, ast.FunctionDef, str] | None:
-    """The smallest function of the user's around the root cause that the compiled function calls
-    (not the compiled function itself), with the name the module binds torch to."""
-    callees = [loc for loc in brk.chain[1:] if not installed(loc.path)]
-    if not callees:
-        return None
-    location = callees[-1]
-    tree = sources.tree(location.path)
-    if tree is None:
-        return None
-    enclosing = [
-        node
-        for node in ast.walk(tree)
-        if isinstance(node, ast.FunctionDef)
-        and node.name == location.function
-        and node.lineno <= location.span.line <= (node.end_lineno or node.lineno)
-    ]
-    torch = torch_name(tree)
-    if not enclosing or torch is None:
-        return None
-    definition = min(enclosing, key=lambda node: (node.end_lineno or node.lineno) - node.lineno)
-    return location, definition, torch
-
-
 def _decorate(location: Location, definition: ast.FunctionDef, decorator: str, sources: Sources) -> Edit:
     first = first_line(definition)
     indent = indent_of(sources.lines(location.path), definition.lineno)
@@ -211,7 +189,7 @@ def trace_nonstrictly(brk: BreakReport, here: str, sources: Sources) -> Fix | No
     the smallest function of the user's around the root cause: Dynamo does not trace its Python, and
     puts the tensor operations it does into the graph. Its inputs and outputs must be tensors or
     plain values (re-analysis proves it); its other Python runs when it is traced, not at each call."""
-    found = _callee(brk, sources)
+    found = enclosing_callee(brk, sources)
     if found is None:
         return None
     location, definition, torch = found
@@ -233,7 +211,7 @@ def trace_nonstrictly(brk: BreakReport, here: str, sources: Sources) -> Fix | No
 def run_eagerly(brk: BreakReport, here: str, sources: Sources) -> Fix | None:
     """``@torch.compiler.disable`` on the smallest function of the user's around the root cause (not the
     compiled function itself): it runs eagerly, and Dynamo splits once, where it is called."""
-    found = _callee(brk, sources)
+    found = enclosing_callee(brk, sources)
     if found is None:
         return None
     location, definition, torch = found
@@ -250,4 +228,13 @@ def run_eagerly(brk: BreakReport, here: str, sources: Sources) -> Fix | None:
 # Offered for every break, after its own fixes: they accept the break and make it cost less.
 FALLBACKS = (nested_graph_breaks, run_eagerly)
 # For a break that has no fix of its own: its code taken out of Dynamo's tracing, the least first.
-LAST_RESORTS = (nested_graph_breaks, trace_nonstrictly, moves.expression_eagerly, run_eagerly)
+# Nonstrict tracing before a custom op: where it holds, the function's tensor operations stay in the
+# graph; a custom op is one opaque call, for the functions nonstrict tracing cannot take.
+LAST_RESORTS = (
+    nested_graph_breaks,
+    trace_nonstrictly,
+    custom_ops.custom_op,
+    custom_ops.custom_op_stub,
+    moves.expression_eagerly,
+    run_eagerly,
+)

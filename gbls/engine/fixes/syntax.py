@@ -6,7 +6,8 @@ import ast
 from typing import Any
 
 from ...worker.shared.lines import split_lines
-from ..model import BreakReport
+from ...worker.shared.workspace import installed
+from ..model import BreakReport, Location
 from ..ranges import Span, byte_to_char, line_text
 from ..sources import Sources, parse
 from .edits import Edit
@@ -124,3 +125,27 @@ def root_call_statement(brk: BreakReport, sources: Sources) -> tuple[str, ast.Mo
         if isinstance(statement.value, ast.Call):
             return source, tree, statement
     return None
+
+
+def enclosing_callee(brk: BreakReport, sources: Sources) -> tuple[Location, ast.FunctionDef, str] | None:
+    """The smallest function of the user's around the root cause that the compiled function calls
+    (not the compiled function itself), with the name the module binds torch to."""
+    callees = [loc for loc in brk.chain[1:] if not installed(loc.path)]
+    if not callees:
+        return None
+    location = callees[-1]
+    tree = sources.tree(location.path)
+    if tree is None:
+        return None
+    enclosing = [
+        node
+        for node in ast.walk(tree)
+        if isinstance(node, ast.FunctionDef)
+        and node.name == location.function
+        and node.lineno <= location.span.line <= (node.end_lineno or node.lineno)
+    ]
+    torch = torch_name(tree)
+    if not enclosing or torch is None:
+        return None
+    definition = min(enclosing, key=lambda node: (node.end_lineno or node.lineno) - node.lineno)
+    return location, definition, torch

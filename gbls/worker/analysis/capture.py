@@ -54,6 +54,7 @@ from .compilations import (
     newest_metric,
     takes_symbolic_sizes,
 )
+from .fakes import checked_forward
 from .frames import collapse, is_user_file
 from .messages import Messages
 from .stopping import Stopper
@@ -294,7 +295,9 @@ class Capture:
 
     def backend(self, gm: torch.fx.GraphModule, example_inputs: Any) -> Callable[..., Any]:
         self.guarded("backend", lambda: self.record_graph(gm))
-        return gm.forward
+        runs: list[Callable[..., Any]] = [gm.forward]
+        self.guarded("custom ops' fakes", lambda: runs.append(checked_forward(gm)))
+        return runs[-1]
 
     def record_graph(self, gm: torch.fx.GraphModule) -> None:
         translation = self.translations[-1] if self.translations else None

@@ -1,0 +1,220 @@
+"""The custom-op escape hatch: the smallest function of the user's around a call Dynamo cannot trace
+(a NumPy routine on a tensor's data, a C extension, a function Dynamo skips), made an operator of
+its own with ``torch.library.custom_op``, and its fake implementation (``register_fake``).
+
+Dynamo puts one call of the op in the graph and never looks inside: the function runs as written,
+eagerly, at each call, and the compiler knows its result only from the fake, which makes an empty
+result of the real one's shape and dtype from the arguments. Where that is a tensor argument's,
+the fake is ``torch.empty_like`` of it, and re-analysis proves it (the worker holds each call of a
+workspace op to its fake, as inductor's code does). Elsewhere the fake is a marked stub to write;
+until then Dynamo breaks at the op's call, and the fix says so.
+
+``nonstrict_trace`` is offered before it: where it holds, the function's tensor operations stay in
+the graph. This is for where it does not: a function whose Python leaves torch's tensors (NumPy on
+their data), which nonstrict tracing runs on fake tensors, or whose result it cannot take.
+"""
+
+from __future__ import annotations
+
+import ast
+import io
+import re
+import tokenize
+from collections.abc import Iterator
+from pathlib import Path
+
+from ..model import BreakReport
+from ..ranges import Span
+from ..sources import Sources
+from .edits import Edit, Fix
+from .syntax import enclosing_callee, nodes_at, root_source
+
+# An unannotated parameter with a default takes the default's type in the op's schema.
+DEFAULT_TYPES = {bool: "bool", int: "int", float: "float", str: "str"}
+# ``x.add_(1)``: torch's in-place methods end with one underscore (``__len__`` is no such method).
+IN_PLACE = re.compile(r"[A-Za-z]\w*[^_]_")
+
+
+def _own_nodes(definition: ast.FunctionDef) -> Iterator[ast.AST]:
+    """The nodes of ``definition``'s body, not those of a function or class defined in it."""
+    pending: list[ast.AST] = list(definition.body)
+    while pending:
+        node = pending.pop()
+        yield node
+        if not isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda | ast.ClassDef):
+            pending.extend(ast.iter_child_nodes(node))
+
+
+def _base(node: ast.expr) -> str | None:
+    while isinstance(node, ast.Subscript | ast.Attribute):
+        node = node.value
+    return node.id if isinstance(node, ast.Name) else None
+
+
+def _mutates(definition: ast.FunctionDef) -> bool:
+    """Whether the function visibly changes an argument in place (``x[0] = v``, ``x.add_(1)``): an op
+    made with ``mutates_args=()`` promises that it does not, and the compiler relies on it."""
+    arguments = definition.args
+    names = {a.arg for a in [*arguments.posonlyargs, *arguments.args, *arguments.kwonlyargs]}
+    for node in _own_nodes(definition):
+        targets = (
+            node.targets
+            if isinstance(node, ast.Assign)
+            else [node.target]
+            if isinstance(node, ast.AugAssign | ast.AnnAssign)
+            else []
+        )
+        if any(isinstance(t, ast.Subscript | ast.Attribute) and _base(t) in names for t in targets):
+            return True
+        call = node.func if isinstance(node, ast.Call) else None
+        if isinstance(call, ast.Attribute) and IN_PLACE.fullmatch(call.attr) and _base(call.value) in names:
+            return True
+    return False
+
+
+def _written(source: str, node: ast.expr) -> str:
+    """``node`` as the source writes it (its quotes, its spacing)."""
+    return ast.get_source_segment(source, node) or ast.unparse(node)
+
+
+def _literal(node: ast.expr) -> object:
+    """The value of a literal (``2``, ``-1.0``), or None."""
+    try:
+        return ast.literal_eval(node)
+    except (ValueError, TypeError):
+        return None
+
+
+def _parameters(source: str, definition: ast.FunctionDef, tensor: str) -> tuple[str, str | None] | None:
+    """The parameter list with each parameter annotated, as the op's schema needs (as written, else
+    its default's type, else ``tensor``), and the first tensor parameter's name; None where the op
+    cannot take them (``*args``, a positional-only one, a default of another type)."""
+    arguments = definition.args
+    if arguments.vararg or arguments.kwarg or arguments.posonlyargs:
+        return None  # torch's schema inference refuses each of them
+    positional = arguments.args
+    defaults: list[ast.expr | None] = [None] * (len(positional) - len(arguments.defaults))
+    defaults += arguments.defaults
+    parts: list[str] = []
+    first_tensor = None
+    pairs = [
+        *zip(positional, defaults, strict=True),
+        *zip(arguments.kwonlyargs, arguments.kw_defaults, strict=True),
+    ]
+    for arg, default in pairs:
+        if arg.annotation is not None:
+            annotation = _written(source, arg.annotation)
+        elif default is None:
+            annotation = tensor
+        elif type(_literal(default)) in DEFAULT_TYPES:
+            annotation = DEFAULT_TYPES[type(_literal(default))]
+        else:
+            return None
+        if annotation in (tensor, "torch.Tensor", "Tensor") and first_tensor is None:
+            first_tensor = arg.arg
+        if arguments.kwonlyargs[:1] == [arg]:
+            parts.append("*")
+        given = f" = {_written(source, default)}" if default is not None else ""
+        parts.append(f"{arg.arg}: {annotation}{given}")
+    return ", ".join(parts), first_tensor
+
+
+def _result(source: str, definition: ast.FunctionDef, tensor: str) -> str | None:
+    """The result's annotation: as written; else a tensor, or a tuple of them where every ``return``
+    gives a tuple of that many (a function that returns nothing is no op's)."""
+    if definition.returns is not None:
+        return _written(source, definition.returns)
+    values = [node.value for node in _own_nodes(definition) if isinstance(node, ast.Return)]
+    if not values or any(value is None for value in values):
+        return None
+    sizes = {len(value.elts) if isinstance(value, ast.Tuple) else 0 for value in values if value is not None}
+    if len(sizes) != 1:
+        return None
+    size = sizes.pop()
+    return tensor if not size else f"tuple[{', '.join([tensor] * size)}]"
+
+
+def _header_colon(lines: list[str], definition: ast.FunctionDef) -> tuple[int, int] | None:
+    """Where the colon that ends ``definition``'s header is (its line, its character column)."""
+    text = "".join(line + "\n" for line in lines[definition.lineno - 1 : definition.end_lineno])
+    depth = 0
+    try:
+        for token in tokenize.generate_tokens(io.StringIO(text).readline):
+            if token.type != tokenize.OP:
+                continue
+            if token.string in ("(", "[", "{"):
+                depth += 1
+            elif token.string in (")", "]", "}"):
+                depth -= 1
+            elif token.string == ":" and depth == 0:
+                return definition.lineno + token.start[0] - 1, token.start[1]
+    except (tokenize.TokenError, SyntaxError):
+        return None
+    return None
+
+
+def _wrap(brk: BreakReport, sources: Sources, filled: bool) -> Fix | None:
+    if "custom_op" not in brk.features:
+        return None
+    found_root = root_source(brk, sources)
+    if found_root is None or not nodes_at(found_root[1], brk.root.span, found_root[2], ast.Call):
+        return None  # an op is for a call Dynamo cannot trace, not for a branch or a statement
+    found = enclosing_callee(brk, sources)
+    if found is None:
+        return None
+    location, definition, torch = found
+    tree = sources.tree(location.path)
+    # At the module's top level and undecorated: the op is registered once, by the function's name.
+    if tree is None or definition not in tree.body or definition.decorator_list or _mutates(definition):
+        return None
+    tensor = f"{torch}.Tensor"
+    source, lines = sources.text(location.path) or "", sources.lines(location.path)
+    parameters, result = _parameters(source, definition, tensor), _result(source, definition, tensor)
+    colon = _header_colon(lines, definition)
+    if parameters is None or result is None or colon is None:
+        return None
+    listed, like = parameters
+    name = definition.name
+    if filled and (like is None or result != tensor):
+        return None  # no tensor argument whose shape the one result could be
+    namespace = re.sub(r"\W", "_", Path(location.path).stem, flags=re.ASCII)
+    op = f"{'_' if namespace[:1].isdigit() else ''}{namespace}::{name}"
+    header = f'@{torch}.library.custom_op("{op}", mutates_args=())\ndef {name}({listed}) -> {result}:'
+    if filled:
+        body = f"    return {torch}.empty_like({like})\n"
+    else:
+        body = (
+            f"    # gbls: to write: an empty result of the shape and dtype {name} returns, made from the\n"
+            "    # arguments' sizes alone (torch.empty, torch.empty_like): the compiler sees only this.\n"
+            f'    raise NotImplementedError("the fake implementation of {op} is to be written")\n'
+        )
+    fake = f"\n\n@{name}.register_fake\ndef _{name}_fake({listed}):\n{body}"
+    end = (definition.end_lineno or definition.lineno) + 1
+    edits = (
+        Edit(location.path, Span(definition.lineno, 0, colon[0], colon[1] + 1), header),
+        Edit(location.path, Span(end, 0, end, 0), fake),
+    )
+    costs = (
+        "its Python runs at each call, and a backward through it raises until register_autograd gives it one"
+    )
+    if filled:
+        title = (
+            f"Make {name} the custom op {op} (torch.library.custom_op), its fake a result shaped like "
+            f"{like}: one op in the graph ({costs})"
+        )
+        return Fix(title, edits)
+    title = (
+        f"Make {name} the custom op {op} (torch.library.custom_op) with a stub of its fake to write: "
+        f"until it is written Dynamo still breaks at its call ({costs})"
+    )
+    return Fix(title, edits, proof="stub")
+
+
+def custom_op(brk: BreakReport, here: str, sources: Sources) -> Fix | None:
+    """The function around the break made a custom op, its fake an empty tensor like an argument."""
+    return _wrap(brk, sources, filled=True)
+
+
+def custom_op_stub(brk: BreakReport, here: str, sources: Sources) -> Fix | None:
+    """The function around the break made a custom op, its fake a stub for the user to write."""
+    return _wrap(brk, sources, filled=False)
