@@ -515,7 +515,7 @@ class GblsServer(LanguageServer):
         for cell, found in notebooks.in_cells(program, diagnostics).items():
             self.text_document_publish_diagnostics(lsp.PublishDiagnosticsParams(uri=cell, diagnostics=found))
 
-    def forget(self, uri: str) -> None:
+    def closed(self, uri: str) -> None:
         """The document is closed: its diagnostics stay in the Problems panel, as its file on disk has
         them (analysed again from disk if the text closed was not saved), until an analysis changes
         them. An untitled document, which is no file, takes its own with it."""
@@ -524,14 +524,19 @@ class GblsServer(LanguageServer):
         own = self.session.analysed_of(uri)
         on_disk = read_source(path)
         if on_disk is None:
-            analysed = self.session.forget(uri)
-            self.text_document_publish_diagnostics(lsp.PublishDiagnosticsParams(uri=uri, diagnostics=[]))
-            self._publish_files(other for other in (analysed.views if analysed else {}) if other != path)
-            return
-        if own is not None and own.source != on_disk:
+            self.forget(uri)
+        elif own is not None and own.source != on_disk:
             self.scheduler.schedule(uri)  # its publication replaces what the closed text had
         else:
             self.publish(uri)  # no longer of a version of the document: of the file
+
+    def forget(self, uri: str) -> None:
+        """The document's analysis goes, and what it showed (a notebook closed, gbls turned off)."""
+        self.scheduler.cancel(uri)
+        path = self.path_of(uri)
+        analysed = self.session.forget(uri)
+        self.text_document_publish_diagnostics(lsp.PublishDiagnosticsParams(uri=uri, diagnostics=[]))
+        self._publish_files(other for other in (analysed.views if analysed else {}) if other != path)
 
     # -- real runs' traces ------------------------------------------------------------------------
 

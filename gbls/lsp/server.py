@@ -82,7 +82,7 @@ def create_server() -> GblsServer:
 
     @server.feature(lsp.TEXT_DOCUMENT_DID_CLOSE)
     def did_close(ls: GblsServer, params: lsp.DidCloseTextDocumentParams) -> None:
-        ls.forget(params.text_document.uri)
+        ls.closed(params.text_document.uri)
 
     @server.feature(lsp.NOTEBOOK_DOCUMENT_DID_OPEN)
     def notebook_did_open(ls: GblsServer, params: lsp.DidOpenNotebookDocumentParams) -> None:

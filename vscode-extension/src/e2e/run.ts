@@ -85,7 +85,8 @@ function requireFile(file: string, hint: string): void {
 function toolEnvironment(home: string): NodeJS.ProcessEnv {
     // The test suite turns gbls's persistent cache off; the user's editor has it (a reopened
     // window shows its results from it).
-    const { GBLS_NO_CACHE: _, ...inherited } = process.env;
+    const inherited = { ...process.env };
+    delete inherited.GBLS_NO_CACHE;
     return {
         ...inherited,
         PATH: `${NODE24_BIN}${path.delimiter}${process.env.PATH ?? ''}`,
@@ -662,10 +663,12 @@ async function oneStory(page: Page, workspace: string): Promise<void> {
     });
     log(`project, Fix All: ${fixed.slice(0, 120)}…`);
     await runCommand(page, 'File: Save');
-    await until('train.py saved with the fix', UI, async () =>
-        fs.readFileSync(path.join(workspace, TRAIN), 'utf8').includes('capture_scalar_outputs = True')
-            ? true
-            : undefined,
+    await until('train.py saved with the fix', UI, () =>
+        Promise.resolve(
+            fs.readFileSync(path.join(workspace, TRAIN), 'utf8').includes('capture_scalar_outputs = True')
+                ? true
+                : undefined,
+        ),
     );
     await openFile(page, MODEL);
     const left = await until("model.py's status to count the one break the fix leaves", ANALYSED, async () => {
