@@ -3,10 +3,11 @@ server kept, at once and marked cached, until the analysis that runs behind them
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import sys
-from collections.abc import Sequence
+from collections.abc import AsyncIterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -61,37 +62,40 @@ def done(client: Any, uri: str) -> list[dict[str, Any]]:
     return [s for s in client.statuses if s["uri"] == uri and s["state"] == "done"]
 
 
+@contextlib.asynccontextmanager
+async def window(folder: Path, cache: Path) -> AsyncIterator[Any]:
+    """A new editor window on ``folder``: a fresh server, shut down at the end."""
+    client = await started(folder, cache)
+    try:
+        yield client
+    finally:
+        await client.shutdown_session()
+        await client.stop()  # type: ignore[no-untyped-call]
+
+
 async def test_a_new_server_shows_the_cached_results_first_then_its_own(tmp_path: Path) -> None:
     folder, cache = tmp_path / "project", tmp_path / "cache"
     shutil.copytree(FIXTURES / "runs" / "twofile", folder)
     train = folder / "train.py"
     uri, model = uri_of(train), uri_of(folder / "model.py")  # the breaks are the model's
 
-    first = await started(folder, cache)
-    try:
+    async with window(folder, cache) as first:
         opened(first, train)
         await until(lambda: done(first, uri), 180)
         analysed = breaks(first.diagnostics[model])
         assert analysed and not done(first, uri)[0]["cached"]
         await until(lambda: list(cache.rglob("*.json")), 30)  # kept after it is published
-    finally:
-        await first.shutdown_session()
-        await first.stop()  # type: ignore[no-untyped-call]
 
-    second = await started(folder, cache)
-    try:
+    async with window(folder, cache) as second:
         opened(second, train)
         await until(lambda: len(done(second, uri)) >= 2, 180)
         shown, confirmed = done(second, uri)[:2]
         assert shown["cached"] and not confirmed["cached"]
         assert shown["breaks"] == confirmed["breaks"]
-        recorder: Recorder = second.diagnostics  # type: ignore[assignment]
+        recorder: Recorder = second.diagnostics
         published = [breaks(found) for published, found in recorder.history if published == model]
         assert published[0] == analysed  # the cache's, before the server analysed anything
         assert published[-1] == analysed
-    finally:
-        await second.shutdown_session()
-        await second.stop()  # type: ignore[no-untyped-call]
 
 
 async def test_a_new_window_on_the_model_file_shows_its_breaks_from_the_cache(tmp_path: Path) -> None:
@@ -99,32 +103,19 @@ async def test_a_new_window_on_the_model_file_shows_its_breaks_from_the_cache(tm
     window they show from train.py's cached analysis before the server analysed anything."""
     folder, cache = tmp_path / "project", tmp_path / "cache"
     shutil.copytree(FIXTURES / "runs" / "twofile", folder)
-    model = folder / "model.py"
+    model = uri_of(folder / "model.py")
 
-    first = await started(folder, cache)
-    try:
-        opened(first, model)
-        await until(lambda: breaks(first.diagnostics.get(uri_of(model), [])), 180)
-        analysed = breaks(first.diagnostics[uri_of(model)])
+    async with window(folder, cache) as first:
+        opened(first, folder / "model.py")
+        await until(lambda: breaks(first.diagnostics.get(model, [])), 180)
+        analysed = breaks(first.diagnostics[model])
         await until(lambda: len(list(cache.rglob("*.json"))) >= 2, 30)  # model.py's and train.py's
-    finally:
-        await first.shutdown_session()
-        await first.stop()  # type: ignore[no-untyped-call]
 
-    second = await started(folder, cache)
-    try:
-        opened(second, model)
-        recorder: Recorder = second.diagnostics  # type: ignore[assignment]
-
-        def shown() -> int | None:
-            published = [found for uri, found in recorder.history if uri == uri_of(model)]
-            return next((i for i, found in enumerate(published) if breaks(found)), None) is not None or None
-
-        await until(shown, 180)
+    async with window(folder, cache) as second:
+        opened(second, folder / "model.py")
+        recorder: Recorder = second.diagnostics
+        await until(lambda: any(breaks(found) for uri, found in recorder.history if uri == model), 180)
         logged = [m.message for m in second.log_messages if m.message.startswith("analysed train.py")]
         assert logged and all("(from the cache)" in line for line in logged), logged  # not yet analysed
-        published = [breaks(found) for uri, found in recorder.history if uri == uri_of(model)]
+        published = [breaks(found) for uri, found in recorder.history if uri == model]
         assert next(found for found in published if found) == analysed
-    finally:
-        await second.shutdown_session()
-        await second.stop()  # type: ignore[no-untyped-call]

@@ -14,7 +14,7 @@ from ..model import BreakReport
 from ..ranges import Span, line_text
 from ..sources import Sources
 from .edits import Edit, Fix, Maker
-from .syntax import body_of, indent_of, node_span, root_source, torch_name
+from .syntax import body_of, branch_at, indent_of, node_span, root_source, torch_name
 
 
 def where_rewrite(brk: BreakReport, here: str, sources: Sources) -> Fix | None:
@@ -124,15 +124,11 @@ def _defined_before(tree: ast.Module, statement: ast.stmt) -> set[str]:
 
 def cond_rewrite(brk: BreakReport, here: str, sources: Sources) -> Fix | None:
     """An ``if`` that only assigns becomes ``torch.cond``, one function per branch returning what it sets."""
-    found_root = root_source(brk, sources)
-    if found_root is None:
+    found = branch_at(brk, sources)
+    if found is None:
         return None
-    _, tree, lines = found_root
-    statement = next(
-        (n for n in ast.walk(tree) if isinstance(n, ast.If) and node_span(n.test, lines) == brk.root.span),
-        None,
-    )
-    if statement is None or (_single_assignment(statement.body) and not statement.orelse):
+    tree, lines, statement = found
+    if _single_assignment(statement.body) and not statement.orelse:
         return None  # torch.where says it more simply
     branches = [statement.body, statement.orelse]
     if not all(isinstance(s, ast.Assign | ast.AugAssign | ast.AnnAssign) for body in branches for s in body):
@@ -167,17 +163,6 @@ def cond_rewrite(brk: BreakReport, here: str, sources: Sources) -> Fix | None:
     )
 
 
-def _branch_at(brk: BreakReport, sources: Sources) -> tuple[ast.Module, list[str], ast.If] | None:
-    found_root = root_source(brk, sources)
-    if found_root is None:
-        return None
-    _, tree, lines = found_root
-    for node in ast.walk(tree):
-        if isinstance(node, ast.If) and node_span(node.test, lines) == brk.root.span:
-            return tree, lines, node
-    return None
-
-
 def _loaded_before(tree: ast.Module, statement: ast.stmt, nodes: list[ast.AST]) -> list[str]:
     """The names ``nodes`` read that the enclosing function binds before ``statement``: the operands."""
     before = _defined_before(tree, statement)
@@ -192,7 +177,7 @@ def _loaded_before(tree: ast.Module, statement: ast.stmt, nodes: list[ast.AST]) 
 
 def return_rewrite(brk: BreakReport, here: str, sources: Sources) -> Fix | None:
     """``if c: return a`` then ``return b`` (or ``else: return b``) → ``return torch.cond(c, ...)``."""
-    found = _branch_at(brk, sources)
+    found = branch_at(brk, sources)
     if found is None:
         return None
     tree, lines, statement = found
@@ -238,7 +223,7 @@ def cond_skeleton(brk: BreakReport, here: str, sources: Sources) -> Fix | None:
     """Any other data-dependent ``if``: a ``torch.cond`` skeleton, the branches moved in, to complete."""
     if any(rewrite(brk, here, sources) for rewrite in (where_rewrite, cond_rewrite, return_rewrite)):
         return None  # a complete rewrite is on offer
-    found = _branch_at(brk, sources)
+    found = branch_at(brk, sources)
     if found is None:
         return None
     tree, lines, statement = found

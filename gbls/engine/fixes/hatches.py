@@ -28,13 +28,13 @@ from ..sources import Sources
 from . import custom_ops, moves
 from .edits import Edit, Fix
 from .syntax import (
+    branch_at,
     enclosing_callee,
     first_line,
     indent_of,
     insert_after_imports,
     node_span,
     root_call_statement,
-    root_source,
     torch_name,
 )
 
@@ -127,16 +127,12 @@ def check_guard(brk: BreakReport, here: str, sources: Sources) -> Fix | None:
     # A tensor condition is "TensorVariable()": torch._check takes a Python or symbolic bool only.
     if "check" not in brk.features or "SymNodeVariable" not in brk.cause.context:
         return None
-    found = root_source(brk, sources)
+    found = branch_at(brk, sources)
     if found is None:
         return None
-    _, tree, lines = found
-    statement = next(
-        (n for n in ast.walk(tree) if isinstance(n, ast.If) and node_span(n.test, lines) == brk.root.span),
-        None,
-    )
+    tree, lines, statement = found
     torch = torch_name(tree)
-    if statement is None or torch is None or not isinstance(statement.body[-1], ast.Raise):
+    if torch is None or not isinstance(statement.body[-1], ast.Raise):
         return None  # only a guard keeps its meaning: a branch that goes on would lose its other side
     if not line_text(lines, statement.lineno).lstrip().startswith("if"):
         return None  # an ``elif``: no line of its own before it to hold the check

@@ -115,6 +115,18 @@ def root_source(brk: BreakReport, sources: Sources) -> tuple[str, ast.Module, li
     return source, tree, sources.lines(brk.root.path)
 
 
+def branch_at(brk: BreakReport, sources: Sources) -> tuple[ast.Module, list[str], ast.If] | None:
+    """The tree and lines of the root cause's file, and the ``if`` whose condition is the root cause."""
+    found = root_source(brk, sources)
+    if found is None:
+        return None
+    _, tree, lines = found
+    for node in ast.walk(tree):
+        if isinstance(node, ast.If) and node_span(node.test, lines) == brk.root.span:
+            return tree, lines, node
+    return None
+
+
 def root_call_statement(brk: BreakReport, sources: Sources) -> tuple[str, ast.Module, ast.Expr] | None:
     """The root cause when it is a call standing as a statement of its own, e.g. ``print(x)``."""
     found = root_source(brk, sources)
