@@ -248,6 +248,11 @@ async def test_a_guard_on_a_data_dependent_value_is_told_to_the_compiler_with_to
         assert not any(fix.startswith(title) for fix in titles(fixes))
         return
     (brk,) = before.breaks
+    if not brk.cause.context:
+        # torch 2.6 says no more than "Data-dependent jump": not whether the condition is a symbolic
+        # value (what torch._check takes) or a tensor. The fix is not offered where it cannot tell.
+        assert not any(fix.startswith(title) for fix in titles(fixes))
+        return
     # Preferred: the torch.cond skeleton also offered cannot hold the branch's raise.
     assert titles(fixes)[0].startswith(title) and not fixes[0].safe  # a RuntimeError where it fails
     assert await proofs_by(analyse_file).prove(fixes[0], brk, before, Sources(read_source)) is None
