@@ -6,7 +6,7 @@ from lsprotocol import types as lsp
 from pytest_lsp import LanguageClient
 
 from ..support import FIXTURES
-from ..support.lsp import close, open_and_wait
+from ..support.lsp import close, open_and_wait, until
 
 CUDA = FIXTURES / "cuda"
 
@@ -22,8 +22,9 @@ async def test_the_editor_shows_a_cuda_only_call_as_information(client: Language
         assert first.severity == lsp.DiagnosticSeverity.Information and first.source == "gbls"
         assert first.message.startswith("not checkable here: `torch.cuda.synchronize()`")
         assert {d.code for d in diagnostics} - {"not-checkable"} == {"GB0059", "GB0036"}
-        # The note that CUDA was mapped informs: in the log (the output channel), never a pop-up.
-        assert any("CUDA was mapped to the CPU" in m.message for m in client.log_messages)
+        # The note that CUDA was mapped informs: in the log (the output channel), never a pop-up. It is
+        # sent after the diagnostics, and the client may not have read it yet.
+        await until(lambda: any("CUDA was mapped to the CPU" in m.message for m in client.log_messages), 30)
         assert not any("CUDA was mapped" in m.message for m in client.messages)
     finally:
         await close(client, path)
