@@ -74,6 +74,12 @@ def breaks_in(diagnostics: Sequence[lsp.Diagnostic]) -> list[tuple[int, str]]:
     )
 
 
+async def model_shows_its_breaks(client: LanguageClient, model: Path) -> None:
+    """Open a copy of the fixture's model.py and wait for its print and .item() (from train.py)."""
+    await open_and_wait(client, model)
+    await breaks_published(client, uri_of(model), [(13, "GB0059"), (14, "GB0124")])
+
+
 async def breaks_published(client: LanguageClient, uri: str, expected: list[tuple[int, str]]) -> None:
     """Wait until the last publication for ``uri`` holds exactly the breaks ``expected``."""
     recorder: Recorder = client.diagnostics  # type: ignore[assignment]
@@ -89,9 +95,8 @@ async def test_a_model_file_gets_its_breaks_from_the_file_that_compiles_it(
     client: LanguageClient, projects: Path
 ) -> None:
     model = projects / "twofile" / "model.py"
-    await open_and_wait(client, model)
     # train.py, never opened, imports the model and compiles it: it is analysed in the background.
-    await breaks_published(client, uri_of(model), [(13, "GB0059"), (14, "GB0124")])
+    await model_shows_its_breaks(client, model)
     diagnostics = client.diagnostics[uri_of(model)]
     (printed,) = [d for d in diagnostics if d.code == "GB0059"]
     assert printed.severity == lsp.DiagnosticSeverity.Warning
@@ -112,8 +117,7 @@ async def test_fixing_and_saving_the_model_clears_what_every_file_showed(
     client: LanguageClient, projects: Path
 ) -> None:
     model = projects / "edited" / "model.py"
-    await open_and_wait(client, model)
-    await breaks_published(client, uri_of(model), [(13, "GB0059"), (14, "GB0124")])
+    await model_shows_its_breaks(client, model)
     fixed = (
         model.read_text()
         .replace('        print("hidden norm", h.norm())\n', "")
@@ -138,8 +142,7 @@ async def test_a_configured_run_reaches_the_model_file_with_its_flags_and_data(
     client: LanguageClient, projects: Path
 ) -> None:
     model = projects / "trainer" / "model.py"
-    await open_and_wait(client, model)
-    await breaks_published(client, uri_of(model), [(13, "GB0059"), (14, "GB0124")])
+    await model_shows_its_breaks(client, model)
     assert not (projects / "trainer" / "out").exists()  # it saved its checkpoint in a layer
 
 
@@ -181,8 +184,7 @@ async def test_the_compile_site_and_the_model_file_tell_one_story(
     say "0 graph breaks"."""
     model, train = projects / "twofile" / "model.py", projects / "twofile" / "train.py"
     seen = len(client.log_messages)
-    await open_and_wait(client, model)
-    await breaks_published(client, uri_of(model), [(13, "GB0059"), (14, "GB0124")])
+    await model_shows_its_breaks(client, model)
     await open_and_wait(client, train)
     status = await done_status(client, uri_of(train))
     elsewhere = [(e.function, e.breaks, e.files) for e in status["elsewhere"]]
@@ -205,8 +207,7 @@ async def test_the_break_report_of_the_model_file_lists_its_breaks(
     client: LanguageClient, projects: Path
 ) -> None:
     model = projects / "twofile" / "model.py"
-    await open_and_wait(client, model)
-    await breaks_published(client, uri_of(model), [(13, "GB0059"), (14, "GB0124")])
+    await model_shows_its_breaks(client, model)
     report = await client.workspace_execute_command_async(
         lsp.ExecuteCommandParams("gbls.showReport", [uri_of(model)])
     )
@@ -231,8 +232,7 @@ async def test_fix_all_in_the_model_file_takes_the_flag_the_compile_site_needs(
     """The .item() in model.py has a safe fix, the flag in train.py that compiles it: fix all,
     asked in model.py, offers it (the print's removal is unsafe: not taken)."""
     model, train = projects / "twofile" / "model.py", projects / "twofile" / "train.py"
-    await open_and_wait(client, model)
-    await breaks_published(client, uri_of(model), [(13, "GB0059"), (14, "GB0124")])
+    await model_shows_its_breaks(client, model)
     found = await client.text_document_code_action_async(
         lsp.CodeActionParams(
             lsp.TextDocumentIdentifier(uri_of(model)),
@@ -254,8 +254,7 @@ async def test_nothing_stale_is_shown_as_current(client: LanguageClient, project
     never another count."""
     model, train = projects / "fresh" / "model.py", projects / "fresh" / "train.py"
     statuses: list[Any] = client.statuses  # type: ignore[attr-defined]
-    await open_and_wait(client, model)
-    await breaks_published(client, uri_of(model), [(13, "GB0059"), (14, "GB0124")])
+    await model_shows_its_breaks(client, model)
     await open_and_wait(client, train)
     await done_status(client, uri_of(train))
     mine = [s for s in statuses if s["uri"] == uri_of(model)]
