@@ -130,8 +130,9 @@ class GblsServer(LanguageServer):
         found = []
         for _, analysed in self.session.results():
             for function in analysed.report.functions:
-                breaks = analysed.report.breaks_of(function.qualname)
-                if function.qualname in wanted and any(b.path == view.path for b in breaks):
+                if function.qualname not in wanted:
+                    continue
+                if any(b.path == view.path for b in analysed.report.breaks_of(function.qualname)):
                     found.append((function, analysed.report))
                     wanted.discard(function.qualname)
         return tuple(found)

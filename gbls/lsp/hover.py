@@ -76,10 +76,7 @@ def break_markdown(
     if brk.nested:
         parts.append(f"Nested graph break: the graph {brk.nested}.")
     elif brk.own_frame:
-        callee, caller = (
-            where.qualname(at.path, at.function, at.span.line)
-            for at in (brk.split_frame, brk.chain[brk.cause.split - 1])
-        )
+        callee, caller = where.named(brk.split_frame), where.named(brk.chain[brk.cause.split - 1])
         parts.append(
             f"`{callee}` runs as a frame of its own: `{caller}`'s graph split at the call (an earlier "
             f"break in it), and this break splits `{callee}`'s graph."
@@ -88,10 +85,7 @@ def break_markdown(
         reason = brk.cause.eager_reason or "Dynamo skipped the frame"
         parts.append(f"⚠ `{brk.function}` {brk.eager}: {prose(reason)}")
     if len(brk.chain) > 1 or brk.root.path != where.here:
-        steps = [
-            f"`{where.qualname(at.path, at.function, at.span.line)}` ({where.link(at.path, at.span.line)})"
-            for at in brk.chain
-        ]
+        steps = [f"`{where.named(at)}` ({where.link(at.path, at.span.line)})" for at in brk.chain]
         splits = f" (the graph splits at step {brk.cause.split + 1})" if brk.cause.split else ""
         parts.append("**Chain:** " + " → ".join(steps) + f": the cause{splits}")
     if function is not None and function.graphs:

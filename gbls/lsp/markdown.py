@@ -16,6 +16,8 @@ from dataclasses import dataclass
 
 from pygls import uris
 
+from ..engine.model import Location
+
 # A notebook's line → its cell's number (from 1) and the line in that cell; None for other files.
 Cells = Callable[[str, int], tuple[int, int] | None]
 
@@ -52,6 +54,10 @@ class Where:
         """``line 12``, or ``cell 2, line 3`` in a notebook."""
         cell = self.cells(path, line)
         return f"cell {cell[0]}, line {cell[1]}" if cell is not None else f"line {line}"
+
+    def named(self, at: Location) -> str:
+        """The function of a chain's step, by its qualified name: ``Block.forward``."""
+        return self.qualname(at.path, at.function, at.span.line)
 
     def line(self, path: str, line: int) -> str:
         """:meth:`position`, after the file's name if it is not ``here``: ``helpers.py:12``."""
