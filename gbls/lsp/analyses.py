@@ -2,19 +2,26 @@
 
 The process never imports torch. The analyses belong to a ``Session`` (the engine ``gbls check``
 drives): each open document's own, the project's runs, and those of unopened files that reach an
-open one (``project``). This module runs them (one at a time per analysis, through the
-``Scheduler``; those in the background take turns), publishes each file's view (``Session.view``)
-to every file an analysis touched, before and after, drops a result whose version is gone, and on
-a save analyses again every analysis that executed the file. Real runs' traces are read in the
-background and shown with the rest, each finding while its lines still read as the run's."""
+open one (``project``), each named by an ``AnalysisKey``. This module runs them (one at a time per
+analysis, through the ``Scheduler``; those in the background take turns), publishes each file's
+view (``Session.view``) to every file an analysis touched, before and after, drops a result whose
+version is gone, and on a save analyses again every analysis that executed the file. Real runs'
+traces are read in the background and shown with the rest, each finding while its lines still read
+as the run's.
+
+A save, top-down: ``saved`` schedules every analysis that executed the file, then the file's own
+(``request``); the scheduler calls ``analyse_key``, which runs ``analyse_document`` or
+``analyse_run``; each goes through ``_analysed`` (progress, the "analysing" and "re-checking"
+statuses, the report or the failure it ended in), then ``_record``/``_published``, which publish
+every file the result touches (``publish``) and their statuses (``_status``)."""
 
 from __future__ import annotations
 
 import asyncio
 import logging
 import os
-from collections.abc import Iterable
-from typing import Any
+from collections.abc import Awaitable, Callable, Iterable
+from typing import Any, Literal
 from urllib.parse import unquote
 
 from lsprotocol import types as lsp
@@ -28,7 +35,7 @@ from ..engine.sources import Sources, read_source
 from ..runtime import persistent
 from ..runtime.errors import WorkerError
 from ..runtime.scheduler import Scheduler
-from ..runtime.session import Analysed, Session, entry_of
+from ..runtime.session import Analysed, AnalysisKey, DocumentKey, RunKey, Session, entry_of
 from ..settings import Settings, from_options
 from ..worker.shared.protocol import Run
 from . import notebooks, project, traces
@@ -44,6 +51,8 @@ from .proving import Proven
 log = logging.getLogger(__name__)
 
 STATUS = "gbls/status"
+# A document's state in ``gbls/status``: an analysis that will reach it runs, or its result is shown.
+State = Literal["analysing", "done"]
 
 
 class GblsServer(LanguageServer):
@@ -54,20 +63,27 @@ class GblsServer(LanguageServer):
         # What the client said at start; the workspace's configuration is read on top of it each time,
         # so a key the user removes goes back to its default instead of keeping its last value.
         self.initial_settings = Settings()
+        # Until the client says its settings and folders (``begin``): nothing is analysed before.
         self.session = Session(Settings(), [], self.text_of)
-        # The cache's notes come from the threads that read and write it: logged, not sent from there.
-        self.session.persistent = persistent.from_environment(log.warning)
-        self.scheduler = Scheduler(self.analyse_key)
+        self.scheduler: Scheduler[AnalysisKey] = Scheduler(self.analyse_key)
         self._said_sandbox_note = False
         self._said_notes: set[str] = set()
         self._background: set[asyncio.Task[Any]] = set()
         self._runs: dict[str, Run] = {}  # the configured runs, by name, as last read
-        self._importers: dict[str, list[str]] = {}  # a file that compiles nothing: the keys reaching it
+        # A file that compiles nothing: the analyses of the files that import it.
+        self._importers: dict[str, list[DocumentKey]] = {}
         self._looking: set[str] = set()  # the files whose importers and tests are being looked for
         self._commanded: set[str] = set()  # the traces imported by command, not by the settings
         # Analyses in the background (runs, unopened files) take turns: the open file's goes first.
         self._one_at_a_time = asyncio.Lock()
         self.notebooks = notebooks.Notebooks(lambda: self.workspace)
+        self.proven = Proven(self.session, self.window_log_message)
+
+    def begin(self, settings: Settings, folders: list[str]) -> None:
+        """The client's settings and workspace folders, at its start: the session that analyses them."""
+        self.initial_settings = settings
+        # The cache's notes come from the threads that read and write it: logged, not sent from there.
+        self.session = Session(settings, folders, self.text_of, persistent.from_environment(log.warning))
         self.proven = Proven(self.session, self.window_log_message)
 
     @property
@@ -214,12 +230,12 @@ class GblsServer(LanguageServer):
         else:
             report = self.session.from_cache(uri, self.path_of(uri), document.source)
             if report is not None:
-                self.scheduler.cancel(uri)
+                self.scheduler.cancel(DocumentKey(uri))
                 self._record(uri, Analysed(document.version, document.source, report))
                 return
             if self.session.analysed_of(uri) is None and self.notebooks.program(uri) is None:
                 self.in_background(self._from_store(uri, document.version))
-        self.scheduler.schedule(uri, delay)
+        self.scheduler.schedule(DocumentKey(uri), delay)
 
     async def _from_store(self, uri: str, version: int | None) -> None:
         """Show the persistent cache's result of a document just opened (or of a file not open that
@@ -263,10 +279,12 @@ class GblsServer(LanguageServer):
         self._looking.add(path)  # till then, "nothing compiles this file" is not known
         try:
             found = await asyncio.to_thread(reach.importers, path, folder, self.text_of)
-            self._importers[path] = [uris.from_fs_path(importer) or importer for importer in found]
+            self._importers[path] = [
+                DocumentKey(uris.from_fs_path(importer) or importer) for importer in found
+            ]
             for key in self._importers[path]:
-                if self.session.analysed_of(key) is None:
-                    self.in_background(self._from_store(key, None))  # a new window: shown at once
+                if self.session.analysed_of(key.name) is None:
+                    self.in_background(self._from_store(key.name, None))  # a new window: shown at once
                     self.scheduler.schedule(key)
             reached = bool(found) or await self._reach_by_tests(path)
         finally:
@@ -283,7 +301,7 @@ class GblsServer(LanguageServer):
     def _start_run(self, run: Run) -> None:  # in the background, unless it ran and has not changed
         known, self._runs[run.name] = self._runs.get(run.name), run
         if known != run or self.session.run_analysed(run.name) is None:
-            self.scheduler.schedule(f"run:{run.name}")
+            self.scheduler.schedule(RunKey(run.name))
 
     def edited(self, uri: str) -> None:
         """The document's text changed: analyse it after the edits' pause, or, with analysis on change
@@ -291,22 +309,24 @@ class GblsServer(LanguageServer):
         if self.settings.analyse_on_change:
             self.request(uri, self.settings.debounce_ms / 1000)
         else:
-            self.scheduler.cancel(uri)
+            self.scheduler.cancel(DocumentKey(uri))
 
     def saved(self, uri: str) -> None:
         """The file is saved: its own analysis, and every other analysis that executed it, again
         (those first: what the file shows of them meanwhile is being re-checked)."""
         for key in self.session.executing(self.path_of(uri)):
-            if key != uri:  # a save is no keystroke: no pause (those in the background take turns)
+            if key != DocumentKey(
+                uri
+            ):  # a save is no keystroke: no pause (those in the background take turns)
                 self.scheduler.schedule(key)
         self.request(uri)
 
     def _record(self, uri: str, analysed: Analysed) -> None:
         """Keep ``analysed`` as the document's result and publish it where it shows."""
         previous = self.session.record(uri, self.path_of(uri), analysed)
-        self._published(uri, previous, analysed)
+        self._published(DocumentKey(uri), previous, analysed)
 
-    def _published(self, key: str, previous: Analysed | None, analysed: Analysed) -> None:
+    def _published(self, key: AnalysisKey, previous: Analysed | None, analysed: Analysed) -> None:
         """Publish every file the analysis ``key``'s last and new results touch (a file whose breaks are
         gone too), say the analysis in the log, and its notes once; an open file it was to reach but did
         not is told why."""
@@ -349,37 +369,30 @@ class GblsServer(LanguageServer):
                 lsp.ShowMessageParams(type=lsp.MessageType.Warning, message=f"gbls: {note}")
             )
 
-    async def analyse_key(self, key: str) -> None:
-        """Analyse what ``key`` names: a configured run (``run:NAME``), or a file, open or not."""
-        if key.startswith("run:"):
+    async def analyse_key(self, key: AnalysisKey) -> None:
+        """Run the analysis ``key``: a run, or a file's (open, or on disk: it reaches an open one)."""
+        if isinstance(key, RunKey):
             async with self._one_at_a_time:
-                await self.analyse_run(key[len("run:") :])
-        elif self.open_document(key) is None:
+                await self.analyse_run(key.name)
+        elif self.open_document(key.name) is None:
             async with self._one_at_a_time:
-                await self.analyse_document(key)
+                await self.analyse_document(key.name)
         else:
-            await self.analyse_document(key)
+            await self.analyse_document(key.name)
 
     async def analyse_run(self, name: str) -> None:
         run = self._runs.get(name)
         if run is None:
             return
         path = entry_of(run)
-        self._rechecking(f"run:{name}")
-        progress = await progress_begin(self, f"run {name}", lambda: self.scheduler.cancel(f"run:{name}"))
-        try:
-            report = await self.session.analyse_run(run)
-        except WorkerError as error:
-            report = failure_report(path, "worker", str(error))
-        except Exception as error:  # a bug in gbls: say so, with the traceback in the log
-            report = self._internal_failure(path, error)
-        finally:
-            progress_end(self, progress)
+        report = await self._analysed(
+            RunKey(name), f"run {name}", path, lambda: self.session.analyse_run(run)
+        )
         if self._runs.get(name) != run:
             return  # reconfigured meanwhile: its own analysis is on its way
         analysed = Analysed(None, self.text_of(path) or "" if path else "", report)
         previous = self.session.record_run(name, analysed)
-        self._published(f"run:{name}", previous, analysed)
+        self._published(RunKey(name), previous, analysed)
 
     async def analyse_document(self, uri: str) -> None:
         """Analyse, publish, and say it is done, whatever fails on the way (and log it). A document
@@ -389,18 +402,9 @@ class GblsServer(LanguageServer):
         version, source = (document.version, document.source) if document else (None, read_source(path))
         if source is None:
             return
-        progress = await progress_begin(self, os.path.basename(path), lambda: self.scheduler.cancel(uri))
-        if document is not None:
-            self._status(uri, "analysing")
-        self._rechecking(uri)
-        try:
-            report = await self.session.analyse(uri, path, source)
-        except WorkerError as error:
-            report = failure_report(path, "worker", str(error))
-        except Exception as error:  # a bug in gbls: say so, with the traceback in the log
-            report = self._internal_failure(path, error)
-        finally:
-            progress_end(self, progress)
+        report = await self._analysed(
+            DocumentKey(uri), os.path.basename(path), path, lambda: self.session.analyse(uri, path, source)
+        )
         current = self.open_document(uri)
         if (current.version if current is not None else None) != version:
             return  # a newer version is on its way; this result belongs to none that exists
@@ -420,21 +424,40 @@ class GblsServer(LanguageServer):
         except Exception:
             log.exception("gbls failed to remember the analysis of %s", path)
 
+    async def _analysed(
+        self, key: AnalysisKey, title: str, path: str, analysis: Callable[[], Awaitable[FileReport]]
+    ) -> FileReport:
+        """The report of ``analysis``, or of the failure it ended in (the worker's; or gbls's own,
+        logged with its traceback), its progress shown meanwhile (cancelling it cancels the
+        analysis); the open files its last result reached show that result as being re-checked."""
+        progress = await progress_begin(self, title, lambda: self.scheduler.cancel(key))
+        if isinstance(key, DocumentKey) and self.open_document(key.name) is not None:
+            self._status(key.name, "analysing")
+        self._rechecking(key)
+        try:
+            return await analysis()
+        except WorkerError as error:
+            return failure_report(path, "worker", str(error))
+        except Exception as error:  # a bug in gbls: say so, with the traceback in the log
+            return self._internal_failure(path, error)
+        finally:
+            progress_end(self, progress)
+
     @staticmethod
     def _internal_failure(path: str, error: Exception) -> FileReport:
         log.exception("gbls failed while analysing %s", path)
         return failure_report(path, "internal", f"gbls itself failed ({type(error).__name__}: {error})")
 
-    def _rechecking(self, key: str) -> None:
+    def _rechecking(self, key: AnalysisKey) -> None:
         """The analysis ``key`` starts: the other open files its last result reached show that
         result as being re-checked, not as current."""
         previous = dict(self.session.results()).get(key)
         for path in previous.views if previous else ():
             uri = self.uri_of(path)
-            if uri != key and self.open_document(uri) is not None:
+            if DocumentKey(uri) != key and self.open_document(uri) is not None:
                 self._status(uri, "done")
 
-    def _status(self, uri: str, state: str, finishing: str = "") -> None:
+    def _status(self, uri: str, state: State, finishing: AnalysisKey | None = None) -> None:
         """``finishing``: the analysis whose result is being published (it is still running)."""
         status: dict[str, Any] = {"uri": uri, "state": state}
         if state == "done":
@@ -462,9 +485,9 @@ class GblsServer(LanguageServer):
             }
         self.protocol.notify(STATUS, status)
 
-    def _reaching(self, path: str) -> list[str]:
+    def _reaching(self, path: str) -> list[AnalysisKey]:
         """The analyses that may reach the file: its importers', the configured runs'."""
-        return [*self._importers.get(path, []), *(f"run:{name}" for name in self._runs)]
+        return [*self._importers.get(path, []), *(RunKey(name) for name in self._runs)]
 
     def _still_reaching(self, path: str) -> bool:
         """Whether an analysis that may reach the file has yet to give its first result."""
@@ -520,20 +543,20 @@ class GblsServer(LanguageServer):
         """The document is closed: its diagnostics stay in the Problems panel, as its file on disk has
         them (analysed again from disk if the text closed was not saved), until an analysis changes
         them. An untitled document, which is no file, takes its own with it."""
-        self.scheduler.cancel(uri)
+        self.scheduler.cancel(DocumentKey(uri))
         path = self.path_of(uri)
         own = self.session.analysed_of(uri)
         on_disk = read_source(path)
         if on_disk is None:
             self.forget(uri)
         elif own is not None and own.source != on_disk:
-            self.scheduler.schedule(uri)  # its publication replaces what the closed text had
+            self.scheduler.schedule(DocumentKey(uri))  # its publication replaces what the closed text had
         else:
             self.publish(uri)  # no longer of a version of the document: of the file
 
     def forget(self, uri: str) -> None:
         """The document's analysis goes, and what it showed (a notebook closed, gbls turned off)."""
-        self.scheduler.cancel(uri)
+        self.scheduler.cancel(DocumentKey(uri))
         path = self.path_of(uri)
         analysed = self.session.forget(uri)
         self.text_document_publish_diagnostics(lsp.PublishDiagnosticsParams(uri=uri, diagnostics=[]))
@@ -596,7 +619,7 @@ class GblsServer(LanguageServer):
     def apply_settings(self, settings: Settings) -> None:
         was_enabled = self.settings.enable
         replaced = settings.worker_key() != self.settings.worker_key()
-        self.session.settings = settings
+        self.session.configure(settings)
         if not settings.enable:
             self.scheduler.cancel_all()
             for name in list(self._runs):

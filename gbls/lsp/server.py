@@ -44,11 +44,10 @@ def create_server() -> GblsServer:
     @server.feature(lsp.INITIALIZE)
     def initialize(ls: GblsServer, params: lsp.InitializeParams) -> None:
         ls.workspace.__class__ = GblsWorkspace  # pygls made it just now, before any document opens
-        ls.session.settings = ls.initial_settings = from_options(params.initialization_options)
         folders = [uris.to_fs_path(f.uri) for f in params.workspace_folders or []]
         if not folders and params.root_uri:
             folders = [uris.to_fs_path(params.root_uri)]
-        ls.session.folders = [os.path.abspath(f) for f in folders if f]
+        ls.begin(from_options(params.initialization_options), [f for f in folders if f])
 
     @server.feature(lsp.INITIALIZED)
     async def initialized(ls: GblsServer, params: lsp.InitializedParams) -> None:

@@ -66,6 +66,25 @@ def static_targets(sites: tuple[CompiledSite, ...]) -> tuple[StaticTarget, ...]:
     )
 
 
+@dataclass(frozen=True)
+class DocumentKey:
+    """A document's own analysis, by what its driver names documents by: the server's URI, the CLI's
+    path."""
+
+    name: str
+
+
+@dataclass(frozen=True)
+class RunKey:
+    """A run of the project (configured, or the one its tests make), by its name."""
+
+    name: str
+
+
+# What an analysis is of: what the scheduler runs, and what ``Session.results`` is keyed by.
+AnalysisKey = DocumentKey | RunKey
+
+
 class Analyser(Protocol):
     """What analyses a request: the warm worker, or (``gbls check --in-process``) this very process."""
 
@@ -124,12 +143,21 @@ def entry_of(run: Run) -> str:
 
 
 class Session:
-    def __init__(self, settings: Settings, folders: list[str], text_of: TextOf, cwd: str = "") -> None:
-        """``cwd``: the folder files start in, as their users start them there (the CLI's working
+    def __init__(
+        self,
+        settings: Settings,
+        folders: list[str],
+        text_of: TextOf,
+        persistent: Persistent | None = None,
+        cwd: str = "",
+    ) -> None:
+        """``persistent``: the persistent cache (``engine.store``); None: every analysis runs.
+        ``cwd``: the folder files start in, as their users start them there (the CLI's working
         directory); "": each file's workspace folder, as VS Code's "Run Python File" has it."""
         self.settings = settings
         self.folders = [os.path.abspath(folder) for folder in folders]
         self.text_of = text_of
+        self.persistent = persistent
         self.cwd = cwd
         self._documents: dict[str, Document] = {}
         self._runs: dict[str, Analysed] = {}
@@ -137,10 +165,13 @@ class Session:
         self._worker: Worker | None = None
         self._worker_key: tuple[str, str, bool] | None = None
         self._stopping: set[asyncio.Task[None]] = set()
-        # The persistent cache (``engine.store``); None: every analysis runs.
-        self.persistent: Persistent | None = None
         self.torch = ""  # the torch version of the cache's reports, for a check no worker ran
         self.served = 0  # the analyses it served
+
+    def configure(self, settings: Settings) -> None:
+        """The client's new settings: the next analysis runs with them (a worker with another
+        interpreter, sandbox or GPU is replaced when it is next needed)."""
+        self.settings = settings
 
     # -- the worker -------------------------------------------------------------------------
 
@@ -348,11 +379,12 @@ class Session:
 
     # -- every analysis, by file --------------------------------------------------------------
 
-    def results(self) -> Iterator[tuple[str, Analysed]]:
-        """Every analysis's last result: documents' by their keys, runs' by ``run:`` and their names."""
-        yield from self.analysed()
+    def results(self) -> Iterator[tuple[AnalysisKey, Analysed]]:
+        """Every analysis's last result: documents' and runs'."""
+        for key, analysed in self.analysed():
+            yield DocumentKey(key), analysed
         for name, analysed in self._runs.items():
-            yield f"run:{name}", analysed
+            yield RunKey(name), analysed
 
     def view(self, path: str) -> FileReport | None:
         """What every analysis and every imported trace says about the file ``path``; None if none
@@ -380,9 +412,8 @@ class Session:
         """Whether a trace says something of ``path``: an edit of it can hide what it says."""
         return any(path in seen for seen in self._imports.values())
 
-    def executing(self, path: str) -> list[str]:
-        """The analyses (keys as ``results`` names them) whose results an edit of ``path`` can change:
-        those that executed it."""
+    def executing(self, path: str) -> list[AnalysisKey]:
+        """The analyses whose results an edit of ``path`` can change: those that executed it."""
         return [
             key
             for key, analysed in self.results()
