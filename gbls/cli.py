@@ -18,14 +18,15 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from . import __version__, doctor, output
+from . import __version__, doctor
 from .engine import baseline, reach, runs, views
 from .engine.baseline import Entry
 from .engine.fixes import policy
 from .engine.fixes.edits import apply
 from .engine.model import FileReport, failure_report
-from .engine.sources import Sources, read_source, source_encoding, why_unreadable
+from .engine.sources import Sources, python_files, read_source, source_encoding, why_unreadable
 from .engine.store import FOLDER
+from .formats import common, text
 from .reaching import Reaching
 from .runtime import persistent
 from .runtime.errors import WorkerError
@@ -40,7 +41,6 @@ from .worker.shared.workspace import in_workspace
 if TYPE_CHECKING:  # a check answered from the cache imports neither the traces' reader nor SARIF
     from .traces.load import Imported
 
-SKIPPED_FOLDERS = {"__pycache__", "node_modules", "site-packages", "build", "dist"}
 PARALLEL = max(1, min(4, os.cpu_count() or 1))
 
 
@@ -49,7 +49,7 @@ def mentions_compile(path: str) -> bool:
     return b"compile" in (read_source(path) or "").encode()
 
 
-def python_files(paths: list[str], only_compiling: bool = False) -> Iterator[str]:
+def checked_files(paths: list[str], only_compiling: bool = False) -> Iterator[str]:
     """Named files as given (with ``only_compiling``, those that mention compile); in folders, the .py
     files that mention compile."""
     for path in paths:
@@ -57,17 +57,10 @@ def python_files(paths: list[str], only_compiling: bool = False) -> Iterator[str
             if not only_compiling or mentions_compile(path):
                 yield os.path.abspath(path)
             continue
-        for folder, subfolders, files in os.walk(path):
-            subfolders[:] = sorted(
-                d
-                for d in subfolders
-                if not d.startswith(".") and d not in SKIPPED_FOLDERS and "venv" not in d
-            )
-            for name in sorted(files):
-                if name.endswith(".py"):
-                    full = os.path.abspath(os.path.join(folder, name))
-                    if mentions_compile(full):
-                        yield full
+        for found in python_files([path]):
+            full = os.path.abspath(found)
+            if mentions_compile(full):
+                yield full
 
 
 def _touches(report: FileReport, changed: set[str]) -> bool:
@@ -92,7 +85,7 @@ def diff(path: str, old: str, new: str) -> str:
 
     from .worker.shared.lines import split_lines
 
-    name = output.relative(path)
+    name = common.relative(path)
     lines = difflib.unified_diff(
         split_lines(old, keepends=True), split_lines(new, keepends=True), f"a/{name}", f"b/{name}"
     )
@@ -132,9 +125,9 @@ async def check(
     # directory is the project (a script's own package beside it, in a folder above it).
     outside = {os.path.dirname(path) for path in files} | {run.cwd for run in runs}
     folders = [workspace, *sorted(f for f in outside if not in_workspace(f, [workspace]))]
-    session = Session(settings, folders, read_source, cwd=workspace)
-    if cache_dir is not None:
-        session.persistent = Persistent(cache_dir, lambda note: print(f"gbls: {note}", file=sys.stderr))
+    say = lambda note: print(f"gbls: {note}", file=sys.stderr)  # noqa: E731
+    store = Persistent(cache_dir, say) if cache_dir is not None else None
+    session = Session(settings, folders, read_source, store, cwd=workspace)
     # What the cache holds first: when it holds everything, no worker starts.
     stored = await asyncio.gather(
         *(_stored(session, files, runs, index) for index in range(len(files) + len(runs)))
@@ -150,7 +143,7 @@ async def check(
         if session.worker.note:
             print(f"gbls: {session.worker.note}", file=sys.stderr)
     if cached and cache_dir is not None:
-        note = f"{len(cached)} of {len(stored)} analyses from the cache in {output.relative(cache_dir)}"
+        note = f"{len(cached)} of {len(stored)} analyses from the cache in {common.relative(cache_dir)}"
         print(f"gbls: {note}", file=sys.stderr)
     limit = asyncio.Semaphore(PARALLEL)
 
@@ -196,7 +189,7 @@ async def check(
                     handle.write(new)
             if taken:  # say what changed, then report what is left as the translator now sees it
                 said = [
-                    f"Fixed {brk.code} in {output.relative(path)}:{brk.span.line}: {chosen.title}"
+                    f"Fixed {brk.code} in {common.relative(path)}:{brk.span.line}: {chosen.title}"
                     for path, brk, chosen in taken
                 ]
                 print("\n".join(said), file=sys.stdout if reporting.format == "text" else sys.stderr)
@@ -230,7 +223,7 @@ def against_baseline(reports: list[FileReport], reporting: Reporting) -> baselin
     if reporting.update_baseline:
         entries = baseline.updated(entries, reports, path, read_source)
         baseline.dump(path, entries)
-        print(f"gbls: wrote {len(entries)} entries to {output.relative(path)}", file=sys.stderr)
+        print(f"gbls: wrote {len(entries)} entries to {common.relative(path)}", file=sys.stderr)
     return baseline.apply(reports, entries, path, read_source)
 
 
@@ -239,7 +232,7 @@ def print_reports(
     torch: str,
     fixes: policy.Fixes,
     reporting: Reporting,
-    runs: output.Ran | None = None,
+    runs: common.Ran | None = None,
     named: list[str] | None = None,
     traces: list[Imported] | None = None,
     why: Callable[[str], str] = lambda _: reach.NOTHING_REACHES,
@@ -247,31 +240,31 @@ def print_reports(
     """Print the reports as ``reporting`` says; the exit status. ``runs``: each project run and its
     analysis; ``named``: the files given, each of which must have been analysed; ``traces``: the
     traces imported; ``why``: why a named file no analysis ran code of is not analysed."""
-    from . import scanning
+    from .formats import github, json, sarif
 
     runs = runs or []
     for note in dict.fromkeys(note for report in reports for note in report.notes):
         print(f"gbls: {note}", file=sys.stderr)
-    unreached = output.unreached(reports, named or [], why)
+    unreached = common.unreached(reports, named or [], why)
     baselined = None
     if reporting.baseline:
         baselined = against_baseline(reports, reporting)
         reports = baselined.reports
         if baselined.removable and reporting.format not in ("text", "json"):
-            print(output.removable(baselined.path, baselined.removable), file=sys.stderr)
+            print(text.removable(baselined.path, baselined.removable), file=sys.stderr)
     if reporting.format == "json":
-        sys.stdout.write(output.to_json(reports, torch, fixes, baselined, runs, unreached, traces))
+        sys.stdout.write(json.render(reports, torch, fixes, baselined, runs, unreached, traces))
     elif reporting.format == "sarif":
-        sys.stdout.write(scanning.sarif(reports, unreached))
+        sys.stdout.write(sarif.render(reports, unreached))
     elif reporting.format == "github":
-        sys.stdout.write(scanning.github(reports, unreached))
+        sys.stdout.write(github.render(reports, unreached))
     else:
-        sys.stdout.write(output.text(reports, fixes, baselined, runs, unreached))
+        sys.stdout.write(text.render(reports, fixes, baselined, runs, unreached))
     if reporting.sarif_file:
         with open(reporting.sarif_file, "w", encoding="utf-8") as handle:
-            handle.write(scanning.sarif(reports, unreached))
+            handle.write(sarif.render(reports, unreached))
     failed = any(report.status != "ok" for report in reports) or any(r.status != "ok" for _, r in runs)
-    if failed or output.unanalysed(reports) or unreached:
+    if failed or common.unanalysed(reports) or unreached:
         return 2  # CI never stays green on code gbls did not run
     limit_hit = any(problem.limit is not None for report in reports for problem in report.problems)
     return 1 if limit_hit or any(report.breaks for report in reports) else 0
@@ -500,7 +493,7 @@ def main(argv: list[str] | None = None) -> int:
             return 2
         configured = found.runs
         paths = [] if configured else ["."]
-    files = list(python_files(paths, arguments.only_compiling))
+    files = list(checked_files(paths, arguments.only_compiling))
     if arguments.in_process:
         return asyncio.run(check_in_process(files, settings, reporting))
     return asyncio.run(

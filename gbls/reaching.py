@@ -7,10 +7,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from . import output
 from .engine import reach, reaching_tests
 from .engine.model import FileReport
 from .engine.sources import read_source
+from .formats import common
 from .runtime.session import Session
 from .worker.shared.protocol import Run
 
@@ -40,7 +40,7 @@ class Reaching:
         unanalysed = [
             r.path for r in reports if any(not f.analysed and f.path == r.path for f in r.functions)
         ]
-        unreached = [*output.unreached(reports, self.named, lambda _: ""), *unanalysed]
+        unreached = [*common.unreached(reports, self.named, lambda _: ""), *unanalysed]
         tests = reaching_tests.tests_of(unreached, self.folder, read_source) if unreached else []
         if not tests:
             return None

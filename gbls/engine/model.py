@@ -15,13 +15,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ..worker.shared.protocol import EAGER, Break, Code, Feature, Function, Graph, Guard, Recompile
+from ..worker.shared.workspace import library_of
 from .ranges import Span
 
 # How each setting that makes a break raise is written in the user's code.
 RAISING_SETTINGS = {"fullgraph": "fullgraph=True", "error_on_graph_break": "error_on_graph_break(True)"}
 
-# Where installed packages live: a root cause there is its library's to remove.
-INSTALLED = ("site-packages", "dist-packages")
 # Hint classes that say Dynamo could trace the code, or is wrong about it: PyTorch's to act on.
 PYTORCH_CLASSES = ("dynamo_bug", "supportable", "difficult")
 
@@ -172,9 +171,7 @@ class BreakReport:
     @property
     def library(self) -> str:
         """The installed package the root cause is in (``transformers``, ``torch``), or ""."""
-        parts = self.root.path.replace("\\", "/").split("/")
-        found = [index for index, part in enumerate(parts) if part in INSTALLED]
-        return parts[found[-1] + 1].removesuffix(".py") if found and found[-1] + 1 < len(parts) else ""
+        return library_of(self.root.path)
 
     @property
     def owner(self) -> str:

@@ -12,16 +12,13 @@ from __future__ import annotations
 
 import ast
 import os
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable
 
 from . import reaching_tests
 from .cache import workspace_imports
 from .discovery import find_compiled
 from .model import FileReport
-from .sources import TextOf
-
-SKIPPED = {"__pycache__", "node_modules", "site-packages", "dist-packages", "build", "dist"}
-MOST_FILES = 5000  # a workspace is searched this far for importers: a big monorepo stops here
+from .sources import MOST_FILES, TextOf, python_files
 
 NOTHING_REACHES = (
     "nothing compiles this file: it has no compile site of its own, and neither a configured run, a "
@@ -52,29 +49,13 @@ def importers(path: str, folder: str, text_of: TextOf) -> list[str]:
     """The files of the workspace folder ``folder`` with a compile site of their own that import
     ``path``, directly or not (imports resolved as that folder's files resolve them)."""
     found = []
-    for candidate in python_files([folder]):
+    for candidate in python_files([folder], MOST_FILES):
         # A test runs as pytest runs it (the tests that reach a file), not as a file of its own.
         if candidate == path or reaching_tests.is_test_file(candidate) or not compiles(candidate, text_of):
             continue
         if path in workspace_imports(candidate, [folder], text_of):
             found.append(candidate)
     return found
-
-
-def python_files(folders: Iterable[str]) -> Iterator[str]:
-    """The workspace's Python files, in order, without environments, builds and hidden folders."""
-    count = 0
-    for root in folders:
-        for folder, subfolders, files in os.walk(root):
-            subfolders[:] = sorted(
-                d for d in subfolders if not d.startswith(".") and d not in SKIPPED and "venv" not in d
-            )
-            for name in sorted(files):
-                if name.endswith(".py"):
-                    count += 1
-                    if count > MOST_FILES:
-                        return
-                    yield os.path.join(folder, name)
 
 
 def unreached(path: str, analyses: Iterable[FileReport], folder: str) -> str:

@@ -12,15 +12,12 @@ from __future__ import annotations
 
 import ast
 import os
-from collections.abc import Iterator
 
 from ..worker.shared.protocol import Run
 from . import runs
 from .cache import _imported_names
-from .sources import TextOf
+from .sources import MOST_FILES, TextOf, python_files
 
-SKIPPED = {"__pycache__", "node_modules", "site-packages", "dist-packages", "build", "dist"}
-MOST_FILES = 5000  # a folder is searched this far for tests: a big monorepo stops here
 MOST_TESTS = 8  # test files run for one analysis: the run has one analysis's time budget
 
 
@@ -46,7 +43,7 @@ def tests_of(paths: list[str], folder: str, text_of: TextOf) -> list[str]:
     name the module of one of ``paths``, in path order: at most ``MOST_TESTS`` files."""
     found = sorted(path for path in paths if is_test_file(path))[:MOST_TESTS]
     wanted = {module_name(path) for path in paths} - {""}
-    for candidate in _test_files(folder):
+    for candidate in filter(is_test_file, python_files([folder], MOST_FILES)):
         if len(found) == MOST_TESTS:
             break
         if candidate not in found and wanted & set(_imported_names(text_of(candidate) or "", "")):
@@ -89,19 +86,3 @@ def test_in(path: str, line: int, source: str) -> str:
             break
         body = inner.body
     return "::".join(names) if names and names[-1].startswith("test") else ""
-
-
-def _test_files(folder: str) -> Iterator[str]:
-    count = 0
-    for root, subfolders, files in os.walk(folder):
-        subfolders[:] = sorted(
-            d for d in subfolders if not d.startswith(".") and d not in SKIPPED and "venv" not in d
-        )
-        for name in sorted(files):
-            if not name.endswith(".py"):
-                continue
-            count += 1
-            if count > MOST_FILES:
-                return
-            if is_test_file(name):
-                yield os.path.join(root, name)

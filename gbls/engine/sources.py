@@ -1,4 +1,5 @@
-"""Source texts: read from disk safely, decoded as Python would, and parsed once per request.
+"""Source texts: found in the workspace, read from disk safely, decoded as Python would, and parsed
+once per request.
 
 A path may come from the analysed code (a frame of a forged break, a ``co_filename`` of
 ``/dev/zero``), so only regular files of bounded size are read, without ever blocking.
@@ -11,13 +12,37 @@ import io
 import os
 import stat
 import tokenize
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Iterator
 
 from ..worker.shared.lines import split_lines
+from ..worker.shared.workspace import INSTALLED
 
 MAX_SOURCE_BYTES = 16 << 20
+# Folders that hold none of the user's code: caches, installed packages, builds; hidden folders and
+# environments (``*venv*``) neither.
+SKIPPED_FOLDERS = {"__pycache__", "node_modules", "build", "dist", *INSTALLED}
+MOST_FILES = 5000  # a workspace is searched this far for importers and tests: a big monorepo stops here
 
 TextOf = Callable[[str], str | None]
+
+
+def python_files(folders: Iterable[str], most: int | None = None) -> Iterator[str]:
+    """The Python files under ``folders``, in path order, without environments, builds and hidden
+    folders: at most ``most`` of them."""
+    count = 0
+    for root in folders:
+        for folder, subfolders, files in os.walk(root):
+            subfolders[:] = sorted(
+                d
+                for d in subfolders
+                if not d.startswith(".") and d not in SKIPPED_FOLDERS and "venv" not in d
+            )
+            for name in sorted(files):
+                if name.endswith(".py"):
+                    count += 1
+                    if most is not None and count > most:
+                        return
+                    yield os.path.join(folder, name)
 
 
 def read_bytes(path: str) -> bytes | None:

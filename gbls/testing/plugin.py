@@ -88,15 +88,13 @@ def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
     path = project.baseline_path
     if path is None:
         return
-    from .. import output  # only here: the fixes' catalogue it imports takes a while (jedi)
+    from ..formats import common, text  # only here: text imports the fixes' catalogue, which takes a while
 
     if project.update:
         terminalreporter.write_line(
-            f"gbls: wrote {len(project.updated())} entries to {output.relative(str(path))}"
+            f"gbls: wrote {len(project.updated())} entries to {common.relative(str(path))}"
         )
         return
     removable = project.removable()
     if removable:
-        terminalreporter.write_line(
-            f"gbls: {output.removable(str(path), removable, '--gbls-update-baseline')}"
-        )
+        terminalreporter.write_line(f"gbls: {text.removable(str(path), removable, '--gbls-update-baseline')}")

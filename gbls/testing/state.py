@@ -12,8 +12,7 @@ from pathlib import Path
 
 from ..engine import baseline
 from ..engine.baseline import Entry
-
-INSTALLED = ("site-packages", "dist-packages")
+from ..worker.shared.workspace import installed, library_of
 
 
 class Project:
@@ -32,10 +31,8 @@ class Project:
     def owns(self, path: str) -> bool:
         """Whether ``path`` is the project's own code: under its root but not in an environment there,
         or its package (named as the root's folder), wherever it is installed."""
-        parts = Path(path).parts
-        installed = next((index for index, part in enumerate(parts) if part in INSTALLED), None)
-        if installed is not None:
-            return parts[installed + 1 : installed + 2] == (self.package,)
+        if installed(path):
+            return library_of(path) == self.package
         return Path(path).is_relative_to(self.root)
 
     def relative(self, path: str) -> str:

@@ -12,11 +12,11 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..worker.shared.workspace import INSTALLED, installed
 from .breaks import LoggedBreak
 from .records import Record, TraceFile, interned
 
 STDLIB = re.compile(r"/lib/python3\.\d+/")
-INSTALLED = ("/site-packages/", "/dist-packages/")
 # Why Dynamo refused a compilation: "… exceeding the recompile_limit cache size limit (currently set to 8)"
 CONFIGURED = re.compile(r'"((?:recompile|cache_size)_limit)": (\d+)')
 LIMIT = re.compile(r"exceeding the (\w+_limit)\b.*?\((?:currently set to )?(\d+)\)", re.S)
@@ -59,7 +59,7 @@ def user_file(torch_dirs: set[str]) -> Callable[[str], bool]:
     def mine(path: str) -> bool:
         if not path or path.startswith("<") or path.startswith(tuple(torch_dirs)):
             return False
-        return not (STDLIB.search(path) and not any(part in path for part in INSTALLED))
+        return not (STDLIB.search(path) and not installed(path))
 
     return mine
 
@@ -71,7 +71,7 @@ def torch_dirs(paths: Iterable[str]) -> set[str]:
     for path in paths:
         for marker in (
             f"{os.sep}torch{os.sep}_dynamo{os.sep}",
-            *(f"{part}torch{os.sep}" for part in INSTALLED),
+            *(f"{os.sep}{part}{os.sep}torch{os.sep}" for part in INSTALLED),
         ):
             index = path.find(marker)
             if index >= 0:

@@ -15,11 +15,11 @@ import os
 import re
 import stat
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from ..engine.sources import TextOf
 from ..worker.shared.merge import merge
-from ..worker.shared.protocol import OK, Request, Result
+from ..worker.shared.protocol import Request, Result
 from ..worker.shared.workspace import in_workspace
 from . import logs, records
 from .breaks import parse as parse_break
@@ -226,14 +226,5 @@ def _process(
     )
     events = translator.translate(found)
     merged = merge(events, Request(id="", path=entry, source="", workspace=workspace[0] if workspace else ""))
-    result = Result(
-        path=entry,
-        status=OK,
-        functions=merged.functions,
-        breaks=merged.breaks,
-        graphs=merged.graphs,
-        recompiles=merged.recompiles,
-        torch=torch,
-        notes=tuple(translator.notes()),
-    )
+    result = replace(merged, torch=torch, notes=tuple(translator.notes()))
     return Process(path, rank, result, tuple(c.compile_id for c in found))

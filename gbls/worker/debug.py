@@ -16,7 +16,7 @@ from collections.abc import Callable
 
 import torch
 
-from .analysis.run import run
+from .analysis.run import analyse
 from .shared import events
 from .shared.events import Event
 from .shared.protocol import Request, Result
@@ -34,14 +34,14 @@ class InProcess:
         return "in-process"
 
     async def analyse(self, request: Request) -> Result:
-        return analyse(request, show)
+        return analyse_here(request, show)
 
 
 def show(event: Event) -> None:
     print(f"gbls event: {events.encode(event).decode().rstrip()}", file=sys.stderr)
 
 
-def analyse(request: Request, show: Callable[[Event], None] | None = None) -> Result:
+def analyse_here(request: Request, show: Callable[[Event], None] | None = None) -> Result:
     """Analyse ``request`` here; ``show`` sees each event as the analysis emits it.
 
     The program's own output (and pdb's) goes to stderr, so that stdout stays the caller's.
@@ -62,7 +62,7 @@ def analyse(request: Request, show: Callable[[Event], None] | None = None) -> Re
     try:
         if request.cwd:  # where the forked child would run it (without a layer: writes are real here)
             os.chdir(request.cwd)
-        run(request, emit, offline=False, startup=frozenset(sys.modules))
+        analyse(request, emit, offline=False, startup=frozenset(sys.modules))
     finally:
         sys.stdout.flush()
         os.dup2(saved_stdout, 1)

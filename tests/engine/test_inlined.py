@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import pytest
 
+from gbls.formats.common import unanalysed
 from gbls.lsp.codelens import lens_title
-from gbls.output import unanalysed
 
 from ..support import FIXTURES
 from ..support.torchlog import logged_script

@@ -16,10 +16,10 @@ import torch
 from lsprotocol import types as lsp
 
 from gbls.engine.model import BreakReport, FileReport
+from gbls.formats import text
 from gbls.lsp.diagnostics import file_diagnostics
 from gbls.lsp.hover import break_markdown
 from gbls.lsp.markdown import Where
-from gbls.output import text
 from gbls.worker.shared.frames import base_name
 from gbls.worker.shared.protocol import SPLIT
 
@@ -225,7 +225,7 @@ async def test_a_break_under_fullgraph_raises(analyse_file: Analyse, tmp_path: P
         (9, lsp.DiagnosticSeverity.Error),
         (15, lsp.DiagnosticSeverity.Warning),
     ]
-    assert text([report], {}).endswith("Found 2 graph breaks (1 raises at run time) in 1 file.\n")
+    assert text.render([report], {}).endswith("Found 2 graph breaks (1 raises at run time) in 1 file.\n")
     await assert_breaks_as_without_the_flag(report, fixture, tmp_path / "fullgraph.py")
 
 

@@ -9,10 +9,10 @@ from pathlib import Path
 
 from gbls.engine.model import BreakReport, FileReport, Location, costliest_first
 from gbls.engine.ranges import Span
+from gbls.formats import json as json_format
+from gbls.formats import sarif
 from gbls.lsp.hover import break_markdown
 from gbls.lsp.markdown import Where
-from gbls.output import to_json
-from gbls.scanning import sarif
 from gbls.worker.shared.protocol import EAGER, Break, Frame, HintClass
 
 from ..support import FIXTURES
@@ -57,10 +57,10 @@ async def test_hint_classes_are_those_torch_gives_the_hints_it_logs(analyse_file
         assert branch.cause.classes == ("fundamental",)
         hover = break_markdown(branch, None, Where(branch.path, str(FIXTURES)))
         assert "Who can act" not in hover and "classes" not in hover  # your code: the hover stays short
-        result = sarif([report])
+        result = sarif.render([report])
         tags = [r["properties"]["tags"] for r in json.loads(result)["runs"][0]["results"]]
         assert ["fundamental", "owner:user"] in tags
-    document = json.loads(to_json([report], "", {}))
+    document = json.loads(json_format.render([report], "", {}))
     found = document["files"][0]["breaks"]
     assert [b["classes"] for b in found] == [list(b.cause.classes) for b in report.breaks]
     assert all(b["owner"] == {"kind": "user", "library": None} for b in found)
@@ -120,5 +120,5 @@ def test_a_functions_breaks_in_the_order_to_fix_them(tmp_path: Path) -> None:
     in_lines = (split, hit_twice, rest_eager, all_eager)
     assert costliest_first(in_lines) == (all_eager, rest_eager, hit_twice, split)
     report = FileReport(path, "ok", "", "", None, (), in_lines, (), "", "", 0.0)
-    ranks = [b["rank"] for b in json.loads(to_json([report], "", {}))["files"][0]["breaks"]]
+    ranks = [b["rank"] for b in json.loads(json_format.render([report], "", {}))["files"][0]["breaks"]]
     assert ranks == [4, 3, 2, 1]

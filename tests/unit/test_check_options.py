@@ -11,7 +11,7 @@ from pathlib import Path
 
 import yaml
 
-from gbls.cli import python_files
+from gbls.cli import checked_files
 
 from ..support.schema import gbls_json
 
@@ -37,8 +37,8 @@ def files(folder: Path) -> tuple[Path, Path]:
 
 def test_only_compiling_leaves_out_the_named_files_that_cannot_compile(tmp_path: Path) -> None:
     model, plain = files(tmp_path)
-    assert list(python_files([str(model), str(plain)])) == [str(model), str(plain)]
-    assert list(python_files([str(model), str(plain)], only_compiling=True)) == [str(model)]
+    assert list(checked_files([str(model), str(plain)])) == [str(model), str(plain)]
+    assert list(checked_files([str(model), str(plain)], only_compiling=True)) == [str(model)]
 
 
 def test_with_nothing_to_analyse_no_worker_starts(tmp_path: Path) -> None:

@@ -20,11 +20,11 @@ def test_ci_runs_the_readme_test_command_verbatim() -> None:
 
 
 def test_folders_are_walked_for_files_that_compile(tmp_path: Path) -> None:
-    from gbls.cli import python_files
+    from gbls.cli import checked_files
 
     (tmp_path / "pkg").mkdir()
     (tmp_path / "pkg" / "model.py").write_text("import torch\nf = torch.compile(lambda x: x)\n")
     (tmp_path / "pkg" / "plain.py").write_text("x = 1\n")
     (tmp_path / ".venv").mkdir()
     (tmp_path / ".venv" / "site.py").write_text("torch.compile\n")
-    assert list(python_files([str(tmp_path)])) == [str(tmp_path / "pkg" / "model.py")]
+    assert list(checked_files([str(tmp_path)])) == [str(tmp_path / "pkg" / "model.py")]

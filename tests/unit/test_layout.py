@@ -1,5 +1,6 @@
-"""The shape of the code: no import cycle in gbls, the worker's boundary. Modules are cut where their
-meaning ends, not at a line count: none is checked here.
+"""The shape of the code: no import cycle in gbls, the worker's boundary (the server side never
+imports torch; the worker imports the standard library, torch and itself only). Modules are cut
+where their meaning ends, not at a line count: none is checked here.
 
 Read from the sources' syntax (imports inside functions too), so that nothing is imported here.
 """
@@ -7,6 +8,7 @@ Read from the sources' syntax (imports inside functions too), so that nothing is
 from __future__ import annotations
 
 import ast
+import sys
 from pathlib import Path
 
 from ..support import ROOT
@@ -43,6 +45,17 @@ def imports_of(name: str, path: Path, known: set[str]) -> set[str]:
                 target = target.rpartition(".")[0]
             if target and target != name:
                 found.add(target)
+    return found
+
+
+def top_level_imports(path: Path) -> set[str]:
+    """The first part of each absolute import of the file: ``torch`` for ``import torch._dynamo``."""
+    found: set[str] = set()
+    for node in ast.walk(ast.parse(path.read_text(), str(path))):
+        if isinstance(node, ast.Import):
+            found |= {alias.name.split(".")[0] for alias in node.names}
+        elif isinstance(node, ast.ImportFrom) and not node.level and node.module:
+            found.add(node.module.split(".")[0])
     return found
 
 
@@ -84,4 +97,32 @@ def test_the_server_side_imports_only_the_shared_part_of_the_worker() -> None:
     assert {name: found for name, found in crossing.items() if found} == {
         "gbls.cli": ["gbls.worker.debug"],
         "gbls.testing.session": ["gbls.worker.analysis.capture", "gbls.worker.supervisor.record"],
+    }
+
+
+def test_the_server_side_never_imports_torch() -> None:
+    importing = {
+        name
+        for name, path in modules().items()
+        if not name.startswith("gbls.worker") and "torch" in top_level_imports(path)
+    }
+    # The pytest plugin's checks run in the project's own test process, which has torch.
+    assert importing == {"gbls.testing.checks", "gbls.testing.session"}
+
+
+def test_the_worker_imports_the_standard_library_torch_and_itself_only() -> None:
+    known = modules()
+    # Loaded as ``_gbls_worker`` in the user's interpreter: the rest of gbls is not there.
+    allowed = set(sys.stdlib_module_names) | {"torch", "_gbls_worker"}
+    outside = {
+        name: sorted(
+            {other for other in imports_of(name, path, set(known)) if not other.startswith("gbls.worker")}
+            | {top for top in top_level_imports(path) if top not in allowed}
+        )
+        for name, path in known.items()
+        if name.startswith("gbls.worker")
+    }
+    # The start-up hook imports the sitecustomize it stands in for.
+    assert {name: found for name, found in outside.items() if found} == {
+        "gbls.worker.spawned.site.sitecustomize": ["sitecustomize"]
     }

@@ -8,8 +8,8 @@ import json
 import jsonschema
 import pytest
 
-from gbls import output
 from gbls.engine.model import failure_report
+from gbls.formats import json as json_format
 
 from ..support.schema import SCHEMA, gbls_json
 
@@ -20,7 +20,7 @@ def test_the_schema_is_a_json_schema() -> None:
 
 def test_an_undocumented_property_is_refused() -> None:
     document = json.loads(
-        output.to_json([failure_report("/m.py", "io", "cannot read the file")], "2.13.0", {})
+        json_format.render([failure_report("/m.py", "io", "cannot read the file")], "2.13.0", {})
     )
     assert gbls_json(json.dumps(document))["files"][0]["failure"]["kind"] == "io"
     document["files"][0]["extra"] = 1

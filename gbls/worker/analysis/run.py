@@ -41,7 +41,7 @@ from ..shared.events import (
 from ..shared.frames import base_name
 from ..shared.lines import split_lines
 from ..shared.protocol import Request, Run
-from ..shared.workspace import in_workspace, lines_of, roots_of
+from ..shared.workspace import in_workspace, installed, own_file, roots_of
 from .capture import Capture, Emit
 from .children import Children
 from .cuda import ToCpu, cap_gpu_memory, why_mapped
@@ -60,7 +60,7 @@ from .tampering import replaced
 from .uncalled import Attempts, Runner
 
 
-def run(
+def analyse(
     request: Request,
     emit: Emit,
     offline: bool,
@@ -71,7 +71,7 @@ def run(
     ``startup``: the modules a plain interpreter has imported before it runs a file; ``children``:
     the events of the interpreters the program starts, if they get gbls's capture."""
     path = request.path
-    own = lines_of(request)
+    own = own_file(request)
     warm = frozenset(sys.modules)  # what the warm worker had imported: the rest is this analysis's
     relay = children.relay if children is not None else lambda: None
     disabled = disabled_by_environment()
@@ -239,7 +239,7 @@ def _libraries(warm: frozenset[str], roots: list[str]) -> tuple[str, ...]:
         file = getattr(module, "__file__", None)
         if name in warm or not isinstance(file, str) or in_workspace(file, roots):
             continue
-        if any(f"{os.sep}{part}{os.sep}" in file for part in ("site-packages", "dist-packages")):
+        if installed(file):
             names.add(name)
     return tuple(sorted(names))
 

@@ -166,7 +166,7 @@ def run(
         _fresh_random_state()
         _fresh_thread_pool()
         from ..analysis.children import Children
-        from ..analysis.run import run as analyse
+        from ..analysis.run import analyse
 
         analyse(
             request, emit, offline, startup, Children(interpreters.arm(key, scratch, request), forward, key)

@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Iterable
-from dataclasses import dataclass, replace
+from dataclasses import replace
 
 from .events import (
     BreakEvent,
@@ -42,7 +42,20 @@ from .events import (
     TargetEvent,
     VerdictEvent,
 )
-from .protocol import EAGER, SPLIT, Break, Code, Effect, Frame, Function, Graph, Recompile, Request
+from .protocol import (
+    EAGER,
+    OK,
+    SPLIT,
+    Break,
+    Code,
+    Effect,
+    Frame,
+    Function,
+    Graph,
+    Recompile,
+    Request,
+    Result,
+)
 from .ranks import fold_processes, in_order
 from .workspace import in_workspace, roots_of
 
@@ -130,16 +143,6 @@ class _Group:
         )
 
 
-@dataclass(frozen=True)
-class Merged:
-    """What the analysis found, as the result carries it."""
-
-    functions: tuple[Function, ...]
-    breaks: tuple[Break, ...]
-    graphs: tuple[Graph, ...]
-    recompiles: tuple[Recompile, ...]
-
-
 def discarded_attempts(events: list[Event]) -> set[int]:
     return {event.attempt for event in events if isinstance(event, DiscardEvent)}
 
@@ -151,10 +154,11 @@ def live_events(events: Iterable[Event]) -> list[Event]:
     return [event for event in events if isinstance(event, DiscardEvent) or event.attempt not in discarded]
 
 
-def merge(events: Iterable[Event], request: Request, timed_out: bool = False) -> Merged:
-    """The analysis's compiled functions: those of the workspace (whether they ran or not) and every
-    other one the program called (a library's own ``@torch.compile``); ``timed_out``: the analysis
-    was stopped by its timeout (what never ran may be what it did not reach)."""
+def merge(events: Iterable[Event], request: Request, timed_out: bool = False) -> Result:
+    """The result of the analysis's compiled functions: those of the workspace (whether they ran or
+    not) and every other one the program called (a library's own ``@torch.compile``), with their
+    breaks, graphs and recompilations; ``timed_out``: the analysis was stopped by its timeout (what
+    never ran may be what it did not reach). How the analysis ended is the caller's to add."""
     path = request.path
     roots = roots_of(request)
     every = list(events)
@@ -196,7 +200,14 @@ def merge(events: Iterable[Event], request: Request, timed_out: bool = False) ->
         for event in events
         if isinstance(event, GraphEvent) and event.target in targets
     )
-    return Merged(functions, breaks, graphs, _recompiles(compilations, targets))
+    return Result(
+        path=path,
+        status=OK,
+        functions=functions,
+        breaks=breaks,
+        graphs=graphs,
+        recompiles=_recompiles(compilations, targets),
+    )
 
 
 def _recompiles(compilations: list[FrameEvent], targets: dict[int, TargetEvent]) -> tuple[Recompile, ...]:

@@ -21,10 +21,18 @@ def installed(path: str) -> bool:
     return bool(set(INSTALLED) & set(path.replace("\\", "/").split("/")))
 
 
+def library_of(path: str) -> str:
+    """The installed package (or module) ``path`` is in: ``transformers`` for
+    ``…/site-packages/transformers/models/bert/modeling_bert.py``; "" where it is not installed."""
+    parts = path.replace("\\", "/").split("/")
+    found = [index for index, part in enumerate(parts) if part in INSTALLED]
+    return parts[found[-1] + 1].removesuffix(".py") if found and found[-1] + 1 < len(parts) else ""
+
+
 def in_workspace(path: str, roots: Iterable[str]) -> bool:
     """Whether ``path`` is a file of one of the workspace folders ``roots`` (an environment
     installed inside one, ``.venv/lib/python3.11/site-packages``, is not the user's code)."""
-    if not os.path.isabs(path) or any(f"{os.sep}{part}{os.sep}" in path for part in INSTALLED):
+    if not os.path.isabs(path) or installed(path):
         return False
     if path.startswith(GBLS_DIR):
         return False
@@ -40,7 +48,7 @@ def roots_of(request: Request) -> list[str]:
     return [os.path.abspath(root) for root in dict.fromkeys(roots) if root]
 
 
-def lines_of(request: Request) -> Callable[[str], bool]:
+def own_file(request: Request) -> Callable[[str], bool]:
     """The files whose lines say where the program is (where it failed, hung or was stopped): the
     analysed file, or for a run every file of the workspace."""
     if request.run is None:

@@ -10,7 +10,7 @@ from typing import TypeVar
 from ..fork import limits
 from ..shared.events import DoneEvent, Event, ExitEvent, FailureEvent, ForkEvent, StuckEvent
 from ..shared.protocol import CANCELLED, TIMEOUT, Failure, Request
-from ..shared.workspace import lines_of
+from ..shared.workspace import own_file
 
 # Ended by the parent, besides protocol.TIMEOUT and protocol.CANCELLED.
 PROCESSES = "processes"
@@ -105,7 +105,7 @@ def line_running(output: str, request: Request) -> tuple[str, int | None]:
     dump = output.rsplit("(most recent call first):", 1)
     if len(dump) < 2:
         return "", None
-    own = lines_of(request)
+    own = own_file(request)
     for match in re.finditer(r'File "([^"]+)", line (\d+)', dump[1]):
         if own(match.group(1)):
             return _other(match.group(1), request), int(match.group(2))

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import time
 from collections import deque
+from dataclasses import replace
 
 from ..shared import events, processes
 from ..shared.events import (
@@ -186,8 +187,8 @@ def result_of(
     ``ended_by``: what the parent stopped it for ("" if it ended by itself); ``status``: its wait
     status; ``unreadable``: event lines that were not gbls's; ``truncated``: what was dropped.
     """
-    found = merge(events, request, timed_out=ended_by == TIMEOUT)
-    breaks = found.breaks
+    merged = merge(events, request, timed_out=ended_by == TIMEOUT)
+    breaks = merged.breaks
     truncated = list(truncated or ())
     if len(breaks) > MAX_BREAKS:
         truncated.append(f"only the first {MAX_BREAKS} of {len(breaks)} graph breaks are shown")
@@ -216,14 +217,11 @@ def result_of(
         result_status = ERROR
     else:
         result_status = OK
-    return Result(
-        path=request.path,
+    return replace(
+        merged,
         status=result_status,
         failure=failure,
-        functions=found.functions,
         breaks=breaks,
-        graphs=found.graphs,
-        recompiles=found.recompiles,
         output=output,
         torch=torch_version,
         seconds=seconds,

@@ -1,18 +1,17 @@
-"""The outputs for code scanning and CI: SARIF 2.1.0 (for upload to code scanning) and GitHub
-workflow annotations.
-
-Lines and columns are 1-based here; ends are exclusive.
-"""
+"""The SARIF 2.1.0 output, for upload to code scanning: each finding a result, a break's chain its
+related locations."""
 
 from __future__ import annotations
 
 import json
 from typing import Any
 
-from . import __version__
-from .engine.model import LIMIT_CODE, BreakReport, FileReport, Provenance, imported_from
-from .engine.ranges import Span
-from .output import message_of, problem_text, provenance_json, relative, where
+from .. import __version__
+from ..engine.model import LIMIT_CODE, BreakReport, FileReport, Provenance, imported_from
+from ..engine.ranges import Span
+from .common import relative
+from .json import provenance_json
+from .text import problem_text
 
 
 def _tags(brk: BreakReport) -> list[str]:
@@ -45,7 +44,7 @@ def _properties(brk: BreakReport | None, provenance: Provenance | None) -> dict[
     return {"properties": properties} if properties else {}
 
 
-def sarif(reports: list[FileReport], missed: dict[str, str] | None = None) -> str:
+def render(reports: list[FileReport], missed: dict[str, str] | None = None) -> str:
     rules: dict[str, dict[str, Any]] = {}
     results = []
     for report in reports:
@@ -151,41 +150,3 @@ def sarif(reports: list[FileReport], missed: dict[str, str] | None = None) -> st
         ],
     }
     return json.dumps(document, indent=2) + "\n"
-
-
-def _escape(value: str) -> str:
-    return value.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
-
-
-def github(reports: list[FileReport], missed: dict[str, str] | None = None) -> str:
-    lines = []
-    for report in reports:
-        path = relative(report.path)
-        for brk in report.breaks:
-            s = brk.span
-            level = "error" if brk.raises else "warning"
-            lines.append(
-                f"::{level} title=gbls ({brk.code}),file={path},line={s.line},col={s.column + 1},"
-                f"endLine={s.end_line},endColumn={s.end_column + 1}::"
-                + _escape(f"{path}:{where(s)}: {brk.code} {message_of(brk)}")
-            )
-        for problem in report.problems:
-            s = problem.span
-            level = "error" if problem.limit else "warning"
-            lines.append(
-                f"::{level} title=gbls ({problem.code}),file={path},line={s.line},col={s.column + 1},"
-                f"endLine={s.end_line},endColumn={s.end_column + 1}::"
-                + _escape(
-                    f"{path}:{where(s)}: {problem.code} {problem.message}{imported_from(problem.provenance)}"
-                )
-            )
-        if report.message and report.failure_span is not None:
-            s = report.failure_span
-            lines.append(
-                f"::error title=gbls,file={path},line={s.line},col={s.column + 1}::" + _escape(report.message)
-            )
-        if report.path in (missed or {}):
-            lines.append(
-                f"::error title=gbls,file={path},line=1,col=1::" + _escape((missed or {})[report.path])
-            )
-    return "\n".join(lines) + ("\n" if lines else "")

@@ -1,0 +1,41 @@
+"""What every output format says alike: paths as the user reads them, a file's status, and what gbls
+did not analyse (which no format may pass for clean)."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+
+from ..engine.model import FileReport
+from ..worker.shared.protocol import Run
+
+# A project run as the outputs list it: what ran, and the analysis of it.
+Ran = list[tuple[Run, FileReport]]
+
+
+def relative(path: str) -> str:
+    try:
+        relative = os.path.relpath(path)
+    except ValueError:
+        return path
+    return path if relative.startswith("..") else relative
+
+
+def status(report: FileReport) -> str:
+    return report.status if report.status in ("ok", "timeout") else "error"
+
+
+def unanalysed(reports: list[FileReport]) -> int:
+    """Compile sites gbls did not run: none of them may pass for clean."""
+    return sum(1 for report in reports for function in report.functions if not function.analysed)
+
+
+def unreached(reports: list[FileReport], named: list[str], why: Callable[[str], str]) -> dict[str, str]:
+    """The files asked for whose code no analysis translated, though it ran, each with why (``why``
+    of its path, after "not analysed: "): they are not analysed, never clean. A file whose analysis
+    failed (a syntax error) says its failure instead."""
+    return {
+        report.path: f"not analysed: {why(report.path)}"
+        for report in reports
+        if report.path in named and not report.translated and not report.failure_kind
+    }
