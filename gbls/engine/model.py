@@ -13,7 +13,9 @@ converts to UTF-16 and the CLI to 1-based columns.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Literal
 
+from ..worker.shared import protocol
 from ..worker.shared.protocol import EAGER, Break, Code, Feature, Function, Graph, Guard, Recompile
 from ..worker.shared.workspace import library_of
 from .ranges import Span
@@ -385,12 +387,17 @@ class CudaOnlyReport:
         return f"not checkable here: `{self.call}` needs a GPU, and CUDA was mapped to the CPU: {done}"
 
 
+# Why a report failed: the worker's word (``protocol.FailureKind``), or the engine's own: "io" (the
+# file could not be read), "internal" (gbls itself failed); "" when it did not fail.
+FailureKind = Literal[protocol.FailureKind, "io", "internal", ""]
+
+
 @dataclass(frozen=True)
 class FileReport:
     path: str
-    status: str
+    status: protocol.Status
     message: str
-    failure_kind: str
+    failure_kind: FailureKind
     failure_span: Span | None
     functions: tuple[FunctionReport, ...]
     breaks: tuple[BreakReport, ...]
@@ -434,7 +441,7 @@ class FileReport:
         return tuple(r for r in self.recompiles if r.function == qualname)
 
 
-def failure_report(path: str, kind: str, message: str) -> FileReport:
+def failure_report(path: str, kind: FailureKind, message: str) -> FileReport:
     """A file that could not be analysed at all (unreadable, no worker): one message on its first line."""
     return FileReport(
         path=path,

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable
-from typing import Any
+from typing import Any, Literal
 
 from lsprotocol import types as lsp
 from pygls import uris
@@ -60,7 +60,7 @@ def to_span(range_: lsp.Range, lines: list[str]) -> Span:
     )
 
 
-def break_data(brk: BreakReport, kind: str = "break") -> dict[str, Any]:
+def break_data(brk: BreakReport, kind: Literal["break", "split"] = "break") -> dict[str, Any]:
     """What finds the break again for a code action: its file and its key."""
     return {"kind": kind, "file": brk.path, "key": list(brk.key)}
 

@@ -12,7 +12,7 @@ import pytest
 from lsprotocol import types as lsp
 
 from gbls.engine import run_remedy, runs
-from gbls.engine.model import failure_report
+from gbls.engine.model import FailureKind, failure_report
 from gbls.engine.sources import Sources, read_source
 from gbls.lsp.actions import run_actions
 from gbls.worker.shared.protocol import Run
@@ -189,7 +189,9 @@ def test_the_run_appended_to_pyproject_toml_reads_back(tmp_path: Path, before: s
     assert read.problems == () and read.runs[-1] == run
 
 
-def offered(folder: Path, script: Path, kind: str, message: str, executed: tuple[str, ...]) -> list[str]:
+def offered(
+    folder: Path, script: Path, kind: FailureKind, message: str, executed: tuple[str, ...]
+) -> list[str]:
     """The titles of the code actions offered on the failure diagnostic of ``script``."""
     report = dataclasses.replace(failure_report(str(script), kind, message), executed=executed)
     diagnostic = lsp.Diagnostic(
