@@ -29,7 +29,7 @@ from pygls import uris
 from pygls.lsp.server import LanguageServer
 
 from .. import __version__
-from ..engine import reach
+from ..engine import reach, runs
 from ..engine.model import BreakReport, FileReport, FunctionReport, failure_report
 from ..engine.sources import Sources, read_source
 from ..runtime import persistent
@@ -40,7 +40,7 @@ from ..settings import Settings, from_options
 from ..worker.shared.protocol import Run
 from . import notebooks, project, traces
 from .actions import offer
-from .diagnostics import configured, file_diagnostics, split_diagnostics
+from .diagnostics import as_configured, file_diagnostics, split_diagnostics
 from .documents import GblsProtocol
 from .hover import FixOf
 from .markdown import Where
@@ -265,7 +265,7 @@ class GblsServer(LanguageServer):
         """Analyse in the background what reaches the file: the configured runs that have not run yet,
         else the workspace files that import it and compile something."""
         path = self.path_of(uri)
-        found = project.configured(self.session.folder_of(path), path)
+        found = runs.configured(self.session.folder_of(path), path)
         for problem in found.problems:
             self._say_once(problem)
         if not found.runs:
@@ -526,7 +526,7 @@ class GblsServer(LanguageServer):
             version = None  # a closed document's diagnostics are its file's
         elif version is None:
             version = open_document.version
-        self.send(uri, configured(diagnostics, self.settings), version)
+        self.send(uri, as_configured(diagnostics, self.settings), version)
 
     def send(self, uri: str, diagnostics: list[lsp.Diagnostic], version: int | None) -> None:
         """Publish ``diagnostics`` of the document ``uri``; a notebook's, each in its cell."""
@@ -566,7 +566,7 @@ class GblsServer(LanguageServer):
 
     async def import_configured(self) -> None:
         """Read the traces ``gbls.traces`` names; forget the ones it no longer names."""
-        wanted = traces.configured(self.settings.traces, self.session.folders) if self.settings.enable else []
+        wanted = traces.named(self.settings.traces, self.session.folders) if self.settings.enable else []
         for name in self.session.imports():
             if name not in wanted and name not in self._commanded:
                 self._publish_files(self.session.forget_import(name))

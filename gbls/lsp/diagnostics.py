@@ -243,7 +243,7 @@ def split_diagnostics(report: FileReport, source: str, lines_of: LinesOf) -> lis
 SET_BY_SEVERITY = ("break", "recompile")
 
 
-def configured(diagnostics: list[lsp.Diagnostic], settings: Settings) -> list[lsp.Diagnostic]:
+def as_configured(diagnostics: list[lsp.Diagnostic], settings: Settings) -> list[lsp.Diagnostic]:
     """``diagnostics`` as the settings want them: those of an ignored code left out, and each whose
     severity comes from ``severity`` at its code's own severity, if it has one (a recompile limit hit
     stays one step above it)."""

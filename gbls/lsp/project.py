@@ -10,11 +10,6 @@ from ..runtime.session import entry_of
 from ..worker.shared.protocol import Run
 
 
-def configured(folder: str, current_file: str) -> runs.Runs:
-    """The runs ``folder`` configures; ``current_file``: what ``${file}`` means in a launch configuration."""
-    return runs.configured(folder, current_file)
-
-
 def starting(path: str, folder: str) -> Run | None:
     """The configured run that starts the script ``path`` (not one that runs whatever file is open,
     ``${file}``), if any: its result is the script's."""

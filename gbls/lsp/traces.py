@@ -41,7 +41,7 @@ class Import:
         return "; ".join([text, *self.trace.problems, *self.trace.notes])
 
 
-def configured(patterns: tuple[str, ...], folders: list[str]) -> list[str]:
+def named(patterns: tuple[str, ...], folders: list[str]) -> list[str]:
     """The traces ``patterns`` name: each path or glob against each workspace folder (an absolute
     one as it is), the ones that exist, in order."""
     found: list[str] = []
