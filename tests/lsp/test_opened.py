@@ -130,6 +130,17 @@ def status_message(client: LanguageClient, path: Path) -> str | None:
     return str(done[-1]["message"]) if done else None
 
 
+async def one_lens_a_line(client: LanguageClient, path: Path) -> list[str]:
+    """The titles of the file's code lenses: one a compile site, each what an analysis that ran it
+    found (no "not analysed" of an analysis that stopped before it, beside the run's lens)."""
+    params = lsp.CodeLensParams(lsp.TextDocumentIdentifier(uri_of(path)))
+    lenses = await client.text_document_code_lens_async(params) or []
+    titles = [lens.command.title for lens in lenses if lens.command is not None]
+    assert titles and len({lens.range.start.line for lens in lenses}) == len(lenses), titles
+    assert all(title.startswith("gbls: ") and "not analysed" not in title for title in titles), titles
+    return titles
+
+
 @pytest.mark.parametrize("name", ["nanogpt", "fused", "rl", "chunked"])
 async def test_a_trainer_opened_with_nothing_configured_shows_what_gbls_run_finds(
     opened_client: LanguageClient, opened_projects: Path, name: str
@@ -140,6 +151,7 @@ async def test_a_trainer_opened_with_nothing_configured_shows_what_gbls_run_find
     await open_and_wait(client, folder / "train.py")
     for path, found in expected.items():
         await published(client, Path(path), found)
+    await one_lens_a_line(client, folder / "train.py")
 
 
 async def test_a_package_script_opened_alone_runs_as_a_module(
@@ -165,6 +177,7 @@ async def test_a_script_its_configured_run_starts_shows_the_run_s_result(
     await published(client, folder / "train.py", expected[str(folder / "train.py")])
     analysed = [m.message for m in client.log_messages[seen:] if m.message.startswith("analysed ")]
     assert analysed and all(line.startswith("analysed run `train`") for line in analysed)
+    assert len(await one_lens_a_line(client, folder / "train.py")) == 1
 
 
 async def test_a_model_a_crashed_script_would_have_reached_says_where_it_stopped(
