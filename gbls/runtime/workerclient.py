@@ -23,7 +23,17 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from ..worker.shared import protocol
-from ..worker.shared.protocol import Failure, ProtocolError, Request, Result
+from ..worker.shared.protocol import (
+    AnalyseLine,
+    CancelLine,
+    Failure,
+    FatalLine,
+    ProtocolError,
+    ReadyLine,
+    Request,
+    Result,
+    ResultLine,
+)
 from .errors import WorkerError
 from .sandbox import Launch
 
@@ -143,7 +153,7 @@ class Worker:
         self._pending[request.id] = pending
         deadline = request.settings.timeout + DEADLINE_MARGIN
         try:
-            process.stdin.write((protocol.encode("analyse", request=request) + "\n").encode())
+            process.stdin.write((protocol.encode(AnalyseLine(request=request)) + "\n").encode())
             await process.stdin.drain()
             return await self._answer(process, pending, deadline), pending.crowded
         except asyncio.CancelledError:
@@ -183,7 +193,7 @@ class Worker:
         if process is None or process.returncode is not None or process.stdin is None:
             return
         with contextlib.suppress(BrokenPipeError, ConnectionResetError):
-            process.stdin.write((protocol.encode("cancel", id=request_id) + "\n").encode())
+            process.stdin.write((protocol.encode(CancelLine(id=request_id)) + "\n").encode())
             await process.stdin.drain()
 
     def new_id(self) -> str:
@@ -221,19 +231,16 @@ class Worker:
                 continue
             if self._process is process:
                 self._heard = asyncio.get_running_loop().time()
-            kind = message["type"]
-            if kind == "ready":
-                info = WorkerInfo(
-                    message["torch"], message["python"], message["executable"], message["sandbox"]
-                )
+            if isinstance(message, ReadyLine):
+                info = WorkerInfo(message.torch, message.python, message.executable, message.sandbox)
                 if not ready.done():
                     ready.set_result(info)
-            elif kind == "fatal" and not ready.done():
-                ready.set_exception(WorkerError(message["message"]))
-            elif kind == "result" and message.get("id") in self._pending:
-                pending = self._pending[message["id"]]
+            elif isinstance(message, FatalLine) and not ready.done():
+                ready.set_exception(WorkerError(message.message))
+            elif isinstance(message, ResultLine) and message.id in self._pending:
+                pending = self._pending[message.id]
                 if not pending.future.done():
-                    pending.future.set_result(self._result(message.get("result"), pending.path))
+                    pending.future.set_result(self._result(message.result, pending.path))
         await process.wait()
         await _sweep(marker)
         log.info("gbls worker ended (%s): %s", _ending(process.returncode), " | ".join(self._stderr))

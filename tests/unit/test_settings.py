@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 from gbls.settings import Settings, from_options
+from gbls.worker.shared import protocol
 
 
 def test_camel_case_and_nested_options() -> None:
@@ -25,6 +26,14 @@ def test_bad_values_keep_the_defaults() -> None:
         {"severity": "loud", "timeout": -1, "sandbox": "maybe", "enable": "yes", "unknown": 1}
     )
     assert settings == Settings()
+    # Where cattrs would convert: a number is no path, a string no list of them, true no number.
+    assert from_options({"interpreter": 3, "traces": "runs/trace", "memoryMb": True}) == Settings()
+    assert from_options({"memoryMb": 2048.0, "timeout": 5}) == Settings(memory_mb=2048, timeout=5.0)
+
+
+def test_the_worker_has_the_same_defaults() -> None:
+    """The worker cannot import gbls.settings: its part of them repeats their defaults."""
+    assert Settings().for_worker() == protocol.Settings()
 
 
 def test_no_debounce_is_allowed() -> None:

@@ -1,18 +1,20 @@
 """The VS Code extension's contract with the server, read from vscode-extension/ without node: every
-server setting contributed with its default, the same names for commands and notifications. Its
-TypeScript tests, lint and end-to-end test are in tests/editors/test_vscode.py."""
+server setting (gbls/settings.py declares them) contributed with its type and default and sent with
+its type, the same names for commands and notifications. Its TypeScript tests, lint and end-to-end
+test are in tests/editors/test_vscode.py."""
 
 from __future__ import annotations
 
-import dataclasses
 import json
 import re
-from typing import Any
+import typing
+from collections.abc import Mapping
+from typing import Annotated, Any, Literal
 
 from gbls.lsp import analyses, server
 from gbls.lsp.actions import FIX_ALL
 from gbls.lsp.codelens import SHOW_REPORT
-from gbls.settings import SANDBOX_MODES, SEVERITIES, Settings
+from gbls.settings import TYPES, Settings, camel
 
 from ..support import ROOT
 
@@ -26,24 +28,70 @@ def manifest() -> dict[str, Any]:
     return json.loads((EXTENSION / "package.json").read_text())  # type: ignore[no-any-return]
 
 
-def camel(name: str) -> str:
-    head, *rest = name.split("_")
-    return head + "".join(part.title() for part in rest)
+def schema_type(kind: Any) -> str:
+    """The JSON schema type package.json should give a setting of this Python type."""
+    origin = typing.get_origin(kind)
+    if origin is Annotated:
+        return schema_type(typing.get_args(kind)[0])
+    if origin is Literal:
+        return "string"
+    types = {
+        bool: "boolean",
+        str: "string",
+        int: "integer",
+        float: "number",
+        tuple: "array",
+        Mapping: "object",
+    }
+    return types[origin or kind]
+
+
+def typescript_type(kind: Any, unions: dict[str, list[str]]) -> str:
+    """The TypeScript type src/settings.ts should give a setting of this Python type, a Literal by
+    the name of the union type of its values."""
+    origin = typing.get_origin(kind)
+    arguments = typing.get_args(kind)
+    if origin is Annotated:
+        return typescript_type(arguments[0], unions)
+    if origin is Literal:
+        (name,) = [name for name, values in unions.items() if values == list(arguments)]
+        return name
+    if origin is tuple:
+        return typescript_type(arguments[0], unions) + "[]"
+    if origin is Mapping:
+        return f"Record<{typescript_type(arguments[0], unions)}, {typescript_type(arguments[1], unions)}>"
+    return {bool: "boolean", str: "string", int: "number", float: "number"}[kind]
 
 
 def test_every_server_setting_is_contributed_with_the_server_default() -> None:
     contributed = manifest()["contributes"]["configuration"]["properties"]
     assert CLIENT_SETTINGS <= set(contributed)
     properties = {key: value for key, value in contributed.items() if key not in CLIENT_SETTINGS}
+    assert sorted(properties) == sorted(f"gbls.{camel(name)}" for name in TYPES)
     defaults = Settings()
-    fields = {
-        f"gbls.{camel(field.name)}": getattr(defaults, field.name) for field in dataclasses.fields(Settings)
+    for name, kind in TYPES.items():
+        contribution = properties[f"gbls.{camel(name)}"]
+        default = json.loads(json.dumps(getattr(defaults, name)))  # a tuple is a list
+        assert contribution["default"] == default, name
+        assert contribution["type"] == schema_type(kind), name
+        if typing.get_origin(kind) is Literal:
+            assert contribution["enum"] == list(typing.get_args(kind)), name
+
+
+def test_the_client_sends_every_server_setting() -> None:
+    """src/settings.ts's ServerSettings: the same names as the server's settings, of the same types,
+    each read from the contribution of that name."""
+    source = (EXTENSION / "src" / "settings.ts").read_text()
+    unions = {
+        name: re.findall(r"'([^']*)'", values)
+        for name, values in re.findall(r"export type (\w+) = ([^;]+);", source)
     }
-    assert sorted(properties) == sorted(fields)
-    for key, default in fields.items():
-        assert properties[key]["default"] == json.loads(json.dumps(default)), key  # a tuple is a list
-    assert properties["gbls.severity"]["enum"] == list(SEVERITIES)
-    assert properties["gbls.sandbox"]["enum"] == list(SANDBOX_MODES)
+    interface = re.search(r"export interface ServerSettings \{(.*?)\n\}", source, re.DOTALL)
+    assert interface is not None
+    declared = dict(re.findall(r"^\s+(\w+): ([^;]+);", interface.group(1), re.MULTILINE))
+    assert declared == {camel(name): typescript_type(kind, unions) for name, kind in TYPES.items()}
+    read = re.findall(r"^\s+(\w+): contributed<.*?>\(configuration, '(\w+)'\),", source, re.MULTILINE)
+    assert sorted(read) == sorted((camel(name), camel(name)) for name in TYPES)
 
 
 def test_the_client_speaks_the_server_protocol() -> None:

@@ -6,7 +6,8 @@ interpreter, Python 3.10 or newer).
 
 Everything that crosses a process boundary is a frozen dataclass, checked field by field when it
 is read back (``from_dict``): what arrives may have been written by the analysed code, so a
-message that does not fit raises ``ProtocolError`` instead of crashing whoever reads it.
+message that does not fit raises ``ProtocolError`` instead of crashing whoever reads it. Each line
+between the server and the worker is one of ``LINE_KINDS``, by its ``type`` (``encode``, ``decode``).
 """
 
 from __future__ import annotations
@@ -348,6 +349,64 @@ class Result:
     features: tuple[Feature, ...] = ()
 
 
+@dataclass(frozen=True, kw_only=True)
+class ReadyLine:
+    """The worker imported torch and takes requests: what it runs with."""
+
+    type: Literal["ready"] = "ready"
+    torch: str
+    python: str
+    executable: str
+    sandbox: str
+
+
+@dataclass(frozen=True, kw_only=True)
+class FatalLine:
+    """The worker cannot start (torch does not import), and exits."""
+
+    type: Literal["fatal"] = "fatal"
+    message: str
+
+
+@dataclass(frozen=True, kw_only=True)
+class AliveLine:
+    """The worker is at work on an analysis, sent every second: the server tells busy from hung."""
+
+    type: Literal["alive"] = "alive"
+
+
+@dataclass(frozen=True, kw_only=True)
+class AnalyseLine:
+    """Analyse ``request``, in a child of the worker's own."""
+
+    type: Literal["analyse"] = "analyse"
+    request: Request
+
+
+@dataclass(frozen=True, kw_only=True)
+class CancelLine:
+    """Stop the analysis of request ``id``: a newer request replaced it."""
+
+    type: Literal["cancel"] = "cancel"
+    id: str
+
+
+@dataclass(frozen=True, kw_only=True)
+class ResultLine:
+    """The answer to request ``id``, once its analysis ended."""
+
+    type: Literal["result"] = "result"
+    id: str
+    # A ``Result``, checked by the server apart from the line: a malformed one still answers its
+    # request (as tampered with) instead of leaving it to its deadline.
+    result: object
+
+
+Line = ReadyLine | FatalLine | AliveLine | AnalyseLine | CancelLine | ResultLine
+_LINES: tuple[type[Line], ...] = (ReadyLine, FatalLine, AliveLine, AnalyseLine, CancelLine, ResultLine)
+LINE_KINDS: dict[str, type[Line]] = {cls.type: cls for cls in _LINES}
+
+
 T = TypeVar("T")
 _hints: dict[type, dict[str, Any]] = {}
 # By id of annotation (they live in _hints for good): its origin, its arguments, whether it is a
@@ -422,24 +481,22 @@ def to_dict(value: Any) -> dict[str, Any]:
     return dataclasses.asdict(value)
 
 
-def encode(kind: str, **fields: Any) -> str:
-    """One protocol line: a message of the given kind, dataclass fields turned into JSON objects."""
-    payload = {"v": PROTOCOL_VERSION, "type": kind}
-    for name, value in fields.items():
-        is_instance = dataclasses.is_dataclass(value) and not isinstance(value, type)
-        payload[name] = to_dict(value) if is_instance else value
-    return json.dumps(payload, separators=(",", ":"))
+def encode(line: Line) -> str:
+    """One protocol line, without its newline: ``{"v":PROTOCOL_VERSION,"type":"cancel","id":"..."}``."""
+    return json.dumps({"v": PROTOCOL_VERSION, **to_dict(line)}, separators=(",", ":"))
 
 
-def decode(line: str) -> dict[str, Any]:
-    """Parse one protocol line, refusing a peer that speaks another version."""
+def decode(text: str) -> Line:
+    """One protocol line back as its dataclass, refusing a peer that speaks another version."""
     try:
-        message = json.loads(line)
+        message = json.loads(text)
     except ValueError as error:
         raise ProtocolError(f"not JSON: {error}") from None
     version = message.get("v") if isinstance(message, dict) else None
     if version != PROTOCOL_VERSION:
         raise ProtocolError(f"gbls worker protocol version {version!r}, expected {PROTOCOL_VERSION}")
-    if not isinstance(message.get("type"), str):
-        raise ProtocolError("a message without a type")
-    return message  # type: ignore[no-any-return]
+    kind = message.get("type")
+    cls = LINE_KINDS.get(kind) if isinstance(kind, str) else None
+    if cls is None:
+        raise ProtocolError(f"a message of no known type: {kind!r}")
+    return from_dict(cls, message)

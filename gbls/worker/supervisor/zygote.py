@@ -32,7 +32,16 @@ from ..fork import interpreters, setup
 from ..log import log
 from ..shared import processes, protocol
 from ..shared.events import LibrariesEvent
-from ..shared.protocol import Request
+from ..shared.protocol import (
+    AliveLine,
+    AnalyseLine,
+    CancelLine,
+    FatalLine,
+    Line,
+    ReadyLine,
+    Request,
+    ResultLine,
+)
 from . import endings, record
 from .record import Child
 
@@ -86,7 +95,7 @@ class Zygote:
             self._finish()
             if self.children and time.monotonic() >= self.next_beat:
                 self.next_beat = time.monotonic() + HEARTBEAT
-                self.send(protocol.encode("alive"))
+                self.send(protocol.encode(AliveLine()))
             if not self.children and self.wanted - self.tried:
                 self._warm_libraries()
 
@@ -101,12 +110,12 @@ class Zygote:
                 self._handle(protocol.decode(line.decode()))
         return True
 
-    def _handle(self, message: dict[str, Any]) -> None:
-        if message["type"] == "analyse":
-            self._start(protocol.from_dict(Request, message["request"]))
-        elif message["type"] == "cancel":
+    def _handle(self, message: Line) -> None:
+        if isinstance(message, AnalyseLine):
+            self._start(message.request)
+        elif isinstance(message, CancelLine):
             for child in self.children.values():
-                if child.request.id == message["id"]:
+                if child.request.id == message.id:
                     child.stop(protocol.CANCELLED)
 
     def _start(self, request: Request) -> None:
@@ -231,7 +240,7 @@ class Zygote:
                 f"{result.status}, {len(result.breaks)} breaks, {len(result.functions)} functions, "
                 f"{len(child.events)} events ({child.unreadable} unreadable)"
             )
-            self.send(protocol.encode("result", id=child.request.id, result=result))
+            self.send(protocol.encode(ResultLine(id=child.request.id, result=result)))
 
     def _warm_libraries(self) -> None:
         """Import the installed libraries analyses asked for, each once, before the next fork.
@@ -251,7 +260,7 @@ class Zygote:
             origin = (spec.origin or "") if spec is not None else ""
             if not any(f"{os.sep}{part}{os.sep}" in origin for part in ("site-packages", "dist-packages")):
                 continue
-            self.send(protocol.encode("alive"))
+            self.send(protocol.encode(AliveLine()))
             started = time.monotonic()
             try:
                 importlib.import_module(name)
@@ -348,19 +357,18 @@ def main(startup: frozenset[str]) -> None:
     try:
         version = warm_up()
     except Exception as error:
-        print(
-            protocol.encode("fatal", message=f"torch could not be imported: {type(error).__name__}: {error}"),
-            flush=True,
-        )
+        fatal = FatalLine(message=f"torch could not be imported: {type(error).__name__}: {error}")
+        print(protocol.encode(fatal), flush=True)
         return
     zygote = Zygote(version, sandboxed, startup)
     zygote.send(
         protocol.encode(
-            "ready",
-            torch=version,
-            python=".".join(str(part) for part in sys.version_info[:3]),
-            executable=sys.executable,
-            sandbox="bwrap" if sandboxed else "none",
+            ReadyLine(
+                torch=version,
+                python=".".join(str(part) for part in sys.version_info[:3]),
+                executable=sys.executable,
+                sandbox="bwrap" if sandboxed else "none",
+            )
         )
     )
     zygote.serve()
