@@ -42,6 +42,7 @@ from ..shared.protocol import (
     Request,
     ResultLine,
 )
+from ..shared.workspace import installed
 from . import endings, record
 from .record import Child
 
@@ -258,7 +259,7 @@ class Zygote:
                 with contextlib.suppress(BaseException):
                     spec = importlib.util.find_spec(name)
             origin = (spec.origin or "") if spec is not None else ""
-            if not any(f"{os.sep}{part}{os.sep}" in origin for part in ("site-packages", "dist-packages")):
+            if not installed(origin):
                 continue
             self.send(protocol.encode(AliveLine()))
             started = time.monotonic()
