@@ -364,3 +364,80 @@ async def test_a_helper_whose_result_is_not_shaped_like_its_input_gets_a_stub_of
     )
     assert_agrees_with_torch(after, copy.path)
     assert printed(after) == printed(before)
+
+
+async def test_a_sort_on_tensor_keys_becomes_an_argsort_in_the_graph(
+    analyse_file: Analyse, tmp_path: Path
+) -> None:
+    """GB0207 (``sorted`` on tensor keys, then stacked): the stack indexed by the stable argsort of the
+    stacked keys, one graph, the same tensors in the same order (torch's log of the fixed file has
+    no break)."""
+    copy = Copy(analyse_file, tmp_path, "ranked.py")
+    before, fixes = await copy.offered()
+    named(before, "sort with non-constant keys")
+    (brk,) = before.breaks
+    assert titles(fixes)[0].startswith("Sort with argsort on the stacked keys") and not fixes[0].safe
+    assert await proofs_by(analyse_file).prove(fixes[0], brk, before, Sources(read_source)) is None
+    after = await copy.fixed(fixes, "Sort with argsort")
+    assert (
+        "torch.stack(outputs)[torch.stack([output.norm() for output in outputs])"
+        ".argsort(descending=True, stable=True)]"
+    ) in copy.path.read_text()
+    assert after.breaks == () and len(after.functions[0].graphs) == 1
+    assert logged_breaks(copy.path) == []
+    assert printed(after) == printed(before)
+
+
+async def test_an_uninitialised_module_calls_nn_modules_init(analyse_file: Analyse, tmp_path: Path) -> None:
+    """GB0119 (a module whose ``__init__`` never called ``nn.Module``'s): the call torch's hint asks
+    for, safe, one graph, the same numbers (torch's log of the fixed file has no break)."""
+    copy = Copy(analyse_file, tmp_path, "uninitialized.py")
+    before, fixes = await copy.offered()
+    named(before, "Uninitialized nn.Module")
+    (brk,) = before.breaks
+    title = "Call nn.Module's __init__ in Standardize.__init__ (super().__init__())"
+    assert titles(fixes)[0] == title and fixes[0].safe
+    assert await proofs_by(analyse_file).prove(fixes[0], brk, before, Sources(read_source)) is None
+    after = await copy.fixed(fixes, title)
+    assert "    def __init__(self):\n        super().__init__()\n\n    def forward" in copy.path.read_text()
+    assert after.breaks == () and len(after.functions[0].graphs) == 1
+    assert logged_breaks(copy.path) == []
+    assert printed(after) == printed(before)
+
+
+@pytest.mark.parametrize(
+    ("name", "moved", "call"),
+    [
+        # GB0109: tolist() on a float tensor, the values iterated.
+        (
+            "listed.py",
+            "list(enumerate(weights.tolist()))",
+            "    for i, weight in _blended_eagerly(weights):\n",
+        ),
+        # GB0811 on torch 2.13 (a C iterator made outside; 2.6 and 2.15 name it otherwise).
+        ("mapped.py", "list(SCALES)", "    for scale in _pyramid_eagerly():\n"),
+        # GB4347 on torch 2.13 (next() on a generator made outside; 2.15 traces it).
+        ("scheduled.py", "next(schedule)", "    lr = _lr_eagerly()\n"),
+    ],
+)
+async def test_what_no_rewrite_keeps_runs_eagerly_in_a_function_of_its_own(
+    analyse_file: Analyse, tmp_path: Path, name: str, moved: str, call: str
+) -> None:
+    """A float tensor's values read in Python, an iterator Dynamo cannot step through: no tensor
+    operation computes the same, so the last resort is offered, and proven: the expression (a loop's
+    iterable, as a list) runs eagerly, one clean skip where it is called, the same numbers out."""
+    copy = Copy(analyse_file, tmp_path, name)
+    before = await analyse_file(copy.path)
+    if not before.breaks:
+        pytest.skip("this torch traces the code without a break")
+    (brk,) = before.breaks
+    fixes = policy.for_break(brk, str(copy.path), Sources(read_source), [str(tmp_path)])
+    title = f"Run `{moved}` eagerly in a function of its own"
+    assert [fix.title.startswith(title) for fix in fixes] == [True]
+    assert await proofs_by(analyse_file).prove(fixes[0], brk, before, Sources(read_source)) is None
+    after = await copy.fixed(fixes, title)
+    assert f"    return {moved}\n" in copy.path.read_text() and call in copy.path.read_text()
+    (skip,) = after.breaks
+    assert skip.gb_type == "Skip calling `torch.compiler.disable()`d function"
+    assert_agrees_with_torch(after, copy.path)
+    assert printed(after) == printed(before)

@@ -537,3 +537,114 @@ def test_a_helper_becomes_a_custom_op_only_where_torch_can_make_one_of_it(tmp_pa
     assert custom_ops("spread", 19, INTERP) == []
     assert custom_ops("picked", 23, INTERP) == []
     assert custom_ops("forward", 28, INTERP) == []
+
+
+SORTS = """import torch as T
+
+
+def rank(xs, ys, flip):
+    a = T.stack(sorted(xs, key=lambda x: x.norm()))
+    b = T.stack(sorted(xs, key=lambda x: x.norm(), reverse=flip))
+    c = T.stack(sorted(xs + ys, key=lambda x: x.norm()))
+    d = T.cat(sorted(xs, key=lambda x: x.norm()))
+    e = T.stack(sorted(xs, key=T.norm))
+    return sorted(xs, key=lambda x: x.norm())
+"""
+
+
+def test_a_sort_on_tensor_keys_is_an_argsort_only_when_its_result_is_stacked(tmp_path: Path) -> None:
+    """GB0207: ``stack(sorted(name, key=lambda ...))`` only: a non-constant ``reverse``, an expression
+    to sort (read twice), a concatenation (its tensors may differ in size), a key other than a
+    lambda, a list kept as a list: none is rewritten."""
+    path = tmp_path / "sorts.py"
+    path.write_text(SORTS)
+    sources = Sources(read_source)
+
+    def rewritten(line: int, snippet: str) -> list[str]:
+        offered = fixes_for(broken("GB0207", at(path, "rank", line, snippet)), str(path), sources)
+        return [applied(fix, sources)["sorts.py"] for fix in offered if fix.title.startswith("Sort with")]
+
+    (text,) = rewritten(5, "sorted(xs, key=lambda x: x.norm())")
+    assert "    a = T.stack(xs)[T.stack([x.norm() for x in xs]).argsort(stable=True)]\n" in text
+    assert rewritten(6, "sorted(xs, key=lambda x: x.norm(), reverse=flip)") == []
+    assert rewritten(7, "sorted(xs + ys, key=lambda x: x.norm())") == []
+    assert rewritten(8, "sorted(xs, key=lambda x: x.norm())") == []
+    assert rewritten(9, "sorted(xs, key=T.norm)") == []
+    assert rewritten(10, "sorted(xs, key=lambda x: x.norm())") == []
+
+
+MODULES = '''import torch
+from torch import nn
+
+
+class Bare(nn.Module):
+    def __init__(self):
+        pass  # stateless
+
+
+class Scaled(torch.nn.Module):
+    def __init__(self, factor):
+        """A factor."""
+        self.factor = factor
+
+
+class Called(nn.Module):
+    def __init__(self):
+        nn.Module.__init__(self)
+
+
+class Mixed(nn.Module, dict):
+    def __init__(self):
+        pass
+
+
+class Trained(nn.Module):
+    training = False
+
+    def __init__(self):
+        pass
+
+
+def use(x):
+    return Bare().forward(x)
+'''
+
+
+def test_an_uninitialised_module_calls_nn_modules_init_where_nothing_else_can_come_first(
+    tmp_path: Path,
+) -> None:
+    """GB0119, the class torch names in the break's context: ``super().__init__()`` first in its
+    ``__init__`` (after a docstring, in place of a lone ``pass``), safe; not where it calls an
+    ``__init__`` already, has another base, or a class attribute nn.Module's own state would shadow."""
+    path = tmp_path / "modules.py"
+    path.write_text(MODULES)
+    sources = Sources(read_source)
+
+    def initialised(name: str) -> list[tuple[bool, str]]:
+        brk = broken("GB0119", at(path, "use", 34, "Bare().forward(x)"))
+        brk = dataclasses.replace(brk, cause=dataclasses.replace(brk.cause, context=name))
+        offered = [
+            fix for fix in fixes_for(brk, str(path), sources) if fix.title.startswith("Call nn.Module")
+        ]
+        return [(fix.safe, applied(fix, sources)["modules.py"]) for fix in offered]
+
+    ((safe, text),) = initialised("Bare")
+    assert safe and "    def __init__(self):\n        super().__init__()  # stateless\n" in text
+    ((_, text),) = initialised("__main__.Scaled")
+    assert '        """A factor."""\n        super().__init__()\n        self.factor = factor\n' in text
+    assert initialised("Called") == initialised("Mixed") == initialised("Trained") == []
+    assert initialised("Missing") == []
+
+
+def test_an_iterable_dynamo_cannot_iterate_is_listed_eagerly(tmp_path: Path) -> None:
+    """The last resort for a loop's iterable: the whole of it, as a list, from a function of its own."""
+    path = tmp_path / "looped.py"
+    path.write_text(
+        "import torch\n\nSCALES = map(float, '1 2'.split())\n\n\n@torch.compile\ndef f(x):\n"
+        "    for scale in SCALES:\n        x = x * scale\n    return x\n"
+    )
+    sources = Sources(read_source)
+    (fix,) = fixes_for(broken("GB0811", at(path, "f", 8, "for scale in SCALES:")), str(path), sources)
+    (text,) = applied(fix, sources).values()
+    assert "@torch.compiler.disable\ndef _f_eagerly():\n    return list(SCALES)\n" in text
+    assert "    for scale in _f_eagerly():\n" in text

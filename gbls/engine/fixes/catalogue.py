@@ -15,10 +15,11 @@ import threading
 from collections.abc import Callable
 
 from ...worker.shared.lines import split_lines
+from ...worker.shared.workspace import installed
 from ..model import BreakReport
 from ..ranges import Span, line_text
 from ..sources import Sources, parse
-from . import branches, hatches, moves
+from . import branches, hatches, modules, moves, sorting
 from .edits import Edit, Fix, Maker
 from .syntax import (
     insert_after_imports,
@@ -164,7 +165,7 @@ def definition_of(source: str, path: str, line: int, byte_column: int) -> tuple[
             return None
     for definition in found:
         module = str(definition.module_path or "")
-        if definition.type == "function" and module.endswith(".py") and "-packages" not in module:
+        if definition.type == "function" and module.endswith(".py") and not installed(module):
             return module, definition.line
     return None
 
@@ -222,6 +223,8 @@ CATALOGUE: dict[str, tuple[Maker, ...]] = {
     "GB0007": (remove_logging_call,),
     "GB8977": (moves.class_to_module,),  # Invalid call to __build_class__
     "GB0033": (assert_in_graph,),  # Data dependent operator
+    "GB0207": (sorting.argsort_stack,),  # sort with non-constant keys
+    "GB0119": (modules.init_module,),  # Uninitialized nn.Module
 }
 # For torch without GB ids in its registry.
 BY_GB_TYPE = {
@@ -234,6 +237,8 @@ BY_GB_TYPE = {
     "Attempted to call function marked as skipped": "GB0007",
     "Invalid call to __build_class__": "GB8977",
     "Data dependent operator": "GB0033",
+    "sort with non-constant keys": "GB0207",
+    "Uninitialized nn.Module": "GB0119",
 }
 
 

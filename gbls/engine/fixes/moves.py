@@ -1,8 +1,9 @@
 """Fixes that move code out of the compiled function's frame, for breaks nothing smaller removes.
 
 - An expression Dynamo cannot trace (a call into a skipped builtin, a data-dependent condition, a
-  call into a library that breaks) goes into a module-level function of its own that runs eagerly
-  (``torch.compiler.disable``): the break becomes one clean skip, where that function is called.
+  call into a library that breaks, a loop's iterable it cannot iterate) goes into a module-level
+  function of its own that runs eagerly (``torch.compiler.disable``): the break becomes one clean
+  skip, where that function is called.
 - A class defined inside the compiled function (Dynamo cannot trace ``__build_class__``) is defined
   once, at module level, when its body needs nothing of the function.
 
@@ -64,10 +65,12 @@ def _statement_at(function: ast.FunctionDef, span: Span, lines: list[str]) -> as
 
 
 def _moved_expression(statement: ast.stmt) -> ast.expr | None:
-    """The expression of ``statement`` that can run in a function of its own: a condition, an
-    assigned, returned or standing value."""
+    """The expression of ``statement`` that can run in a function of its own: a condition, a loop's
+    iterable, an assigned, returned or standing value."""
     if isinstance(statement, ast.If | ast.While):
         return statement.test
+    if isinstance(statement, ast.For):
+        return statement.iter
     if isinstance(statement, ast.Assign | ast.AugAssign | ast.AnnAssign | ast.Return | ast.Expr):
         return statement.value
     return None
@@ -146,6 +149,8 @@ def expression_eagerly(brk: BreakReport, here: str, sources: Sources) -> Fix | N
     code = ast.unparse(expression)
     if isinstance(statement, ast.If | ast.While):
         code = f"bool({code})"  # a Python truth value: the compiled code branches on no tensor
+    elif isinstance(statement, ast.For):
+        code = f"list({code})"  # iterated whole, eagerly: the compiled loop goes over a plain list
     signature = ", ".join(parameters)
     definition = f"@{torch}.compiler.disable\ndef {helper}({signature}):\n    return {code}\n\n\n"
     first = first_line(top)
