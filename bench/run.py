@@ -1132,6 +1132,15 @@ def nothing_to_do(sizes: str | None, runs: int) -> int:
     return 0
 
 
+def one_row(out: Path, key: str, found: dict[str, Any], table: str) -> int:
+    """A run of one row alone: its numbers as JSON under ``key`` beside the date and the load, and its
+    table printed."""
+    meta = {"date": datetime.datetime.now().isoformat(timespec="seconds"), "load": os.getloadavg()}
+    out.write_text(json.dumps({"meta": meta, key: found}, indent=1) + "\n")
+    print(table)
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     # Every measurement is from cold, but the cached row's (check_cold): no `.gbls_cache` of an earlier
     # run serves the servers, `gbls check` or `gbls run` here.
@@ -1156,27 +1165,17 @@ def main(argv: list[str] | None = None) -> int:
         return nothing_to_do(arguments.sizes, 3 if arguments.quick else 5)
     if arguments.project_run:
         arguments.out.parent.mkdir(parents=True, exist_ok=True)
-        found = project_run(
-            1 if arguments.quick else 3, arguments.out.with_suffix(".project-run.log"), arguments.against
-        )
-        meta = {"date": datetime.datetime.now().isoformat(timespec="seconds"), "load": os.getloadavg()}
-        arguments.out.write_text(json.dumps({"meta": meta, "project_run": found}, indent=1) + "\n")
-        print(project_run_table(found))
-        return 0
+        runs = 1 if arguments.quick else 3
+        found = project_run(runs, arguments.out.with_suffix(".project-run.log"), arguments.against)
+        return one_row(arguments.out, "project_run", found, project_run_table(found))
     if arguments.vscode:
         arguments.out.parent.mkdir(parents=True, exist_ok=True)
         found = vscode_window(1 if arguments.quick else 3, arguments.out.with_suffix(".vscode.log"))
-        meta = {"date": datetime.datetime.now().isoformat(timespec="seconds"), "load": os.getloadavg()}
-        arguments.out.write_text(json.dumps({"meta": meta, "vscode": found}, indent=1) + "\n")
-        print(vscode_table(found))
-        return 0
+        return one_row(arguments.out, "vscode", found, vscode_table(found))
     if arguments.projects:
         arguments.out.parent.mkdir(parents=True, exist_ok=True)
         found = real_projects(1 if arguments.quick else 3, arguments.out.with_suffix(".projects.log"))
-        meta = {"date": datetime.datetime.now().isoformat(timespec="seconds"), "load": os.getloadavg()}
-        arguments.out.write_text(json.dumps({"meta": meta, "projects": found}, indent=1) + "\n")
-        print(projects_table(found))
-        return 0
+        return one_row(arguments.out, "projects", found, projects_table(found))
     plan = Plan.make(arguments.quick)
     sizes = tuple(int(s) for s in arguments.sizes.split(",")) if arguments.sizes else generate.SIZES
     if arguments.quick and not arguments.sizes:
