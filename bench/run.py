@@ -705,7 +705,7 @@ async def pieces(paths: list[Path], runs: int) -> dict[str, Any]:
     server remembers for the next edit. Then the one-line edit: which functions can be kept, the
     worker's round trip with them kept, the report, and the kept results moved into it.
     """
-    from gbls.engine import incremental
+    from gbls.engine import incremental, views
     from gbls.engine.discovery import find_compiled
     from gbls.engine.report import build
     from gbls.engine.sources import read_source
@@ -743,7 +743,7 @@ async def pieces(paths: list[Path], runs: int) -> dict[str, Any]:
             report = build(str(path), source, result, sites, read_source)
         lines = source.splitlines()
         with laps.lap(f"diagnostics ({kind})"):
-            file_diagnostics(report, source, settings.severity, lambda _: lines)
+            file_diagnostics(views.by_file(report)[report.path], source, settings.severity, lambda _: lines)
         return report
 
     try:

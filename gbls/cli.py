@@ -23,7 +23,7 @@ from .engine import baseline, reach, runs, views
 from .engine.baseline import Entry
 from .engine.fixes import policy
 from .engine.fixes.edits import apply
-from .engine.model import FileReport, failure_report
+from .engine.model import FileReport, FileView, failure_report
 from .engine.sources import Sources, python_files, read_source, source_encoding, why_unreadable
 from .engine.store import FOLDER
 from .formats import common, text
@@ -72,7 +72,7 @@ def _touches(report: FileReport, changed: set[str]) -> bool:
 def files_of(analyses: list[FileReport], named: list[str]) -> list[FileReport]:
     """What the analyses say of each file, one report per file: the named files first, in order, then
     every other file they reached, by path."""
-    found: dict[str, list[FileReport]] = {}
+    found: dict[str, list[FileView]] = {}
     for analysis in analyses:
         for path, view in views.by_file(analysis).items():
             found.setdefault(path, []).append(view)
@@ -300,11 +300,11 @@ def import_traces(paths: list[str], fmt: str) -> int:
 
     workspace = [os.getcwd()]
     imported = [load(path, workspace, read_source) for path in paths]
-    found: dict[str, list[FileReport]] = {}
+    found: dict[str, list[FileView]] = {}
     for trace in imported:
         for view in trace_reports(trace, read_source, workspace):
             found.setdefault(view.path, []).append(view)
-    reports = [views.combined(found[path]) for path in sorted(found)]
+    reports: list[FileReport] = [views.combined(found[path]) for path in sorted(found)]
     said = {note for report in reports for note in report.notes}  # print_reports says those
     for trace in imported:
         for line in [*trace.problems, *(note for note in trace.notes if note not in said)]:

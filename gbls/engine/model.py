@@ -441,6 +441,14 @@ class FileReport:
         return tuple(r for r in self.recompiles if r.function == qualname)
 
 
+@dataclass(frozen=True)
+class FileView(FileReport):
+    """One file's view of the analyses that reached it (``views``): ``path`` is that file, and the
+    findings are those that belong to it, the breaks that split a graph in it and its compiled
+    functions' breaks in other files; the analysis's own fields (output, torch, seconds, executed,
+    origin) are its analysis's. What the editor shows and ``gbls check`` prints, file by file."""
+
+
 def failure_report(path: str, kind: FailureKind, message: str) -> FileReport:
     """A file that could not be analysed at all (unreadable, no worker): one message on its first line."""
     return FileReport(

@@ -2,7 +2,7 @@
 
 One analysis (a file's, or a run's) finds breaks, recompilations and compiled functions in many
 files: the ``print`` in ``model.py`` that splits the graph of a model compiled in ``train.py``.
-``by_file`` gives each file the findings that belong to it (``FileReport`` of that file), and the
+``by_file`` gives each file the findings that belong to it (its ``FileView``), and the
 breaks that split a compiled function's graph there; ``combined`` puts one file's views from
 several analyses together. A file no analysis reached has no view: it is not analysed, never clean.
 """
@@ -13,10 +13,10 @@ import dataclasses
 from collections.abc import Callable, Hashable
 from typing import TypeVar
 
-from .model import BreakReport, FileReport, FunctionReport, RecompileReport, failure_report
+from .model import BreakReport, FileReport, FileView, FunctionReport, RecompileReport
 
 
-def by_file(report: FileReport) -> dict[str, FileReport]:
+def by_file(report: FileReport) -> dict[str, FileView]:
     """The analysis ``report`` split into the view of each file it reached, its analysed file first."""
     placed = [
         report.path,
@@ -63,11 +63,16 @@ def by_file(report: FileReport) -> dict[str, FileReport]:
     return files
 
 
-def _empty(report: FileReport, path: str) -> FileReport:
-    return dataclasses.replace(
-        failure_report(path, "", ""),
+def _empty(report: FileReport, path: str) -> FileView:
+    return FileView(
+        path=path,
         status="ok",
+        message="",
+        failure_kind="",
         failure_span=None,
+        functions=(),
+        breaks=(),
+        suppressed=(),
         output=report.output,
         torch=report.torch,
         seconds=report.seconds,
@@ -76,7 +81,7 @@ def _empty(report: FileReport, path: str) -> FileReport:
     )
 
 
-def combined(views: list[FileReport]) -> FileReport:
+def combined(views: list[FileView]) -> FileView:
     """One file's views from several analyses as one: each finding once (the first analysis's word
     for it), the first failure; the file's own analysis first if it is among them."""
     first, *others = sorted(views, key=lambda view: view.origin != "")

@@ -30,7 +30,7 @@ from pygls.lsp.server import LanguageServer
 
 from .. import __version__
 from ..engine import reach, runs
-from ..engine.model import BreakReport, FileReport, FunctionReport, failure_report
+from ..engine.model import BreakReport, FileReport, FileView, FunctionReport, failure_report
 from ..engine.sources import Sources, read_source
 from ..runtime import persistent
 from ..runtime.errors import WorkerError
@@ -110,11 +110,11 @@ class GblsServer(LanguageServer):
         document = self.open_document(self.uri_of(path))
         return document.source if document is not None else read_source(path)
 
-    def report_of(self, path: str) -> FileReport | None:
+    def report_of(self, path: str) -> FileView | None:
         """What every analysis says about the file ``path``."""
         return self.session.view(path)
 
-    def view_of(self, uri: str) -> tuple[FileReport, str, int | None] | None:
+    def view_of(self, uri: str) -> tuple[FileView, str, int | None] | None:
         """The document's view, the text its positions are in, and that text's version if it is the
         document's own analysis's; None if no analysis reached it."""
         path = self.path_of(uri)
@@ -139,7 +139,7 @@ class GblsServer(LanguageServer):
         """Every analysis's report: what fix all applies, as ``gbls check --fix`` would."""
         return [analysed.report for _, analysed in self.session.analysed()]
 
-    def compiled_elsewhere(self, view: FileReport) -> tuple[tuple[FunctionReport, FileReport], ...]:
+    def compiled_elsewhere(self, view: FileView) -> tuple[tuple[FunctionReport, FileReport], ...]:
         """The functions compiled in other files whose breaks are in the file of ``view`` (a model
         compiled in ``train.py``), each with the analysis that ran it."""
         wanted = {brk.function for brk in view.breaks} - {f.qualname for f in view.functions}
@@ -636,7 +636,7 @@ class GblsServer(LanguageServer):
                 self.request(uri)
 
 
-def _elsewhere(view: FileReport, folder: str) -> list[dict[str, Any]]:
+def _elsewhere(view: FileView, folder: str) -> list[dict[str, Any]]:
     """The file's compiled functions whose breaks are in other files, and where: what its status
     says besides its own count ("TinyNet's 2 breaks are in model.py")."""
     found: dict[str, list[BreakReport]] = {}

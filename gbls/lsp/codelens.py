@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from lsprotocol import types as lsp
 
-from ..engine.model import FileReport, FunctionReport
+from ..engine.model import FileView, FunctionReport
 
 SHOW_REPORT = "gbls.showReport"
 
@@ -30,7 +30,7 @@ def lens_title(function: FunctionReport, breaks: int, limit_hit: bool = False) -
     return text + limit
 
 
-def lenses(report: FileReport, uri: str) -> list[lsp.CodeLens]:
+def lenses(report: FileView, uri: str) -> list[lsp.CodeLens]:
     """One lens per compiled function, on its first line (above the decorators)."""
     found = []
     for function in report.functions:

@@ -14,7 +14,7 @@ from typing import Any, Literal
 from lsprotocol import types as lsp
 from pygls import uris
 
-from ..engine.model import BreakReport, FileReport, RecompileReport, imported_from
+from ..engine.model import BreakReport, FileView, RecompileReport, imported_from
 from ..engine.ranges import Span, char_to_utf16, line_text
 from ..engine.reaching_tests import is_test_file, test_in
 from ..manual import page
@@ -133,7 +133,7 @@ def _guard_related(
 
 
 def file_diagnostics(
-    report: FileReport, source: str, severity: Severity, lines_of: LinesOf
+    report: FileView, source: str, severity: Severity, lines_of: LinesOf
 ) -> list[lsp.Diagnostic]:
     """The analysed document's own diagnostics. ``lines_of(path)`` gives another file's lines."""
     lines = split_lines(source)
@@ -209,7 +209,7 @@ def file_diagnostics(
     return found
 
 
-def split_diagnostics(report: FileReport, source: str, lines_of: LinesOf) -> list[lsp.Diagnostic]:
+def split_diagnostics(report: FileView, source: str, lines_of: LinesOf) -> list[lsp.Diagnostic]:
     """Where a break whose root cause is elsewhere splits a compiled function's graph in this file."""
     lines = split_lines(source)
     found = []

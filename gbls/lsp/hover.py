@@ -13,6 +13,7 @@ from collections.abc import Callable
 from ..engine.model import (
     BreakReport,
     FileReport,
+    FileView,
     FunctionReport,
     Provenance,
     RecompileReport,
@@ -254,7 +255,7 @@ def function_markdown(function: FunctionReport, report: FileReport, where: Where
 
 
 def function_report(
-    report: FileReport,
+    report: FileView,
     qualname: str | None,
     where: Where,
     fix_of: FixOf = no_fix,
@@ -299,10 +300,17 @@ def _break_sections(
 
 
 def hover_markdown(
-    report: FileReport, line: int, column: int, where: Where, fix_of: FixOf = no_fix
+    report: FileView,
+    line: int,
+    column: int,
+    where: Where,
+    fix_of: FixOf = no_fix,
+    compiled_elsewhere: tuple[FunctionReport, ...] = (),
 ) -> str | None:
-    """Markdown for a 1-based line and 0-based character column, or None if nothing is there."""
-    functions = {f.qualname: f for f in report.functions}
+    """Markdown for a 1-based line and 0-based character column, or None if nothing is there.
+    ``compiled_elsewhere``: the functions compiled in other files whose breaks are in this one (a
+    model's, compiled in ``train.py``): a break's hover tells their chain and how they split."""
+    functions = {f.qualname: f for f in (*compiled_elsewhere, *report.functions)}
     at = [brk for brk in report.breaks if brk.span.contains(line, column)]
     at += [b for b in report.splits if b.split is not None and b.split.span.contains(line, column)]
     if at:

@@ -4,7 +4,7 @@ runs a workspace folder configures, and the project's tests that import the file
 from __future__ import annotations
 
 from ..engine import reaching_tests, runs
-from ..engine.model import FileReport
+from ..engine.model import FileView
 from ..engine.sources import TextOf
 from ..runtime.session import entry_of
 from ..worker.shared.protocol import Run
@@ -16,7 +16,7 @@ def starting(path: str, folder: str) -> Run | None:
     return next((run for run in runs.configured(folder).runs if entry_of(run) == path), None)
 
 
-def unreached(view: FileReport | None, path: str) -> bool:
+def unreached(view: FileView | None, path: str) -> bool:
     """Whether a compiled function of ``path`` is not analysed in ``view``, what reached the file."""
     return view is not None and any(not f.analysed for f in view.functions if f.path == path)
 

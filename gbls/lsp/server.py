@@ -120,7 +120,10 @@ def create_server() -> GblsServer:
         view, source, _ = seen
         where = to_span(lsp.Range(position, position), split_lines(source))
         path = view.path
-        markdown = hover_markdown(view, where.line, where.column, ls.where(path, links=True), ls.fix_of(path))
+        elsewhere = tuple(function for function, _ in ls.compiled_elsewhere(view))
+        markdown = hover_markdown(
+            view, where.line, where.column, ls.where(path, links=True), ls.fix_of(path), elsewhere
+        )
         if markdown is None:
             return None
         if ls.cached(uri):

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from pygls import uris
 
 from ..engine import views
-from ..engine.model import FileReport
+from ..engine.model import FileView
 from ..engine.sources import TextOf
 from ..traces.load import Imported, load
 from ..traces.report import reports
@@ -26,7 +26,7 @@ class Import:
     """One trace, read: what it says of each workspace file, and how the reading went."""
 
     trace: Imported
-    views: dict[str, FileReport]
+    views: dict[str, FileView]
 
     @property
     def summary(self) -> str:
@@ -66,7 +66,7 @@ def path_of(argument: str, folders: list[str]) -> str:
 def read(path: str, folders: list[str], text_of: TextOf) -> Import:
     """The trace or log at ``path``, placed on the workspace's files."""
     trace = load(path, folders, text_of)
-    found: dict[str, list[FileReport]] = {}
+    found: dict[str, list[FileView]] = {}
     for view in reports(trace, text_of, folders):
         found.setdefault(view.path, []).append(view)
     return Import(trace, {file: views.combined(seen) for file, seen in found.items()})

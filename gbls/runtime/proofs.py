@@ -13,7 +13,7 @@ import hashlib
 import os
 import shutil
 import tempfile
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 
 from ..engine.fixes import policy
 from ..engine.fixes.edits import Fix, apply
@@ -102,7 +102,7 @@ def _fingerprint(fix: Fix, sources: Sources) -> str:
 
 
 async def proven_fixes(
-    proofs: Proofs, reports: list[FileReport], sources: Sources, folders: list[str], unsafe: bool
+    proofs: Proofs, reports: Sequence[FileReport], sources: Sources, folders: list[str], unsafe: bool
 ) -> tuple[policy.Fixes, dict[tuple[str, BreakKey], str]]:
     """Each break's first offered fix (safe ones only, unless ``unsafe``) that re-analysis proves, and
     for each break left without one why its candidates were not proven."""

@@ -20,7 +20,7 @@ from typing import Protocol
 
 from ..engine import cache, incremental, views
 from ..engine.discovery import CompiledSite, find_compiled
-from ..engine.model import FileReport
+from ..engine.model import FileReport, FileView
 from ..engine.report import build
 from ..engine.sources import TextOf
 from ..engine.starts import start_of
@@ -40,7 +40,7 @@ class Analysed:
     report: FileReport
     cached: bool = False  # read from the persistent cache: shown until its analysis runs again
     # What the analysis says of each file it reached (``views.by_file``), worked out once.
-    views: dict[str, FileReport] = field(init=False, compare=False, repr=False)
+    views: dict[str, FileView] = field(init=False, compare=False, repr=False)
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "views", views.by_file(self.report))
@@ -161,7 +161,7 @@ class Session:
         self.cwd = cwd
         self._documents: dict[str, Document] = {}
         self._runs: dict[str, Analysed] = {}
-        self._imports: dict[str, dict[str, FileReport]] = {}  # each trace's view of each file
+        self._imports: dict[str, dict[str, FileView]] = {}  # each trace's view of each file
         self._worker: Worker | None = None
         self._worker_key: tuple[str, str, bool] | None = None
         self._stopping: set[asyncio.Task[None]] = set()
@@ -386,7 +386,7 @@ class Session:
         for name, analysed in self._runs.items():
             yield RunKey(name), analysed
 
-    def view(self, path: str) -> FileReport | None:
+    def view(self, path: str) -> FileView | None:
         """What every analysis and every imported trace says about the file ``path``; None if none
         reached it. The file's own analysis comes first: a root cause it and a trace both found is
         its, once."""
@@ -397,12 +397,12 @@ class Session:
 
     # -- imported traces ------------------------------------------------------------------------
 
-    def record_import(self, name: str, found: dict[str, FileReport]) -> dict[str, FileReport]:
+    def record_import(self, name: str, found: dict[str, FileView]) -> dict[str, FileView]:
         """Keep what the trace ``name`` says of each file; what it said before (maybe nothing)."""
         previous, self._imports[name] = self._imports.get(name, {}), found
         return previous
 
-    def forget_import(self, name: str) -> dict[str, FileReport]:
+    def forget_import(self, name: str) -> dict[str, FileView]:
         return self._imports.pop(name, {})
 
     def imports(self) -> list[str]:

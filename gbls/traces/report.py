@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING
 
 from ..engine import views
 from ..engine.discovery import find_compiled
-from ..engine.model import BreakReport, FileReport, Provenance, RecompileReport
+from ..engine.model import BreakReport, FileView, Provenance, RecompileReport
 from ..engine.report import build
 from ..engine.sources import TextOf
 from ..worker.shared.lines import split_lines
@@ -35,10 +35,10 @@ def _shown(path: str) -> str:
     return path if relative.startswith("..") else relative
 
 
-def reports(imported: Imported, text_of: TextOf, workspace: list[str]) -> list[FileReport]:
+def reports(imported: Imported, text_of: TextOf, workspace: list[str]) -> list[FileView]:
     """Each workspace file the run's findings belong to, with what the run says of it."""
     origin = origin_of(imported)
-    files: dict[str, list[tuple[int | None, FileReport]]] = {}
+    files: dict[str, list[tuple[int | None, FileView]]] = {}
     for process in imported.processes:
         result = process.result
         source = (text_of(result.path) or "") if result.path else ""
@@ -54,12 +54,12 @@ def reports(imported: Imported, text_of: TextOf, workspace: list[str]) -> list[F
 class _Marks:
     """One file's views from each process of the run, as one view whose findings say where from."""
 
-    def __init__(self, imported: Imported, seen: list[tuple[int | None, FileReport]], lines: Lines) -> None:
+    def __init__(self, imported: Imported, seen: list[tuple[int | None, FileView]], lines: Lines) -> None:
         self.imported = imported
         self.seen = seen
         self.lines = lines
 
-    def view(self, origin: str) -> FileReport:
+    def view(self, origin: str) -> FileView:
         view = views.combined([view for _, view in self.seen])
         return dataclasses.replace(
             view,
@@ -99,7 +99,7 @@ class _Marks:
         )
 
 
-def _keys(view: FileReport) -> set[Hashable]:
+def _keys(view: FileView) -> set[Hashable]:
     breaks = view.breaks + view.suppressed + view.splits + view.elsewhere
     return {("break", b.key) for b in breaks} | {("recompile", r.key) for r in view.recompiles}
 
@@ -125,7 +125,7 @@ def holds(provenance: Provenance | None, lines: Lines) -> bool:
     return provenance is None or all(_line(lines(path), line) == text for path, line, text in provenance.code)
 
 
-def current(view: FileReport, lines: Lines) -> FileReport:
+def current(view: FileView, lines: Lines) -> FileView:
     """``view`` without the imported findings whose lines changed since: they are of another
     version of the file, and would be shown on the wrong line."""
     kept = dataclasses.replace(

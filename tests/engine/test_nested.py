@@ -15,6 +15,7 @@ import pytest
 import torch
 from lsprotocol import types as lsp
 
+from gbls.engine import views
 from gbls.engine.model import BreakReport, FileReport
 from gbls.formats import text
 from gbls.lsp.diagnostics import file_diagnostics
@@ -220,7 +221,8 @@ async def test_a_break_under_fullgraph_raises(analyse_file: Analyse, tmp_path: P
     # The program stops at strict's break; without the flag it goes on to relaxed's, and so does gbls.
     assert (relaxed.function, relaxed.cause.raises, relaxed.raises) == ("relaxed", "", "")
     lines = fixture.read_text().splitlines()
-    diagnostics = file_diagnostics(report, fixture.read_text(), "warning", lambda _: lines)
+    view = views.by_file(report)[report.path]
+    diagnostics = file_diagnostics(view, fixture.read_text(), "warning", lambda _: lines)
     assert [(d.range.start.line + 1, d.severity) for d in diagnostics if d.code == "GB0059"] == [
         (9, lsp.DiagnosticSeverity.Error),
         (15, lsp.DiagnosticSeverity.Warning),

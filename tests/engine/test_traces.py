@@ -26,7 +26,7 @@ import torch
 
 from gbls.cli import main
 from gbls.engine import views
-from gbls.engine.model import BreakReport, FileReport, Location, RecompileReport
+from gbls.engine.model import BreakReport, FileReport, FileView, Location, RecompileReport
 from gbls.engine.sources import read_source
 from gbls.traces.load import Imported, load
 from gbls.traces.report import reports
@@ -177,7 +177,7 @@ def summary(view: FileReport, functions: bool = True) -> dict[str, Any]:
 
 
 def imported_views(trace: Imported, workspace: str) -> dict[str, FileReport]:
-    found: dict[str, list[FileReport]] = {}
+    found: dict[str, list[FileView]] = {}
     for view in reports(trace, read_source, [workspace]):
         found.setdefault(view.path, []).append(view)
     return {path: views.combined(seen) for path, seen in found.items()}

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from gbls.engine import views
 from gbls.engine.model import FileReport
 from gbls.engine.sources import Sources, read_source
 from gbls.lsp.actions import offer
@@ -43,15 +44,19 @@ def shown_lines(markdown: str) -> int:
 
 
 def hover(report: FileReport, path: Path, code: str, where: Where | None = None) -> str:
-    """The hover of the break ``code`` of ``report``, with the fix the server would name."""
-    (brk,) = [b for b in report.breaks if b.code == code]
+    """The hover of the break ``code`` in the file ``path`` as the server shows it there (on the
+    break, or where it splits a graph of the file), with the fix the server would name."""
+    view = views.by_file(report)[str(path)]
+    (brk,) = [b for b in view.breaks + view.splits if b.code == code]
+    at = brk.span if brk.path == str(path) else brk.split.span if brk.split else brk.span
     sources = Sources(read_source)
     markdown = hover_markdown(
-        report,
-        brk.span.line,
-        brk.span.column,
+        view,
+        at.line,
+        at.column,
         where or Where(str(path), str(FIXTURES)),
         lambda b: offer(b, str(path), sources, [str(FIXTURES)], lambda fix, brk, analysed: None),
+        tuple(f for f in report.functions if f.path != str(path)),  # as the server's compiled_elsewhere
     )
     assert markdown is not None
     return markdown
@@ -73,11 +78,15 @@ async def test_the_common_breaks_fit_vs_codes_hover_at_its_default_size(
     path = FIXTURES / name
     report = await analyse_file(path)
     lines = Sources(read_source).lines
+    (brk,) = [b for b in report.breaks if b.code == code]
+    where = Path(brk.path)  # the root cause's file: its diagnostic and its hover are there
     (diagnostic,) = [
-        d for d in file_diagnostics(report, path.read_text(), "warning", lines) if d.code == code
+        d
+        for d in file_diagnostics(views.by_file(report)[brk.path], where.read_text(), "warning", lines)
+        if d.code == code
     ]
     above = 1 + len(diagnostic.related_information or [])
-    markdown = hover(report, path, code)
+    markdown = hover(report, where, code)
     assert above + shown_lines(markdown) <= BUDGET, markdown
 
 
@@ -95,7 +104,10 @@ async def test_the_hover_leads_with_what_to_do_then_why(analyse_file: Analyse) -
     assert "**How `g` splits**: graph 1 · 1 op (line 8) → **break at line 9** → " in markdown
     # Without a fix to name, Dynamo's first hint says what to do.
     (brk,) = report.breaks
-    bare = hover_markdown(report, brk.span.line, brk.span.column, Where(str(path), str(FIXTURES)))
+    assert brk.split is not None  # g's graph splits in main.py, at its call of the helpers
+    at = brk.split.span
+    view = views.by_file(report)[str(path)]
+    bare = hover_markdown(view, at.line, at.column, Where(str(path), str(FIXTURES)))
     first = brk.cause.hints[0].rstrip(".")
     assert bare is not None and bare.startswith(f"**To do:** {first}. **Failed to trace builtin operator**")
 
@@ -112,24 +124,36 @@ async def test_dynamos_snippet_is_a_fenced_block_naming_files_in_the_workspace(a
 
 
 async def test_a_story_in_another_file_names_it(analyse_file: Analyse) -> None:
-    """``train.py`` compiles ``TinyNet`` of ``model.py``: the graphs' lines are model.py's."""
+    """``train.py`` compiles ``TinyNet`` of ``model.py``: the graphs' lines are model.py's. On the
+    print in model.py the hover tells how TinyNet splits (it is compiled elsewhere: the server's
+    ``compiled_elsewhere``); on the compile site in train.py it names model.py for its lines."""
     folder = FIXTURES / "lsp" / "stories"
     path = folder / "train.py"
-    markdown = hover(await analyse_file(path), path, "GB0059", Where(str(path), str(folder)))
+    report = await analyse_file(path)
+    model = folder / "model.py"
+    on_the_print = hover(report, model, "GB0059", Where(str(model), str(folder)))
     assert (
-        f"**Chain:** `forward` ([model.py:12]({(folder / 'model.py').as_uri()}#L12)): the cause" in markdown
+        "**How `TinyNet` splits**: graph 1 · 1 op (line 11) → **break at line 12** → graph 2 · 1 op (line 13)"
+        in on_the_print
     )
+    view = views.by_file(report)[str(path)]
+    (function,) = view.functions
+    site = function.hover_spans[0]
+    on_the_site = hover_markdown(view, site.line, site.column, Where(str(path), str(folder)))
+    assert on_the_site is not None
     assert (
-        "**How `TinyNet` splits** (in model.py): graph 1 · 1 op (line 11) → **break at line 12** → "
-        "graph 2 · 1 op (line 13)"
-    ) in markdown
+        "**Graphs** (in model.py): graph 1 · 1 op (line 11) → break at line 12: Failed to trace builtin "
+        "operator (print) → graph 2 · 1 op (line 13)"
+    ) in on_the_site
 
 
 async def test_the_report_has_every_hint_and_no_links(analyse_file: Analyse) -> None:
     """VS Code shows the report in its markdown preview, which does not follow file: links."""
     path = FIXTURES / "lsp" / "main.py"
     report = await analyse_file(path)
-    markdown = function_report(report, "g", Where(str(path), str(FIXTURES), links=False))
+    markdown = function_report(
+        views.by_file(report)[report.path], "g", Where(str(path), str(FIXTURES), links=False)
+    )
     (brk,) = report.breaks
     assert "](file:" not in markdown
     assert (

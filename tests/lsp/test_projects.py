@@ -201,6 +201,14 @@ async def test_the_compile_site_and_the_model_file_tell_one_story(
         m.message.startswith("analysed train.py") and ": 2 graph breaks, " in m.message
         for m in client.log_messages[seen:]
     )
+    # The hover on the print in model.py tells how TinyNet, compiled in train.py, splits there.
+    line = next(n for n, text in enumerate(model.read_text().splitlines()) if "print(" in text)
+    column = model.read_text().splitlines()[line].index("print")
+    hover = await client.text_document_hover_async(
+        lsp.HoverParams(lsp.TextDocumentIdentifier(uri_of(model)), lsp.Position(line, column))
+    )
+    assert hover is not None and isinstance(hover.contents, lsp.MarkupContent)
+    assert "**How `TinyNet` splits**: graph 1" in hover.contents.value, hover.contents.value
 
 
 async def test_the_break_report_of_the_model_file_lists_its_breaks(

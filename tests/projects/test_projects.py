@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 import transformers
 
+from gbls.engine import views
 from gbls.engine.model import FileReport, FunctionReport
 from gbls.lsp.diagnostics import file_diagnostics
 from gbls.settings import Settings
@@ -124,7 +125,8 @@ async def test_a_library_model_that_breaks_inside_itself(analyse_file: Analyse) 
     assert len({(b.root.path, b.root.span.line, b.gb_type) for b in report.breaks}) == len(report.breaks)
     # In the editor: the chain into the library, and where the file called the model.
     lines = fixture.read_text().splitlines()
-    for diagnostic in file_diagnostics(report, fixture.read_text(), "warning", lambda path: lines):
+    view = views.by_file(report)[report.path]
+    for diagnostic in file_diagnostics(view, fixture.read_text(), "warning", lambda path: lines):
         if isinstance(diagnostic.code, str) and diagnostic.code.startswith("GB"):
             related = diagnostic.related_information or []
             assert related[-1].message == "Wav2Vec2ForCTC called here"

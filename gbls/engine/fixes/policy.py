@@ -10,7 +10,7 @@ the CLI reports it as the break's fix, and ``--fix`` applies it when it is safe.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 
 from ..model import BreakKey, BreakReport, FileReport, RecompileKey, RecompileReport
 from ..sources import Sources
@@ -44,7 +44,7 @@ def for_recompile(found: RecompileReport, report: FileReport, sources: Sources) 
 
 
 def preferred(
-    reports: list[FileReport], sources: Sources, folders: list[str], keep: Keep | None = None
+    reports: Sequence[FileReport], sources: Sources, folders: list[str], keep: Keep | None = None
 ) -> Fixes:
     """The preferred fix of each break (of those ``keep`` keeps) and each recompilation problem that
     has one."""
@@ -62,7 +62,7 @@ def preferred(
 
 
 def safe_edits(
-    reports: list[FileReport], fixes: Fixes, unsafe: bool = False
+    reports: Sequence[FileReport], fixes: Fixes, unsafe: bool = False
 ) -> tuple[dict[str, list[Edit]], list[tuple[str, BreakReport, Fix]]]:
     """What ``--fix`` applies: the edits by file of each break's fix in ``fixes`` where it is safe
     (or any, ``unsafe``), each edit once, leaving out a fix that overlaps one taken before it; and
