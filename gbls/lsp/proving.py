@@ -18,7 +18,7 @@ from lsprotocol import types as lsp
 
 from ..engine.fixes import policy
 from ..engine.fixes.edits import Fix
-from ..engine.fixes.proof import provable
+from ..engine.fixes.proof import Undecided, provable
 from ..engine.model import BreakReport, FileReport
 from ..engine.sources import Sources
 from ..runtime.proofs import of_session
@@ -81,6 +81,9 @@ class Proven:
                     tried += 1
                     try:
                         verdict = await self.proofs.prove(fix, brk, report, sources)
+                    except Undecided as error:  # not refused: tried again with the next analysis
+                        log.info("proving %r could not tell: %s", fix.title, error)
+                        continue
                     except Exception:  # a worker gone mid-proof: the fix stays unproven, not offered
                         log.warning("proving %r failed", fix.title, exc_info=True)
                         continue

@@ -17,7 +17,7 @@ from collections.abc import Awaitable, Callable, Sequence
 
 from ..engine.fixes import policy
 from ..engine.fixes.edits import Fix, apply
-from ..engine.fixes.proof import Signature, disproof, provable, signature
+from ..engine.fixes.proof import UNDECIDED, Signature, Undecided, disproof, provable, signature
 from ..engine.model import BreakKey, BreakReport, FileReport
 from ..engine.sources import Sources
 from ..engine.store import FOLDER
@@ -54,7 +54,8 @@ class Proofs:
         return (key in self.verdicts, self.verdicts.get(key))
 
     async def prove(self, fix: Fix, brk: BreakReport, before: FileReport, sources: Sources) -> Verdict:
-        """Why ``fix`` of ``brk``, a break of the analysis ``before``, is not proven; None when it is."""
+        """Why ``fix`` of ``brk``, a break of the analysis ``before``, is not proven; None when it is.
+        Raises ``Undecided`` when the re-analysis could not tell (the next call tries again)."""
         key = (fix, signature(brk), _fingerprint(fix, sources))
         if key not in self.verdicts:
             self.verdicts[key] = await self._prove(fix, brk, before, sources)
@@ -68,7 +69,7 @@ class Proofs:
         paths = {edit.path for edit in fix.edits}
         if paths == {path}:
             fixed = apply(source, list(fix.edits))
-            return disproof(fix, brk, before, await self.reanalyse(path, fixed, ""))
+            return disproof(fix, brk, before, _decided(await self.reanalyse(path, fixed, "")))
         folder = os.path.dirname(path)
         if any(os.path.dirname(edited) != folder for edited in paths):
             return "it edits a file outside the analysed file's folder, which gbls does not re-analyse"
@@ -89,7 +90,13 @@ class Proofs:
             with open(moved, encoding="utf-8", newline="") as handle:
                 fixed = handle.read()
             after = await self.reanalyse(moved, fixed, copy)
-        return disproof(fix, brk, before, after)
+        return disproof(fix, brk, before, _decided(after))
+
+
+def _decided(after: FileReport) -> FileReport:
+    if after.failure_kind in UNDECIDED:
+        raise Undecided(after.message or after.failure_kind)
+    return after
 
 
 def _fingerprint(fix: Fix, sources: Sources) -> str:
@@ -116,7 +123,10 @@ async def proven_fixes(
             for fix in policy.for_break(brk, report.path, sources, folders):
                 if not (fix.safe or unsafe):
                     continue
-                verdict = await proofs.prove(fix, brk, report, sources)
+                try:
+                    verdict = await proofs.prove(fix, brk, report, sources)
+                except Undecided as error:
+                    verdict = f"the re-analysis could not tell ({error})"
                 if verdict is None:
                     chosen[(report.path, brk.key)] = fix
                     break

@@ -13,7 +13,8 @@ import torch
 from gbls.engine.fixes import branches, policy
 from gbls.engine.fixes.catalogue import enable_flag
 from gbls.engine.fixes.edits import Fix, apply
-from gbls.engine.model import BreakReport, FileReport
+from gbls.engine.fixes.proof import Undecided
+from gbls.engine.model import BreakReport, FileReport, failure_report
 from gbls.engine.sources import Sources, read_source
 from gbls.runtime.proofs import Proofs, proven_fixes
 
@@ -153,3 +154,30 @@ async def test_a_library_call_that_breaks_in_several_places_moves_out_whole(
     assert [entry.gb_types[0] for entry in logged if not entry.suppressed] == [
         "Skip calling `torch.compiler.disable()`d function"
     ]
+
+
+async def test_a_re_analysis_stopped_by_a_limit_neither_proves_nor_refuses(
+    analyse_file: Analyse, tmp_path: Path
+) -> None:
+    """On a busy machine the fixed text's analysis can run out of time: that says nothing of the fix,
+    which is neither refused nor kept undecided; the next proof analyses it again and proves it."""
+    path = copied(tmp_path, "fixes/print_call.py")
+    report, brk = await only_break(analyse_file, path, "GB0059")
+    sources = Sources(read_source)
+    (fix, *_) = policy.for_break(brk, str(path), sources, [str(tmp_path)])
+    timed_out = [True]
+
+    async def reanalyse(path: str, text: str, workspace: str) -> FileReport:
+        if timed_out.pop() if timed_out else False:
+            return failure_report(path, "timeout", "the analysis ran past its 20 s")
+        return await analyse_file(Path(path), text)
+
+    proofs = Proofs(reanalyse)
+    with pytest.raises(Undecided, match="ran past"):
+        await proofs.prove(fix, brk, report, sources)
+    assert proofs.known(fix, brk, sources) == (False, None)  # not refused, not kept
+    assert await proofs.prove(fix, brk, report, sources) is None
+    # gbls check --fix: the fix it could not tell about is passed over for the next one proven.
+    timed_out.append(True)
+    chosen, refused = await proven_fixes(Proofs(reanalyse), [report], sources, [str(tmp_path)], True)
+    assert chosen[(str(path), brk.key)] != fix and not refused

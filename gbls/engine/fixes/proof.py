@@ -11,12 +11,20 @@ from __future__ import annotations
 
 from collections import Counter
 
-from ..model import BreakReport, FileReport
+from ..model import BreakReport, FailureKind, FileReport
 from .edits import Fix
 
 # The ends of an analysis its fixes are proven against: the program ran to its end, or raised. Any
 # other (a timeout, a crash, the memory limit, the worker gone) each proof would meet again, at cost.
 PROVABLE = ("", "raised")
+# How a re-analysis ends that says nothing of the fix: a limit of gbls's, or gbls itself, stopped it
+# (on a busy machine as much as on a wrong fix).
+UNDECIDED: tuple[FailureKind, ...] = ("timeout", "cancelled", "worker")
+
+
+class Undecided(Exception):
+    """The re-analysis of a fixed text ended for a reason of gbls's (``UNDECIDED``): it neither proves
+    nor refuses the fix, and is not kept as a verdict."""
 
 
 def provable(report: FileReport) -> bool:
