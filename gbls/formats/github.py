@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from ..engine.model import FileReport, imported_from
+from ..engine.ranges import Span
 from .common import relative
 from .text import message_of, where
 
@@ -11,28 +12,25 @@ def _escape(value: str) -> str:
     return value.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
 
 
+def _annotation(level: str, code: str, path: str, s: Span, text: str) -> str:
+    """A finding's annotation over its range, with the text output's line as its message."""
+    return (
+        f"::{level} title=gbls ({code}),file={path},line={s.line},col={s.column + 1},"
+        f"endLine={s.end_line},endColumn={s.end_column + 1}::" + _escape(f"{path}:{where(s)}: {code} {text}")
+    )
+
+
 def render(reports: list[FileReport], missed: dict[str, str] | None = None) -> str:
     lines = []
     for report in reports:
         path = relative(report.path)
         for brk in report.breaks:
-            s = brk.span
             level = "error" if brk.raises else "warning"
-            lines.append(
-                f"::{level} title=gbls ({brk.code}),file={path},line={s.line},col={s.column + 1},"
-                f"endLine={s.end_line},endColumn={s.end_column + 1}::"
-                + _escape(f"{path}:{where(s)}: {brk.code} {message_of(brk)}")
-            )
+            lines.append(_annotation(level, brk.code, path, brk.span, message_of(brk)))
         for problem in report.problems:
-            s = problem.span
             level = "error" if problem.limit else "warning"
-            lines.append(
-                f"::{level} title=gbls ({problem.code}),file={path},line={s.line},col={s.column + 1},"
-                f"endLine={s.end_line},endColumn={s.end_column + 1}::"
-                + _escape(
-                    f"{path}:{where(s)}: {problem.code} {problem.message}{imported_from(problem.provenance)}"
-                )
-            )
+            text = f"{problem.message}{imported_from(problem.provenance)}"
+            lines.append(_annotation(level, problem.code, path, problem.span, text))
         if report.message and report.failure_span is not None:
             s = report.failure_span
             lines.append(
