@@ -335,7 +335,12 @@ async function hoverWord(page: Page, line: RegExp, word: string): Promise<{ hove
         .first();
     const box = await span.boundingBox(); // not locator.hover(): its scrolling into view scrolls the editor
     check(box !== null, `\`${word}\` is not on screen`);
-    await page.mouse.move(box.x + box.width - 8, box.y + box.height / 2);
+    return hoverAt(page, box.x + box.width - 8, box.y + box.height / 2);
+}
+
+// The break's hover the mouse at (x, y) shows: it starts with what to do, in bold.
+async function hoverAt(page: Page, x: number, y: number): Promise<{ hover: Locator; text: string }> {
+    await page.mouse.move(x, y);
     const hover = page.locator('.monaco-hover:visible', { hasText: 'To do:' }).first();
     await hover.waitFor({ timeout: UI });
     const text = await hover.innerText();
@@ -358,10 +363,7 @@ async function hoverSquiggle(page: Page, line: RegExp): Promise<{ hover: Locator
         }
     }
     check(target !== undefined, `no squiggle on the line ${String(line)}`);
-    await page.mouse.move(target.x, target.y);
-    const hover = page.locator('.monaco-hover:visible', { hasText: 'To do:' }).first();
-    await hover.waitFor({ timeout: UI });
-    return { hover, text: await hover.innerText() };
+    return hoverAt(page, target.x, target.y);
 }
 
 // VS Code's hover at its default size holds it all: the diagnostic and gbls's markdown.
