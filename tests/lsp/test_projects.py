@@ -110,7 +110,7 @@ async def test_a_model_file_gets_its_breaks_from_the_file_that_compiles_it(
         return done and done[-1]["breaks"] == 2 and done[-1]
 
     # The status follows the diagnostics: the client may not have read it yet.
-    assert not (await until(last_done, 30))["message"]
+    assert not (await until(last_done, 120))["message"]
 
 
 async def test_fixing_and_saving_the_model_clears_what_every_file_showed(
