@@ -24,7 +24,7 @@ async def test_the_editor_shows_a_cuda_only_call_as_information(client: Language
         assert {d.code for d in diagnostics} - {"not-checkable"} == {"GB0059", "GB0036"}
         # The note that CUDA was mapped informs: in the log (the output channel), never a pop-up. It is
         # sent after the diagnostics, and the client may not have read it yet.
-        await until(lambda: any("CUDA was mapped to the CPU" in m.message for m in client.log_messages), 120)
+        await until(lambda: any("CUDA was mapped to the CPU" in m.message for m in client.log_messages))
         assert not any("CUDA was mapped" in m.message for m in client.messages)
     finally:
         await close(client, path)

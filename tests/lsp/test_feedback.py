@@ -25,7 +25,7 @@ async def test_code_lenses_are_refreshed_after_every_analysis(client: LanguageCl
     uri = uri_of(path)
     before = len(LENS_REFRESHES)
     await open_and_wait(client, path)
-    await until(lambda: len(LENS_REFRESHES) > before, 120)
+    await until(lambda: len(LENS_REFRESHES) > before)
     assert (await lens_titles(client, uri))[0].startswith("gbls: 2 graphs · 1 break")
 
     # The print removed: the lens the client asks for on the refresh has the new analysis.
@@ -39,7 +39,7 @@ async def test_code_lenses_are_refreshed_after_every_analysis(client: LanguageCl
         )
     )
     assert await waiting == []
-    await until(lambda: len(LENS_REFRESHES) > before, 120)
+    await until(lambda: len(LENS_REFRESHES) > before)
     assert await lens_titles(client, uri) == ["gbls: fullgraph-clean · 1 graph"]
     await close(client, path)
 
@@ -52,7 +52,7 @@ def analyses_logged(client: LanguageClient, seen: int) -> list[str]:
 async def test_each_analysis_is_a_line_in_the_log(client: LanguageClient) -> None:
     seen = len(client.log_messages)
     await open_and_wait(client, ENGINE / "explicit_break.py")
-    (line,) = await until(lambda: analyses_logged(client, seen), 120)
+    (line,) = await until(lambda: analyses_logged(client, seen))
     assert re.fullmatch(
         r"analysed engine/explicit_break\.py in \d+\.\d s: 1 graph break, 0 recompilations", line
     ), line
@@ -63,7 +63,7 @@ async def test_each_analysis_is_a_line_in_the_log(client: LanguageClient) -> Non
 async def test_the_log_line_says_where_the_analysis_stopped(client: LanguageClient) -> None:
     seen = len(client.log_messages)
     await open_and_wait(client, FIXTURES / "lsp" / "broken.py")
-    (line,) = await until(lambda: analyses_logged(client, seen), 120)
+    (line,) = await until(lambda: analyses_logged(client, seen))
     assert re.fullmatch(
         r"analysed lsp/broken\.py in \d+\.\d s: 0 graph breaks, 0 recompilations; stopped: .*", line
     )

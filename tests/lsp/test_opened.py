@@ -186,6 +186,6 @@ async def test_a_model_a_crashed_script_would_have_reached_says_where_it_stopped
     client, projects = opened_client, opened_projects
     model = projects / "crashing" / "model.py"
     await open_and_wait(client, model)
-    message = await until(lambda: status_message(client, model), 120)
+    message = await until(lambda: status_message(client, model))
     assert message.startswith("train.py stopped at line 7 before it ran compiled code of this file: ")
     assert "FileNotFoundError" in message

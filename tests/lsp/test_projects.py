@@ -110,7 +110,7 @@ async def test_a_model_file_gets_its_breaks_from_the_file_that_compiles_it(
         return done and done[-1]["breaks"] == 2 and done[-1]
 
     # The status follows the diagnostics: the client may not have read it yet.
-    assert not (await until(last_done, 120))["message"]
+    assert not (await until(last_done))["message"]
 
 
 async def test_fixing_and_saving_the_model_clears_what_every_file_showed(
@@ -161,7 +161,7 @@ async def test_a_file_nothing_compiles_is_not_analysed_never_clean(
         done = [s for s in statuses if s["uri"] == uri_of(lonely) and s["state"] == "done"]
         return str(done[-1]["message"]) if done else ""
 
-    message = await until(said, 120)
+    message = await until(said)
     assert message.startswith("nothing compiles this file")
 
 

@@ -49,7 +49,7 @@ async def test_diagnostics_ranges_related_information_and_links(
         (uri_of(LSP / "helpers.py"), 1)
     ]
     helpers = uri_of(LSP / "helpers.py")
-    (brk,) = await until(lambda: [d for d in client.diagnostics.get(helpers, []) if d.code == "GB0059"], 120)
+    (brk,) = await until(lambda: [d for d in client.diagnostics.get(helpers, []) if d.code == "GB0059"])
     assert brk.range == lsp.Range(lsp.Position(1, 4), lsp.Position(1, 33))  # the print
     assert brk.severity == lsp.DiagnosticSeverity.Warning and brk.source == "gbls"
     assert brk.message == "Failed to trace builtin operator (print) (via middle → helper)"
@@ -275,7 +275,7 @@ async def test_cancelling_the_progress_stops_the_analysis(client: LanguageClient
     client.text_document_did_open(
         lsp.DidOpenTextDocumentParams(lsp.TextDocumentItem(uri_of(path), "python", 1, path.read_text()))
     )
-    (token,) = await until(lambda: set(client.progress_reports) - known, 120)
+    (token,) = await until(lambda: set(client.progress_reports) - known)
     client.window_work_done_progress_cancel(lsp.WorkDoneProgressCancelParams(token=token))
     await until(
         lambda: [getattr(v, "kind", None) for v in client.progress_reports[token]] == ["begin", "end"], 60

@@ -697,7 +697,7 @@ def last_status(client: LanguageClient, uri: str) -> str:
 
 async def finally_done(client: LanguageClient, uri: str) -> bool:
     """The status after the publication: sent right after it, so it may still be on its way."""
-    return await until(lambda: last_status(client, uri) == "done", 120)
+    return await until(lambda: last_status(client, uri) == "done")
 
 
 @pytest.mark.parametrize("name", sorted(FAULT_TABLE))

@@ -54,8 +54,9 @@ async def open_and_wait(client: LanguageClient, path: Path, text: str | None = N
     return await diagnostics_for(client, uri)
 
 
-async def until(condition: Callable[[], T | None], timeout: float, interval: float = 0.05) -> T:
-    """Poll ``condition`` until it returns something truthy, and return that; fail after ``timeout`` s."""
+async def until(condition: Callable[[], T | None], timeout: float = 120, interval: float = 0.05) -> T:
+    """Poll ``condition`` until it returns something truthy, and return that; fail after ``timeout`` s,
+    long enough on a busy machine that only what never comes fails."""
     loop = asyncio.get_running_loop()
     deadline = loop.time() + timeout
     while True:
