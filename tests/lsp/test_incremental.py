@@ -50,10 +50,13 @@ async def edit(client: LanguageClient, path: Path, version: int, text: str) -> l
 
 
 async def last_status(client: LanguageClient, path: Path) -> Any:
-    """The next ``gbls/status`` saying ``path`` is done (pygls gives unknown params as objects)."""
-    status = await client.wait_for_notification("gbls/status")
-    while status.uri != uri_of(path) or status.state != "done":
+    """The ``gbls/status`` saying the next analysis of ``path`` is done (pygls gives unknown params as
+    objects). The next one to start, not the next "done": the last analysis's "done" follows its
+    diagnostics and may still be on its way here."""
+    for state in ("analysing", "done"):
         status = await client.wait_for_notification("gbls/status")
+        while status.uri != uri_of(path) or status.state != state:
+            status = await client.wait_for_notification("gbls/status")
     return status
 
 
