@@ -20,7 +20,44 @@ TORCH_LAYERS = {"engine", "lsp", "sandbox", "projects"}
 pytest_plugins = ["pytester"]
 
 
+# The files that take longest (CONTRIBUTING's table of times), longest first. Under pytest-xdist each
+# process takes whole files in this order, so that the processes end together rather than one
+# starting the longest file when the others are done.
+LONGEST_FIRST = (
+    "sandbox/test_sandbox.py",
+    "editors/test_vscode.py",
+    "engine/test_hatches.py",
+    "engine/test_fidelity.py",
+    "projects/test_test_runs.py",
+    "sandbox/test_spawned.py",
+    "engine/test_cuda.py",
+    "engine/test_timeouts.py",
+    "lsp/test_hover.py",
+    "engine/test_nested.py",
+    "projects/test_library_frames.py",
+    "projects/test_opened.py",
+    "engine/test_exits.py",
+    "engine/test_cli.py",
+)
+
+
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     for item in items:
         if item.path.relative_to(TESTS).parts[0] in TORCH_LAYERS:
             item.add_marker(pytest.mark.torch)
+    # A stable sort after pytest-randomly's shuffle: the order within and among the other files stays random.
+    items.sort(key=lambda item: _rank(item.path.relative_to(TESTS).as_posix()))
+
+
+def _rank(path: str) -> int:
+    return LONGEST_FIRST.index(path) if path in LONGEST_FIRST else len(LONGEST_FIRST)
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_make_scheduler(config: pytest.Config, log: object) -> object:
+    """Under pytest-xdist (``-n``), whole files to each process, in the order above: a file's module
+    and session fixtures (a server, a CLI run of every fault) start once, in one process."""
+    from xdist.scheduler import LoadFileScheduling  # type: ignore[import-untyped]
+
+    config.option.loadscopereorder = False  # xdist's own order (most tests first) would put the e2e test last
+    return LoadFileScheduling(config, log)
