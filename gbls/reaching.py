@@ -25,11 +25,8 @@ class Reaching:
     @classmethod
     def of(cls, given: list[str], folder: str) -> Reaching:
         named = [path for path in given if _has_code(path)]
-        importers = {
-            path: reach.importers(path, folder, read_source)
-            for path in named
-            if not reach.compiles(path, read_source)
-        }
+        compiling_nothing = [path for path in named if not reach.compiles(path, read_source)]
+        importers = reach.importers(compiling_nothing, folder, read_source)
         extra = sorted({importer for found in importers.values() for importer in found} - set(named))
         return cls(folder, named, importers, [*named, *extra])
 

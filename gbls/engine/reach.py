@@ -45,16 +45,21 @@ def compiles(path: str, text_of: TextOf) -> bool:
     return "compile" in source and bool(find_compiled(source, path))
 
 
-def importers(path: str, folder: str, text_of: TextOf) -> list[str]:
-    """The files of the workspace folder ``folder`` with a compile site of their own that import
-    ``path``, directly or not (imports resolved as that folder's files resolve them)."""
-    found = []
-    for candidate in python_files([folder], MOST_FILES):
+def importers(paths: list[str], folder: str, text_of: TextOf) -> dict[str, list[str]]:
+    """For each of ``paths``, the files of the workspace folder ``folder`` with a compile site of their
+    own that import it, directly or not (imports resolved as that folder's files resolve them): one
+    walk of the folder for them all. A file outside the folder has none, and needs no walk."""
+    found: dict[str, list[str]] = {path: [] for path in paths}
+    within = os.path.join(os.path.abspath(folder), "")
+    inside = [path for path in paths if os.path.abspath(path).startswith(within)]
+    for candidate in python_files([folder], MOST_FILES) if inside else ():
         # A test runs as pytest runs it (the tests that reach a file), not as a file of its own.
-        if candidate == path or reaching_tests.is_test_file(candidate) or not compiles(candidate, text_of):
+        if reaching_tests.is_test_file(candidate) or not compiles(candidate, text_of):
             continue
-        if path in workspace_imports(candidate, [folder], text_of):
-            found.append(candidate)
+        imported = workspace_imports(candidate, [folder], text_of)
+        for path in inside:
+            if path != candidate and path in imported:
+                found[path].append(candidate)
     return found
 
 

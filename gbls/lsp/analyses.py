@@ -278,7 +278,7 @@ class GblsServer(LanguageServer):
         folder = self.session.folder_of(path)
         self._looking.add(path)  # till then, "nothing compiles this file" is not known
         try:
-            found = await asyncio.to_thread(reach.importers, path, folder, self.text_of)
+            found = (await asyncio.to_thread(reach.importers, [path], folder, self.text_of))[path]
             self._importers[path] = [
                 DocumentKey(uris.from_fs_path(importer) or importer) for importer in found
             ]

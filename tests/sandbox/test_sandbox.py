@@ -361,14 +361,23 @@ def limits(seconds: int) -> tuple[str, ...]:
     return ("--timeout", str(seconds), "--memory-mb", str(MEMORY_MB))
 
 
-def start_faults(folder: Path, sandbox: str) -> tuple[list[subprocess.Popen[str]], dict[str, bytes]]:
+@dataclass
+class Started:
+    processes: list[subprocess.Popen[str]]
+    markers: tuple[str, ...]  # of their workers
+    originals: dict[str, bytes]  # each fault file's bytes before
+
+
+def start_faults(folder: Path, sandbox: str) -> Started:
     shutil.copytree(FAULTS, folder)
     originals = {str(p.relative_to(folder)): p.read_bytes() for p in folder.rglob("*.py")}
     names = [n for n in FAULT_TABLE if runnable(n, sandbox) and n not in WORKER_KILLERS] + ["environment.py"]
     runs = ((TIMEOUT, [n for n in names if n not in HANGS]), (HANG, [n for n in names if n in HANGS]))
     arguments = ("--format", "json", "--fix", "--sandbox", sandbox)
     processes = [gbls(*arguments, *limits(seconds), *(str(folder / n) for n in ns)) for seconds, ns in runs]
-    return processes, originals
+    # Now, while the hangs' run is sure to be on: it ends when they have timed out.
+    markers = tuple(marker_of(zygote_of(process.pid)) for process in processes)
+    return Started(processes, markers, originals)
 
 
 def finished(started: dict[str, subprocess.Popen[str]]) -> dict[str, subprocess.CompletedProcess[str]]:
@@ -379,24 +388,23 @@ def finished(started: dict[str, subprocess.Popen[str]]) -> dict[str, subprocess.
     return done
 
 
-def finish_faults(
-    processes: list[subprocess.Popen[str]], folder: Path, originals: dict[str, bytes]
-) -> CliRun:
-    markers = tuple(marker_of(zygote_of(process.pid)) for process in processes)
+def finish_faults(started: Started, folder: Path) -> CliRun:
+    processes = started.processes
     delete_once_open(folder / "deleted.py", lambda: any(process.poll() is None for process in processes))
     entries: dict[str, Any] = {}
     for process in processes:
         out, err = process.communicate(timeout=900)
         assert out, err
         entries |= {str(Path(entry["path"]).relative_to(folder)): entry for entry in gbls_json(out)["files"]}
-    return CliRun(entries, tuple(process.returncode for process in processes), folder, originals, markers)
+    statuses = tuple(process.returncode for process in processes)
+    return CliRun(entries, statuses, folder, started.originals, started.markers)
 
 
 @pytest.fixture(scope="module")
 def cli(tmp_path_factory: pytest.TempPathFactory, bait: Path) -> CliRuns:
     """Every fault through ``gbls check --fix`` in each sandbox mode, and the notes through more runs."""
     folder = tmp_path_factory.mktemp("cli") / "faults"
-    faults, originals = start_faults(folder, "auto")
+    faults = start_faults(folder, "auto")
     no_bwrap = {**ENVIRONMENT, "PATH": str(tmp_path_factory.mktemp("empty-path"))}
     # An interpreter under /tmp (a virtual environment there): bwrap's private /tmp must not hide it.
     venv = tmp_path_factory.mktemp("venv")
@@ -406,10 +414,9 @@ def cli(tmp_path_factory: pytest.TempPathFactory, bait: Path) -> CliRuns:
     (site_packages,) = (venv / "lib").glob("python*/site-packages")
     (site_packages / "outer.pth").write_text("\n".join(site.getsitepackages()) + "\n")
     disabled = {**ENVIRONMENT, "TORCH_COMPILE_DISABLE": "1"}
-    runs = {"bwrap": finish_faults(faults, folder, originals)}
+    runs = {"bwrap": finish_faults(faults, folder)}
     unsandboxed = tmp_path_factory.mktemp("cli-off") / "faults"
-    faults, originals = start_faults(unsandboxed, "off")
-    runs["off"] = finish_faults(faults, unsandboxed, originals)
+    runs["off"] = finish_faults(start_faults(unsandboxed, "off"), unsandboxed)
     started = {
         "venv": gbls("--python", str(venv / "bin" / "python"), str(FAULTS / "raises_after_break.py")),
         "off": gbls("--sandbox", "off", str(CLEAN), str(FAULTS / "raises_after_break.py")),
