@@ -1,13 +1,14 @@
 """torch's own graph-break log, as the oracle the engine's results are checked against.
 
-Runs fixture files in a fresh interpreter with ``TORCH_LOGS=graph_breaks`` and every
+Runs fixture files in an interpreter of their own with ``TORCH_LOGS=graph_breaks`` and every
 ``torch.compile`` on the eager backend, each as ``python file.py`` runs it (``__main__``), and
 parses each logged break: its compile id, gb_type and GB id, and the user traceback with the caret
 columns torch printed. What became of each frame Dynamo translated (compiled, or run eagerly) is
 whether Dynamo produced code for it (its bytecode hook ran in that compilation), for each
 compilation its metrics recorded (their own ``has_guarded_code`` is wrong for frames dropped by a
 loop break in torch 2.7-2.10). All the files of a folder run in one interpreter
-(``torch._dynamo.reset()`` between them) so that torch is imported once.
+(``torch._dynamo.reset()`` between them), forked from an interpreter of the test session's that
+imported torch once (``run_eagerly``): a fresh interpreter would spend seconds importing it again.
 
 The log's shape differs between releases: torch 2.6 prints ``Reason: <text>`` and no structure,
 2.7-2.9 put the gb_type on the ``Graph Break Reason:`` line, 2.10+ put a line of what Dynamo did
@@ -17,6 +18,7 @@ appear from 2.13 (to the end of the line before 2.15).
 
 from __future__ import annotations
 
+import atexit
 import json
 import os
 import re
@@ -29,8 +31,14 @@ from pathlib import Path
 _cache: dict[Path, list[LoggedBreak]] = {}
 _compiles: dict[Path, list[LoggedCompile]] = {}
 
+# Imports torch, then for each request (a JSON list of files, and where their stderr goes) forks a
+# child that runs the files, and answers once the child is done (or killed after TIMEOUT seconds).
+# No torch operation runs before the fork: the child starts as a fresh interpreter would.
 RUNNER = r"""
-import json, os, re, sys, torch, torch._dynamo, torch._dynamo.utils as utils
+import os
+answers = os.fdopen(os.dup(1), "w")  # stdout is the children's, and nothing reads it
+os.dup2(os.open(os.devnull, os.O_WRONLY), 1)
+import json, re, signal, sys, time, torch, torch._dynamo, torch._dynamo.utils as utils
 import torch._dynamo.convert_frame as convert_frame
 utils.set_compilation_metrics_limit(100000)
 produced = set()
@@ -46,22 +54,43 @@ def eager_compile(model=None, **options):
         return lambda actual: original(actual, **options)
     return original(model, **options)
 torch.compile = eager_compile
-for path in sys.argv[1:]:
-    torch._dynamo.reset()
-    print(MARKER + path, file=sys.stderr, flush=True)
-    sys.path.insert(0, os.path.dirname(path))
-    try:
-        exec(compile(open(path).read(), path, "exec"), {"__name__": "__main__", "__file__": path})
-    except BaseException:
-        pass
-    for metric in utils.get_compilation_metrics():
-        compile_id = "/".join(re.findall(r"\d+", str(metric.compile_id))[:2])
-        failed_at = [metric.fail_user_frame_filename, metric.fail_user_frame_lineno]
-        record = [compile_id, metric.co_name, metric.co_filename, compile_id in produced]
-        record += [str(metric.fail_reason or ""), failed_at]
-        print(FRAME + json.dumps(record), file=sys.stderr, flush=True)
-    utils.clear_compilation_metrics()
-    produced.clear()
+for request in iter(sys.stdin.readline, ""):
+    paths, stderr = json.loads(request)
+    pid = os.fork()
+    if pid == 0:
+        os.setpgid(0, 0)
+        os.dup2(os.open(os.devnull, os.O_RDONLY), 0)
+        os.dup2(os.open(stderr, os.O_WRONLY), 2)
+        sys.stdin = open(os.devnull)
+        sys.argv = ["-c", *paths]
+        # At the module's level, as in the fresh interpreter before: no function of the runner in the stacks.
+        try:
+            for path in paths:
+                torch._dynamo.reset()
+                print(MARKER + path, file=sys.stderr, flush=True)
+                sys.path.insert(0, os.path.dirname(path))
+                try:
+                    exec(compile(open(path).read(), path, "exec"), {"__name__": "__main__", "__file__": path})
+                except BaseException:
+                    pass
+                for metric in utils.get_compilation_metrics():
+                    compile_id = "/".join(re.findall(r"\d+", str(metric.compile_id))[:2])
+                    failed_at = [metric.fail_user_frame_filename, metric.fail_user_frame_lineno]
+                    record = [compile_id, metric.co_name, metric.co_filename, compile_id in produced]
+                    record += [str(metric.fail_reason or ""), failed_at]
+                    print(FRAME + json.dumps(record), file=sys.stderr, flush=True)
+                utils.clear_compilation_metrics()
+                produced.clear()
+        finally:
+            sys.stdout.flush()
+            sys.stderr.flush()
+            os._exit(0)
+    deadline = time.monotonic() + TIMEOUT
+    while os.waitpid(pid, os.WNOHANG) == (0, 0):
+        if time.monotonic() > deadline:
+            os.killpg(pid, signal.SIGKILL)
+        time.sleep(0.05)
+    print(json.dumps(paths), file=answers, flush=True)
 """
 MARKER = "=== oracle file: "
 FRAME = "=== oracle compile: "
@@ -123,21 +152,38 @@ def _load(path: Path) -> None:
     _compiles.update(compiles)
 
 
-def run_eagerly(paths: list[Path], environment: dict[str, str]) -> subprocess.CompletedProcess[str]:
-    """Run ``paths`` in one fresh interpreter on the eager backend; the log and markers on stderr."""
-    return subprocess.run(
-        [sys.executable, "-c", f"MARKER = {MARKER!r}\nFRAME = {FRAME!r}\n" + RUNNER, *map(str, paths)],
-        capture_output=True,
-        text=True,
-        env=environment,
-        timeout=600,
-    )
+# The runners, by their environment (torch reads TORCH_LOGS once, when it is imported).
+_runners: dict[tuple[tuple[str, str], ...], subprocess.Popen[str]] = {}
+
+
+def run_eagerly(paths: list[Path], environment: dict[str, str]) -> str:
+    """Run ``paths`` in one interpreter on the eager backend; what they wrote on stderr (log, markers)."""
+    key = tuple(sorted(environment.items()))
+    runner = _runners.get(key)
+    if runner is None or runner.poll() is not None:
+        code = f"MARKER = {MARKER!r}\nFRAME = {FRAME!r}\nTIMEOUT = 600\n" + RUNNER
+        runner = subprocess.Popen(
+            [sys.executable, "-c", code],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            text=True,
+            env=environment,
+        )
+        _runners[key] = runner
+        atexit.register(runner.kill)
+    assert runner.stdin is not None and runner.stdout is not None
+    with tempfile.NamedTemporaryFile("r", suffix=".log") as stderr:
+        runner.stdin.write(json.dumps([list(map(str, paths)), stderr.name]) + "\n")
+        runner.stdin.flush()
+        if not runner.stdout.readline():
+            raise RuntimeError(f"torch's log runner ended before running {paths}")
+        return stderr.read()
 
 
 def _run(paths: list[Path]) -> tuple[dict[Path, list[LoggedBreak]], dict[Path, list[LoggedCompile]]]:
     # Nothing may download at run time: the Hugging Face fixtures build their models from configs.
     environment = dict(os.environ, TORCH_LOGS="graph_breaks", HF_HUB_OFFLINE="1")
-    return parse(run_eagerly(paths, environment).stderr)
+    return parse(run_eagerly(paths, environment))
 
 
 def parse(stderr: str) -> tuple[dict[Path, list[LoggedBreak]], dict[Path, list[LoggedCompile]]]:

@@ -1,6 +1,6 @@
 """torch's own recompilation log, as the oracle gbls's recompilations are checked against.
 
-Runs fixture files in a fresh interpreter with ``TORCH_LOGS=recompiles`` and every
+Runs fixture files in an interpreter of their own with ``TORCH_LOGS=recompiles`` and every
 ``torch.compile`` on the eager backend (``torchlog``'s runner), and parses each "Recompiling
 function NAME in PATH:LINE" entry: its compile id and, for each compiled version of the frame, the
 check the call failed and the user stack torch printed below it; and each "torch._dynamo hit
@@ -79,7 +79,7 @@ def logged_recompiles(path: Path) -> Logged:
 
 def _run(paths: list[Path]) -> dict[Path, Logged]:
     environment = dict(os.environ, TORCH_LOGS="recompiles")
-    return parse(run_eagerly(paths, environment).stderr)
+    return parse(run_eagerly(paths, environment))
 
 
 def parse(stderr: str) -> dict[Path, Logged]:
