@@ -31,14 +31,9 @@ from pathlib import Path
 _cache: dict[Path, list[LoggedBreak]] = {}
 _compiles: dict[Path, list[LoggedCompile]] = {}
 
-# Imports torch, then for each request (a JSON list of files, and where their stderr goes) forks a
-# child that runs the files, and answers once the child is done (or killed after TIMEOUT seconds).
-# No torch operation runs before the fork: the child starts as a fresh interpreter would.
-RUNNER = r"""
-import os
-answers = os.fdopen(os.dup(1), "w")  # stdout is the children's, and nothing reads it
-os.dup2(os.open(os.devnull, os.O_WRONLY), 1)
-import json, re, signal, sys, time, torch, torch._dynamo, torch._dynamo.utils as utils
+# torch on the eager backend, each translation's metrics kept and printed by ``print_compilations``.
+SETUP = r"""
+import json, os, re, signal, sys, time, torch, torch._dynamo, torch._dynamo.utils as utils
 import torch._dynamo.convert_frame as convert_frame
 utils.set_compilation_metrics_limit(100000)
 produced = set()
@@ -54,6 +49,27 @@ def eager_compile(model=None, **options):
         return lambda actual: original(actual, **options)
     return original(model, **options)
 torch.compile = eager_compile
+def print_compilations():
+    for metric in utils.get_compilation_metrics():
+        compile_id = "/".join(re.findall(r"\d+", str(metric.compile_id))[:2])
+        failed_at = [metric.fail_user_frame_filename, metric.fail_user_frame_lineno]
+        record = [compile_id, metric.co_name, metric.co_filename, compile_id in produced]
+        record += [str(metric.fail_reason or ""), failed_at]
+        print(FRAME + json.dumps(record), file=sys.stderr, flush=True)
+    utils.clear_compilation_metrics()
+    produced.clear()
+"""
+# Imports torch, then for each request (a JSON list of files, and where their stderr goes) forks a
+# child that runs the files, and answers once the child is done (or killed after TIMEOUT seconds).
+# No torch operation runs before the fork: the child starts as a fresh interpreter would.
+RUNNER = (
+    r"""
+import os
+answers = os.fdopen(os.dup(1), "w")  # stdout is the children's, and nothing reads it
+os.dup2(os.open(os.devnull, os.O_WRONLY), 1)
+"""
+    + SETUP
+    + r"""
 for request in iter(sys.stdin.readline, ""):
     paths, stderr = json.loads(request)
     pid = os.fork()
@@ -73,14 +89,7 @@ for request in iter(sys.stdin.readline, ""):
                     exec(compile(open(path).read(), path, "exec"), {"__name__": "__main__", "__file__": path})
                 except BaseException:
                     pass
-                for metric in utils.get_compilation_metrics():
-                    compile_id = "/".join(re.findall(r"\d+", str(metric.compile_id))[:2])
-                    failed_at = [metric.fail_user_frame_filename, metric.fail_user_frame_lineno]
-                    record = [compile_id, metric.co_name, metric.co_filename, compile_id in produced]
-                    record += [str(metric.fail_reason or ""), failed_at]
-                    print(FRAME + json.dumps(record), file=sys.stderr, flush=True)
-                utils.clear_compilation_metrics()
-                produced.clear()
+                print_compilations()
         finally:
             sys.stdout.flush()
             sys.stderr.flush()
@@ -92,6 +101,7 @@ for request in iter(sys.stdin.readline, ""):
         time.sleep(0.05)
     print(json.dumps(paths), file=answers, flush=True)
 """
+)
 MARKER = "=== oracle file: "
 FRAME = "=== oracle compile: "
 

@@ -17,12 +17,12 @@ from pathlib import Path
 from gbls.worker.shared.protocol import Run
 
 from . import torchlog, torchlog_recompiles
-from .torchlog import FRAME, MARKER, RUNNER, LoggedBreak, LoggedCompile
+from .torchlog import FRAME, MARKER, SETUP, LoggedBreak, LoggedCompile
 from .torchlog_recompiles import Logged
 
-# torchlog's runner, for one program started as python starts it instead of files run in turn.
+# torchlog's setup, for one program started as python starts it instead of files run in turn.
 PROGRAM = (
-    RUNNER.split("for path in sys.argv[1:]:")[0]
+    SETUP
     + r"""
 import runpy
 print(MARKER + "run", file=sys.stderr, flush=True)
@@ -38,12 +38,7 @@ try:
         runpy.run_path(target, run_name="__main__")
 except SystemExit:
     pass
-for metric in utils.get_compilation_metrics():
-    compile_id = "/".join(re.findall(r"\d+", str(metric.compile_id))[:2])
-    failed_at = [metric.fail_user_frame_filename, metric.fail_user_frame_lineno]
-    record = [compile_id, metric.co_name, metric.co_filename, compile_id in produced]
-    record += [str(metric.fail_reason or ""), failed_at]
-    print(FRAME + json.dumps(record), file=sys.stderr, flush=True)
+print_compilations()
 """
 )
 
