@@ -168,6 +168,8 @@ _runners: dict[tuple[tuple[str, str], ...], subprocess.Popen[str]] = {}
 
 def run_eagerly(paths: list[Path], environment: dict[str, str]) -> str:
     """Run ``paths`` in one interpreter on the eager backend; what they wrote on stderr (log, markers)."""
+    # pytest names the running test in the environment: that is no reason for a runner of its own.
+    environment = {name: value for name, value in environment.items() if name != "PYTEST_CURRENT_TEST"}
     key = tuple(sorted(environment.items()))
     runner = _runners.get(key)
     if runner is None or runner.poll() is not None:
