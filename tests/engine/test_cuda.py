@@ -155,8 +155,7 @@ def without_comments(guards: list[str]) -> list[str]:
     return [re.sub(r"\s+# .*$", "", guard) for guard in guards]
 
 
-# to_device.py specializes on an ``.item()`` of random numbers: its guards differ from run to run.
-@pytest.mark.parametrize("name", ["branches.py", "hardcoded.py", "autocast.py"])
+@pytest.mark.parametrize("name", ["branches.py", "hardcoded.py", "autocast.py", "to_device.py"])
 def test_the_mapping_adds_no_guard_to_the_program_written_for_the_cpu(name: str) -> None:
     """Dynamo calls the mapping's functions on the constants they are given instead of tracing them:
     ``gbls check --in-process`` of the CUDA file, where Dynamo translates the mapped code, logs the
