@@ -20,23 +20,23 @@ TORCH_LAYERS = {"engine", "lsp", "sandbox", "projects"}
 pytest_plugins = ["pytester"]
 
 
-# The files that take longest (CONTRIBUTING's table of times), longest first. Under pytest-xdist each
-# process takes whole files in this order, so that the processes end together rather than one
-# starting the longest file when the others are done.
+# The files that take longest, longest first (the sums of their tests' times in a run of the whole
+# suite). Under pytest-xdist each process takes whole files in this order, so that the processes end
+# together rather than one starting the longest file when the others are done.
 LONGEST_FIRST = (
     "sandbox/test_sandbox.py",
     "editors/test_vscode.py",
-    "engine/test_hatches.py",
     "engine/test_fidelity.py",
     "projects/test_test_runs.py",
     "sandbox/test_spawned.py",
-    "engine/test_cuda.py",
-    "engine/test_timeouts.py",
     "lsp/test_hover.py",
-    "engine/test_nested.py",
-    "projects/test_library_frames.py",
+    "engine/test_timeouts.py",
+    "engine/test_cuda.py",
+    "sandbox/test_loopback.py",
     "projects/test_opened.py",
-    "engine/test_exits.py",
+    "engine/test_hatches.py",
+    "engine/test_cache.py",
+    "engine/test_traces.py",
     "engine/test_cli.py",
 )
 
