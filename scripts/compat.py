@@ -143,6 +143,8 @@ def run_tests(venv: Path, report: Path) -> tuple[float, int]:
             "-m",
             "pytest",
             "-q",
+            "-n",  # on every core, as the README's test command runs the suite
+            "auto",
             "-p",
             "no:cacheprovider",
             "-o",
