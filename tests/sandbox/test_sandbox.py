@@ -48,9 +48,9 @@ FAULTS = FIXTURES / "faults"
 CLEAN = FIXTURES / "engine" / "clean.py"
 # An analysis's time limit: long enough that only a hang reaches it, however busy the machine is.
 TIMEOUT = 120
-# The hangs' own (loop_module.py, loop_compiled.py, a stopped worker): they reach any limit; a short one
-# saves the wait.
+# The hangs' own: they reach any limit, and a short one saves the wait.
 HANG = 5
+HANGS = ("loop_module.py", "loop_compiled.py", "stops_worker.py")
 MEMORY_MB = 1024
 HAS_BWRAP = bwrap_support() is not None
 # Passed to the CLI and the server: none of the secrets may reach the analysed code, nor the GPU.
@@ -168,7 +168,6 @@ WORKER_KILLERS = ("kills_worker.py", "stops_worker.py")
 INNOCENT = ("raises_after_break.py", "prints.py", "loop_module.py", "sys_exit.py")
 # Breaks left after ``gbls check --fix``, where it fixes something.
 FIXED = {"odd_lines.py": ()}
-HANGS = ("loop_module.py", "loop_compiled.py", "stops_worker.py")
 # Outside every workspace folder: forged_frames.py names its graph_break() as a break's root cause.
 BAIT = Path("/tmp/gbls-fault-bait.py")
 BAIT_TEXT = "import torch\n\n\ndef bait():\n    torch._dynamo.graph_break()\n"
