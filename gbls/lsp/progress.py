@@ -3,6 +3,7 @@ from there."""
 
 from __future__ import annotations
 
+import asyncio
 import uuid
 from collections.abc import Callable
 
@@ -18,7 +19,9 @@ async def progress_begin(server: LanguageServer, name: str, cancel: Callable[[],
         return None
     token = f"gbls-{uuid.uuid4()}"
     try:
-        await server.work_done_progress.create_async(token)
+        # Shielded: the analysis may be replaced (an edit) before the client answers, and pygls
+        # cannot complete a cancelled request: it would log the client's answer as an error.
+        await asyncio.shield(server.work_done_progress.create_async(token))
     except Exception:
         return None
     server.work_done_progress.begin(

@@ -9,7 +9,7 @@ import re
 import subprocess
 import sys
 import uuid
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from concurrent.futures import Future
 from pathlib import Path
 from typing import Any
@@ -380,45 +380,88 @@ async def test_the_doctor_command_says_what_the_setup_gives(client: LanguageClie
     assert lines[-1].startswith(f"runs: none configured in {FIXTURES} ")
 
 
+class RawServer:
+    """``gbls serve`` driven by hand over stdio: for traffic that a client library would not send
+    (a late cancel) or would answer at once (the server's own requests)."""
+
+    def __init__(self, folder: Path) -> None:
+        self.process = subprocess.Popen(
+            [sys.executable, "-m", "gbls", "serve"],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            cwd=folder,
+        )
+        self.read: list[dict[str, Any]] = []
+
+    def send(self, payload: dict[str, object]) -> None:
+        body = json.dumps({"jsonrpc": "2.0", **payload}).encode()
+        assert self.process.stdin is not None
+        self.process.stdin.write(b"Content-Length: %d\r\n\r\n%s" % (len(body), body))
+        self.process.stdin.flush()
+
+    def until(self, wanted: Callable[[dict[str, Any]], bool]) -> dict[str, Any]:
+        """The first message from the server (LSP framing: a body ends with no newline) that
+        ``wanted`` takes, reading on until one comes."""
+        stream = self.process.stdout
+        assert stream is not None
+        while True:
+            for message in self.read:
+                if wanted(message):
+                    self.read.remove(message)
+                    return message
+            headers = b""
+            while not headers.endswith(b"\r\n\r\n"):
+                byte = stream.read(1)
+                assert byte, "the server closed its output before it said what was waited for"
+                headers += byte
+            (length,) = re.findall(rb"Content-Length: (\d+)", headers)
+            self.read.append(json.loads(stream.read(int(length))))
+
+    def stop(self) -> bytes:
+        """Shut down and exit; the server's stderr."""
+        self.send({"id": "shutdown", "method": "shutdown", "params": None})
+        self.until(lambda message: message.get("id") == "shutdown")  # every message before it was read
+        assert self.process.stdin is not None
+        self.send({"method": "exit", "params": None})
+        _, stderr = self.process.communicate(timeout=60)
+        return stderr
+
+
 def test_a_late_cancel_is_no_error_on_stderr(tmp_path: Path) -> None:
     """VS Code cancels requests the server has answered already (a hover the user moved on from):
     ordinary traffic, which must not reach stderr, shown by clients as an error."""
-
-    def message(payload: dict[str, object]) -> bytes:
-        body = json.dumps({"jsonrpc": "2.0", **payload}).encode()
-        return b"Content-Length: %d\r\n\r\n%s" % (len(body), body)
-
-    server = subprocess.Popen(
-        [sys.executable, "-m", "gbls", "serve"],
-        stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        cwd=tmp_path,
+    server = RawServer(tmp_path)
+    server.send(
+        {"id": 1, "method": "initialize", "params": {"processId": None, "rootUri": None, "capabilities": {}}}
     )
-    assert server.stdin is not None and server.stdout is not None
-    initialize: dict[str, object] = {"processId": None, "rootUri": None, "capabilities": {}}
-    answers = b""
-
-    def read_until(wanted: bytes) -> None:
-        """Read the server's messages (LSP framing: a body ends with no newline) until one says ``wanted``."""
-        nonlocal answers
-        while wanted not in answers:
-            headers = b""
-            while not headers.endswith(b"\r\n\r\n"):
-                byte = server.stdout.read(1)  # type: ignore[union-attr]
-                assert byte, f"the server closed its output before it said {wanted!r}"
-                headers += byte
-            (length,) = re.findall(rb"Content-Length: (\d+)", headers)
-            answers += server.stdout.read(int(length))  # type: ignore[union-attr]
-
-    server.stdin.write(message({"id": 1, "method": "initialize", "params": initialize}))
-    server.stdin.write(message({"method": "initialized", "params": {}}))
-    server.stdin.flush()
+    server.send({"method": "initialized", "params": {}})
     # Once the worker is up, as an editor's session is when the user moves on from a hover.
-    read_until(b"gbls worker ready")
-    server.stdin.write(message({"method": "$/cancelRequest", "params": {"id": 6}}))
-    server.stdin.write(message({"id": 2, "method": "shutdown", "params": None}))
-    server.stdin.flush()
-    read_until(b'"id": 2')  # the shutdown's answer: every message before it was read
-    _, stderr = server.communicate(message({"method": "exit", "params": None}), timeout=60)
-    assert b"Cancel notification" not in stderr, stderr
+    server.until(lambda message: "gbls worker ready" in json.dumps(message))
+    server.send({"method": "$/cancelRequest", "params": {"id": 6}})
+    assert b"Cancel notification" not in server.stop()
+
+
+def test_an_analysis_replaced_while_the_client_makes_its_progress_is_no_error(tmp_path: Path) -> None:
+    """An edit replaces the analysis whose progress the client is still creating: the client's
+    answer, once it comes, is ordinary traffic, not an error on stderr."""
+    text = (ENGINE / "clean.py").read_text()
+    (tmp_path / "clean.py").write_text(text)
+    uri = (tmp_path / "clean.py").as_uri()
+    server = RawServer(tmp_path)
+    capabilities = {"window": {"workDoneProgress": True}}
+    initialize = {"processId": None, "rootUri": tmp_path.as_uri(), "capabilities": capabilities}
+    server.send({"id": 1, "method": "initialize", "params": initialize})
+    server.send({"method": "initialized", "params": {}})
+    document = {"uri": uri, "languageId": "python", "version": 1, "text": text}
+    server.send({"method": "textDocument/didOpen", "params": {"textDocument": document}})
+    creating = server.until(lambda message: message.get("method") == "window/workDoneProgress/create")
+    change = {"textDocument": {"uri": uri, "version": 2}, "contentChanges": [{"text": text + "\nx = 1\n"}]}
+    server.send({"method": "textDocument/didChange", "params": change})
+    # The edit's analysis asks for progress of its own: the first one was given up by then.
+    again = server.until(lambda message: message.get("method") == "window/workDoneProgress/create")
+    server.send({"id": creating["id"], "result": None})
+    server.send({"id": again["id"], "result": None})
+    server.until(lambda message: message.get("method") == "textDocument/publishDiagnostics")
+    stderr = server.stop()
+    assert b"Unable to handle message" not in stderr and b"InvalidStateError" not in stderr, stderr
