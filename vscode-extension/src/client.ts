@@ -25,6 +25,7 @@ export interface ClientOptions {
     output: vscode.LogOutputChannel;
     trace: vscode.LogOutputChannel;
     debugPort: number | undefined; // start the server under debugpy, connecting to this port
+    published: (uri: vscode.Uri) => void; // told before the server's diagnostics of a file show
 }
 
 export function serverOptions(options: ClientOptions): ServerOptions {
@@ -54,6 +55,10 @@ export function clientOptions(options: ClientOptions): LanguageClientOptions {
             filterCells: (notebook, cells) => (serves(plan, notebook.uri.toString()) ? cells : []),
         },
         middleware: {
+            handleDiagnostics: (uri, diagnostics, next) => {
+                options.published(uri);
+                next(uri, diagnostics);
+            },
             workspace: {
                 // The server pulls section "gbls" on start and after every change of settings.
                 configuration: async (params, token, next) => {

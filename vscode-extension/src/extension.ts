@@ -18,6 +18,7 @@ import { checkProbe, noInterpreter, Problem, probeFailed, TORCH_REQUIREMENT, unk
 import { ClientPlan, clientFor, Folder, inFolder, planClients } from './folders';
 import { findInterpreter, onActiveEnvironmentChange, probe, PYTHON_EXTENSION } from './interpreter';
 import { CLIENT_SHOW_REPORT, SERVER_SHOW_REPORT } from './lenses';
+import { LastShown } from './restore';
 import { RESTART_KEYS, unresolved } from './settings';
 import { FileStatus, Phase, received, statusView } from './status';
 
@@ -53,6 +54,19 @@ function activeAnalysed(): vscode.Uri | undefined {
     return notebook?.notebookType === 'jupyter-notebook' ? notebook.uri : undefined;
 }
 
+function isOpen(uri: vscode.Uri): boolean {
+    const key = uri.toString();
+    return vscode.workspace.textDocuments.some((document) => document.uri.toString() === key);
+}
+
+function entries(collection: vscode.DiagnosticCollection): [vscode.Uri, readonly vscode.Diagnostic[]][] {
+    const found: [vscode.Uri, readonly vscode.Diagnostic[]][] = [];
+    collection.forEach((uri, diagnostics) => {
+        found.push([uri, diagnostics]);
+    });
+    return found;
+}
+
 function messageOf(error: unknown): string {
     return error instanceof Error ? error.message : String(error);
 }
@@ -60,6 +74,7 @@ function messageOf(error: unknown): string {
 // What every folder's server shares.
 interface Shared {
     extensionPath: string;
+    storage: vscode.Uri | undefined; // the extension's storage for this workspace
     log: vscode.LogOutputChannel;
     traceSink: () => vscode.OutputChannel;
     commands: ServerCommands;
@@ -74,6 +89,7 @@ class FolderServer {
     readonly statuses = new Map<string, FileStatus>(); // by URI as the client sends it
     private readonly output: LabelledLog;
     private readonly trace: TraceChannel;
+    private readonly shown: LastShown;
     private queue: Promise<void> = Promise.resolve();
 
     constructor(
@@ -84,6 +100,7 @@ class FolderServer {
         this.trace = new TraceChannel(shared.traceSink, plan.label, () =>
             traceSetting(vscode.workspace.getConfiguration('gbls')),
         );
+        this.shown = new LastShown(shared.storage, plan.key);
     }
 
     private get folder(): vscode.WorkspaceFolder | undefined {
@@ -105,7 +122,12 @@ class FolderServer {
     }
 
     dispose(): Promise<void> {
-        this.queue = this.queue.then(() => this.stop()).then(() => this.trace.dispose());
+        this.queue = this.queue
+            .then(() => this.stop())
+            .then(() => {
+                this.trace.dispose();
+                this.shown.dispose();
+            });
         return this.queue;
     }
 
@@ -120,6 +142,7 @@ class FolderServer {
             return;
         }
         this.setPhase({ kind: 'starting' });
+        void this.restoreShown();
         const interpreter = await findInterpreter(folder);
         if (interpreter === undefined) {
             this.explain(noInterpreter(), undefined);
@@ -153,6 +176,7 @@ class FolderServer {
             output: this.output,
             trace: this.trace,
             debugPort: this.debugPort(interpreter.path, debugpy),
+            published: (uri) => this.shown.replaced(uri),
         });
         this.shared.commands.adopt(client);
         this.client = client;
@@ -164,6 +188,15 @@ class FolderServer {
         client.onNotification(STATUS_NOTIFICATION, (status: FileStatus) => {
             this.statuses.set(status.uri, received(this.statuses.get(status.uri), status));
             this.shared.render();
+            if (status.state === 'done') {
+                if (!status.cached) {
+                    this.shown.keepOnly(isOpen);
+                }
+                this.shown.saveSoon(
+                    () => (client.diagnostics ? entries(client.diagnostics) : []),
+                    () => [...this.statuses.values()],
+                );
+            }
         });
         try {
             await client.start();
@@ -194,10 +227,25 @@ class FolderServer {
         return port;
     }
 
+    // What this folder's files showed in the last window, until the server's own results replace it.
+    private async restoreShown(): Promise<void> {
+        const { files, statuses } = await this.shown.restore((uri) => this.client?.diagnostics?.has(uri) ?? false);
+        for (const status of statuses) {
+            if (!this.statuses.has(status.uri)) {
+                this.statuses.set(status.uri, status);
+            }
+        }
+        if (files > 0) {
+            this.output.info(`Showing the last window's results of ${files} files until the server's own`);
+        }
+        this.shared.render();
+    }
+
     private async stop(): Promise<void> {
         const client = this.client;
         this.client = undefined;
         this.statuses.clear();
+        this.shown.clear();
         if (client !== undefined) {
             try {
                 await client.stop();
@@ -286,6 +334,9 @@ class FolderServer {
 
     private setPhase(phase: Phase): void {
         this.phase = phase;
+        if (phase.kind !== 'starting' && phase.kind !== 'running') {
+            this.shown.clear(); // no server will replace them
+        }
         this.shared.render();
     }
 }
@@ -298,6 +349,7 @@ class Gbls implements vscode.Disposable {
 
     constructor(
         extensionPath: string,
+        storage: vscode.Uri | undefined,
         output: vscode.LogOutputChannel,
         private readonly item: vscode.StatusBarItem,
         traceSink: () => vscode.OutputChannel,
@@ -305,6 +357,7 @@ class Gbls implements vscode.Disposable {
         const commands = new ServerCommands((uri) => this.serverFor(uri)?.client ?? this.activeServer()?.client);
         this.shared = {
             extensionPath,
+            storage,
             log: output,
             traceSink,
             commands,
@@ -518,7 +571,7 @@ export function activate(context: vscode.ExtensionContext): void {
     item.name = 'gbls';
     let traceChannel: vscode.OutputChannel | undefined;
     const traceSink = () => (traceChannel ??= vscode.window.createOutputChannel(TRACE_CHANNEL));
-    const controller = new Gbls(context.extensionPath, output, item, traceSink);
+    const controller = new Gbls(context.extensionPath, context.storageUri, output, item, traceSink);
     gbls = controller;
     context.subscriptions.push(
         output,

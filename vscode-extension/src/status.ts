@@ -79,6 +79,9 @@ export function statusView(phase: Phase, file: FileStatus | undefined): StatusVi
         case 'stopped':
             return notAnalysed('server stopped', 'The gbls server stopped. Click to restart it.', RESTART);
         case 'starting':
+            if (file?.cached) {
+                break; // the last window's result, until the server's own
+            }
             return {
                 text: '$(sync~spin) gbls: starting…',
                 tooltip: 'Starting the gbls server.',

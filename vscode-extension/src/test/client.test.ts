@@ -28,6 +28,7 @@ function options(index: number, trace: vscode.LogOutputChannel): ClientOptions {
         output: new fake.FakeLogOutputChannel('gbls'),
         trace,
         debugPort: undefined,
+        published: () => undefined,
     };
 }
 

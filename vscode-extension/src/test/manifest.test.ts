@@ -11,8 +11,14 @@ import { manifest, ROOT } from './package-json';
 
 const root = ROOT;
 
-test('activates on Python files and Jupyter notebooks, and runs the esbuild bundle', () => {
-    assert.deepEqual(manifest.activationEvents, ['onLanguage:python', 'onNotebook:jupyter-notebook']);
+// A folder with Python files at its top activates gbls as the window opens (as Ruff's extension
+// does): a reopened window shows what the last one showed before a file is opened.
+test('activates on Python files, Jupyter notebooks and Python folders, and runs the esbuild bundle', () => {
+    assert.deepEqual(manifest.activationEvents, [
+        'onLanguage:python',
+        'onNotebook:jupyter-notebook',
+        'workspaceContains:*.py',
+    ]);
     assert.equal(manifest.main, './dist/extension.js');
 });
 
