@@ -59,14 +59,6 @@ function isOpen(uri: vscode.Uri): boolean {
     return vscode.workspace.textDocuments.some((document) => document.uri.toString() === key);
 }
 
-function entries(collection: vscode.DiagnosticCollection): [vscode.Uri, readonly vscode.Diagnostic[]][] {
-    const found: [vscode.Uri, readonly vscode.Diagnostic[]][] = [];
-    collection.forEach((uri, diagnostics) => {
-        found.push([uri, diagnostics]);
-    });
-    return found;
-}
-
 function messageOf(error: unknown): string {
     return error instanceof Error ? error.message : String(error);
 }
@@ -190,12 +182,11 @@ class FolderServer {
             this.shared.render();
             if (status.state === 'done') {
                 if (!status.cached) {
-                    this.shown.keepOnly(isOpen);
+                    for (const uri of this.shown.keepOnly(isOpen)) {
+                        this.statuses.delete(this.protocolUri(uri));
+                    }
                 }
-                this.shown.saveSoon(
-                    () => (client.diagnostics ? entries(client.diagnostics) : []),
-                    () => [...this.statuses.values()],
-                );
+                this.shown.saveSoon(client.diagnostics, () => [...this.statuses.values()]);
             }
         });
         try {

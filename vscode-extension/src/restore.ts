@@ -114,27 +114,41 @@ export class LastShown implements vscode.Disposable {
     }
 
     // A new analysis is done: what it did not publish again is not shown any more, except in the
-    // files still open, whose own analyses replace them.
-    keepOnly(open: (uri: vscode.Uri) => boolean): void {
+    // files still open, whose own analyses replace them. The files dropped.
+    keepOnly(open: (uri: vscode.Uri) => boolean): vscode.Uri[] {
+        const dropped: vscode.Uri[] = [];
         this.restored.forEach((uri) => {
             if (!open(uri)) {
-                this.restored.delete(uri);
+                dropped.push(uri);
             }
         });
+        for (const uri of dropped) {
+            this.restored.delete(uri);
+        }
+        return dropped;
     }
 
     clear(): void {
         this.restored.clear();
     }
 
-    // Keeps `diagnostics` (the client's, by file) and `statuses` (the server's last, by URI) once
-    // the analyses finishing now have; files edited and not saved are left out.
-    saveSoon(diagnostics: () => [vscode.Uri, readonly vscode.Diagnostic[]][], statuses: () => FileStatus[]): void {
+    // Keeps what the window shows (the server's diagnostics, by file, `published`, and those shown
+    // again not yet replaced; the `statuses` by URI) once the analyses finishing now have; files
+    // edited and not saved are left out.
+    saveSoon(published: vscode.DiagnosticCollection | undefined, statuses: () => FileStatus[]): void {
         if (this.file === undefined) {
             return;
         }
         clearTimeout(this.timer);
-        this.timer = setTimeout(() => void this.save(this.file as string, diagnostics(), statuses()), SAVE_DELAY_MS);
+        this.timer = setTimeout(() => {
+            const shown: [vscode.Uri, readonly vscode.Diagnostic[]][] = [];
+            for (const collection of [published, this.restored]) {
+                collection?.forEach((uri, diagnostics) => {
+                    shown.push([uri, diagnostics]);
+                });
+            }
+            void this.save(this.file as string, shown, statuses());
+        }, SAVE_DELAY_MS);
     }
 
     private async save(
