@@ -173,8 +173,9 @@ async def test_a_break_without_a_fix_says_why(analyse_file: Analyse) -> None:
 async def test_a_callee_run_as_a_frame_of_its_own_is_said_so_not_nested(analyse_file: Analyse) -> None:
     """torch's log has the .item() break in summarize's own resume function (the helper translated as
     a frame of its own after its print split forward at the call): the hover says that, never
-    "nested graph break" (off here)."""
-    path = FIXTURES / "lsp" / "own_frame.py"
+    "nested graph break" (off here). In a folder of its own: torch's log runs every file of the folder
+    (fixtures/lsp's slow.py sleeps for a minute)."""
+    path = FIXTURES / "hover" / "own_frame.py"
     (item,) = [b for b in logged_breaks(path) if b.gb_ids[:1] == ["GB0124"] or "item" in b.text]
     (frame,) = [c for c in logged_compiles(path) if c.compile_id == f"{item.frame_id}/{item.compile_id}"]
     assert frame.function.startswith("torch_dynamo_resume_in_summarize")  # not forward's frame
