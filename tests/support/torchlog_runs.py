@@ -1,8 +1,9 @@
 """torch's own log of a project run, as the oracle gbls's runs are checked against.
 
 Runs the program as its users run it (``python SCRIPT ARGS`` or ``python -m MODULE ARGS``, in
-its working directory, with its variables), with every ``torch.compile`` on the eager backend, once
-under ``TORCH_LOGS=graph_breaks`` and once under ``TORCH_LOGS=recompiles``, and parses both as
+its working directory, with its variables), with every ``torch.compile`` on the eager backend, under
+``TORCH_LOGS=graph_breaks`` for its breaks and under ``TORCH_LOGS=recompiles`` for its
+recompilations (each run only once a test asks for what it logs), and parses each log as
 ``torchlog`` and ``torchlog_recompiles`` parse a file's.
 """
 
@@ -12,6 +13,7 @@ import os
 import subprocess
 import sys
 from dataclasses import dataclass
+from functools import cached_property
 from pathlib import Path
 
 from gbls.worker.shared.protocol import Run
@@ -43,18 +45,35 @@ print_compilations()
 )
 
 
+KEY = Path("run")
+
+
 @dataclass
 class RunLog:
-    breaks: list[LoggedBreak]
-    compiles: list[LoggedCompile]
-    recompiles: Logged
+    """torch's logs of ``run``: each made the first time a test asks for what it holds, so that a test
+    that looks only at the breaks runs the program once."""
+
+    run: Run
+
+    @cached_property
+    def _graph_breaks(self) -> tuple[dict[Path, list[LoggedBreak]], dict[Path, list[LoggedCompile]]]:
+        return torchlog.parse(_program(self.run, "graph_breaks"))
+
+    @property
+    def breaks(self) -> list[LoggedBreak]:
+        return self._graph_breaks[0].get(KEY, [])
+
+    @property
+    def compiles(self) -> list[LoggedCompile]:
+        return self._graph_breaks[1].get(KEY, [])
+
+    @cached_property
+    def recompiles(self) -> Logged:
+        return torchlog_recompiles.parse(_program(self.run, "recompiles")).get(KEY, Logged())
 
 
 def logged_run(run: Run) -> RunLog:
-    breaks, compiles = torchlog.parse(_program(run, "graph_breaks"))
-    recompiles = torchlog_recompiles.parse(_program(run, "recompiles"))
-    key = Path("run")
-    return RunLog(breaks.get(key, []), compiles.get(key, []), recompiles.get(key, Logged()))
+    return RunLog(run)
 
 
 def _program(run: Run, logs: str) -> str:
