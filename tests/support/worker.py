@@ -22,14 +22,29 @@ from . import FIXTURES
 Analyse = Callable[..., Awaitable[FileReport]]
 
 
+class _Shared:
+    """The process's one warm worker, and how many ``worker`` fixtures hold it: each layer's conftest
+    imports the fixture, and pytest makes each import a session fixture of its own."""
+
+    worker: Worker | None = None
+    holders = 0
+
+
 @pytest.fixture(scope="session")
 async def worker(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[Worker]:
-    """One warm worker for every test that is not about start-up: import torch costs seconds."""
-    folders = [str(FIXTURES), str(tmp_path_factory.getbasetemp())]
-    shared = Worker(lambda: launch(None, folders, "auto"))
-    await shared.start()
+    """One warm worker for every test that is not about start-up, whatever its layer: import torch
+    costs seconds."""
+    shared = _Shared.worker
+    if shared is None:
+        folders = [str(FIXTURES), str(tmp_path_factory.getbasetemp())]
+        shared = _Shared.worker = Worker(lambda: launch(None, folders, "auto"))
+        await shared.start()
+    _Shared.holders += 1
     yield shared
-    await shared.stop()
+    _Shared.holders -= 1
+    if not _Shared.holders:
+        _Shared.worker = None
+        await shared.stop()
 
 
 # The fixture files the running test analysed: the compatibility matrix (scripts/compat.py) counts
