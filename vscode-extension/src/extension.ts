@@ -134,7 +134,7 @@ class FolderServer {
             return;
         }
         this.setPhase({ kind: 'starting' });
-        void this.restoreShown();
+        this.restoreShown();
         const interpreter = await findInterpreter(folder);
         if (interpreter === undefined) {
             this.explain(noInterpreter(), undefined);
@@ -219,8 +219,8 @@ class FolderServer {
     }
 
     // What this folder's files showed in the last window, until the server's own results replace it.
-    private async restoreShown(): Promise<void> {
-        const { files, statuses } = await this.shown.restore((uri) => this.client?.diagnostics?.has(uri) ?? false);
+    private restoreShown(): void {
+        const { files, statuses } = this.shown.restore((uri) => this.client?.diagnostics?.has(uri) ?? false);
         for (const status of statuses) {
             if (!this.statuses.has(status.uri)) {
                 this.statuses.set(status.uri, status);

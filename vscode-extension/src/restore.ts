@@ -5,7 +5,7 @@
 // publication by the server replaces.
 
 import { createHash } from 'node:crypto';
-import * as fs from 'node:fs/promises';
+import * as fs from 'node:fs';
 import * as path from 'node:path';
 import * as vscode from 'vscode';
 import { decode, digestOf, encode, restoredStatus, ShownDiagnostic, ShownFile, ShownRange, unchanged } from './shown';
@@ -60,16 +60,18 @@ function toDiagnostic(shown: ShownDiagnostic): vscode.Diagnostic {
     return diagnostic;
 }
 
-async function bytesOf(uri: string): Promise<Uint8Array | undefined> {
+// Read at once: the extension host's other extensions start beside gbls (git's takes seconds), and
+// what is read synchronously in the extension's start shows before them.
+function bytesOf(uri: string): Uint8Array | undefined {
     try {
-        return await fs.readFile(vscode.Uri.parse(uri).fsPath);
+        return fs.readFileSync(vscode.Uri.parse(uri).fsPath);
     } catch {
         return undefined;
     }
 }
 
 export class LastShown implements vscode.Disposable {
-    private readonly restored = vscode.languages.createDiagnosticCollection('gbls');
+    private readonly restored = vscode.languages.createDiagnosticCollection('gbls-last-window');
     private readonly file: string | undefined;
     private timer: NodeJS.Timeout | undefined;
 
@@ -83,16 +85,16 @@ export class LastShown implements vscode.Disposable {
     // Shows again the diagnostics kept of the files whose text is unchanged, except where
     // `published` says the server was first: how many files show again, and their statuses, marked
     // cached.
-    async restore(published: (uri: vscode.Uri) => boolean): Promise<{ files: number; statuses: FileStatus[] }> {
+    restore(published: (uri: vscode.Uri) => boolean): { files: number; statuses: FileStatus[] } {
         const statuses: FileStatus[] = [];
         let text: string;
         try {
-            text = this.file === undefined ? '' : await fs.readFile(this.file, 'utf8');
+            text = this.file === undefined ? '' : fs.readFileSync(this.file, 'utf8');
         } catch {
             text = ''; // nothing kept yet
         }
         let files = 0;
-        for (const file of await unchanged(decode(text), bytesOf)) {
+        for (const file of unchanged(decode(text), bytesOf)) {
             const uri = vscode.Uri.parse(file.uri);
             if (published(uri)) {
                 continue;
@@ -175,16 +177,18 @@ export class LastShown implements vscode.Disposable {
         );
         const files: ShownFile[] = [];
         for (const [uri, entry] of byUri) {
-            const bytes = dirty.has(uri) ? undefined : await bytesOf(uri);
+            const bytes = dirty.has(uri)
+                ? undefined
+                : await fs.promises.readFile(vscode.Uri.parse(uri).fsPath).catch(() => undefined);
             if (bytes !== undefined) {
                 files.push({ uri, digest: digestOf(bytes), ...entry });
             }
         }
         try {
-            await fs.mkdir(path.dirname(file), { recursive: true });
+            await fs.promises.mkdir(path.dirname(file), { recursive: true });
             const written = `${file}.${process.pid}.tmp`; // renamed over it: a reader never sees half
-            await fs.writeFile(written, encode(files));
-            await fs.rename(written, file);
+            await fs.promises.writeFile(written, encode(files));
+            await fs.promises.rename(written, file);
         } catch {
             // Only the next window's head start is lost.
         }

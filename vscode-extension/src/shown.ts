@@ -126,17 +126,11 @@ export function decode(text: string): ShownFile[] {
 
 // The files whose text is still the one they were shown on (`read`: a file's bytes, undefined if
 // it cannot be read).
-export async function unchanged(
-    files: ShownFile[],
-    read: (uri: string) => Promise<Uint8Array | undefined>,
-): Promise<ShownFile[]> {
-    const kept = await Promise.all(
-        files.map(async (file) => {
-            const bytes = await read(file.uri);
-            return bytes !== undefined && digestOf(bytes) === file.digest;
-        }),
-    );
-    return files.filter((_, index) => kept[index]);
+export function unchanged(files: ShownFile[], read: (uri: string) => Uint8Array | undefined): ShownFile[] {
+    return files.filter((file) => {
+        const bytes = read(file.uri);
+        return bytes !== undefined && digestOf(bytes) === file.digest;
+    });
 }
 
 // A status shown again: the earlier window's result, from the cache, until the server's own.

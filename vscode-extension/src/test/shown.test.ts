@@ -49,18 +49,21 @@ test('a stored text that does not fit is dropped, file by file', () => {
     assert.deepEqual(decode(text), [good]);
 });
 
-test('only the files whose text is unchanged show again', async () => {
+test('only the files whose text is unchanged show again', () => {
     const files = [shown(MODEL), shown(TRAIN)];
     const disk = new Map([
         [MODEL, TEXT],
         [TRAIN, new TextEncoder().encode('print("edited")\n')],
     ]);
-    const kept = await unchanged(files, (uri) => Promise.resolve(disk.get(uri)));
+    const kept = unchanged(files, (uri) => disk.get(uri));
     assert.deepEqual(
         kept.map((file) => file.uri),
         [MODEL],
     );
-    assert.deepEqual(await unchanged(files, () => Promise.resolve(undefined)), []);
+    assert.deepEqual(
+        unchanged(files, () => undefined),
+        [],
+    );
 });
 
 test("while the server starts, the status bar shows the last window's count, marked cached", () => {
