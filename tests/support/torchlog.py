@@ -1,14 +1,15 @@
 """torch's own graph-break log, as the oracle the engine's results are checked against.
 
-Runs fixture files in an interpreter of their own with ``TORCH_LOGS=graph_breaks`` and every
-``torch.compile`` on the eager backend, each as ``python file.py`` runs it (``__main__``), and
-parses each logged break: its compile id, gb_type and GB id, and the user traceback with the caret
-columns torch printed. What became of each frame Dynamo translated (compiled, or run eagerly) is
-whether Dynamo produced code for it (its bytecode hook ran in that compilation), for each
-compilation its metrics recorded (their own ``has_guarded_code`` is wrong for frames dropped by a
-loop break in torch 2.7-2.10). All the files of a folder run in one interpreter
-(``torch._dynamo.reset()`` between them), forked from an interpreter of the test session's that
-imported torch once (``run_eagerly``): a fresh interpreter would spend seconds importing it again.
+Runs fixture files in an interpreter of their own with ``TORCH_LOGS=graph_breaks`` (and recompiles,
+for ``torchlog_recompiles``: one run for both logs) and every ``torch.compile`` on the eager
+backend, each as ``python file.py`` runs it (``__main__``), and parses each logged break: its
+compile id, gb_type and GB id, and the user traceback with the caret columns torch printed. What
+became of each frame Dynamo translated (compiled, or run eagerly) is whether Dynamo produced code
+for it (its bytecode hook ran in that compilation), for each compilation its metrics recorded (their
+own ``has_guarded_code`` is wrong for frames dropped by a loop break in torch 2.7-2.10). All the
+files of a folder run in one interpreter (``torch._dynamo.reset()`` between them), forked from an
+interpreter of the test session's that imported torch once (``run_eagerly``): a fresh interpreter
+would spend seconds importing it again.
 
 The log's shape differs between releases: torch 2.6 prints ``Reason: <text>`` and no structure,
 2.7-2.9 put the gb_type on the ``Graph Break Reason:`` line, 2.10+ put a line of what Dynamo did
@@ -157,9 +158,25 @@ def logged_compiles(path: Path) -> list[LoggedCompile]:
 
 
 def _load(path: Path) -> None:
-    breaks, compiles = _run(sorted(path.parent.glob("*.py")))
+    breaks, compiles = parse(folder_log(path))
     _cache.update(breaks)
     _compiles.update(compiles)
+
+
+# Both logs at once: each parser reads only its own lines (``[__graph_breaks]``, ``[__recompiles]``).
+LOGS = "graph_breaks,recompiles"
+_logs: dict[tuple[Path, ...], str] = {}
+
+
+def folder_log(path: Path) -> str:
+    """torch's log (``LOGS``) of every file of ``path``'s folder, run in one interpreter: one run for
+    the breaks and the recompilations (``torchlog_recompiles``) of the folder's files alike."""
+    paths = tuple(sorted(path.parent.glob("*.py")))
+    if paths not in _logs:
+        # Nothing may download at run time: the Hugging Face fixtures build their models from configs.
+        environment = dict(os.environ, TORCH_LOGS=LOGS, HF_HUB_OFFLINE="1")
+        _logs[paths] = run_eagerly(list(paths), environment)
+    return _logs[paths]
 
 
 # The runners, by their environment (torch reads TORCH_LOGS once, when it is imported).
@@ -190,12 +207,6 @@ def run_eagerly(paths: list[Path], environment: dict[str, str]) -> str:
         if not runner.stdout.readline():
             raise RuntimeError(f"torch's log runner ended before running {paths}")
         return stderr.read()
-
-
-def _run(paths: list[Path]) -> tuple[dict[Path, list[LoggedBreak]], dict[Path, list[LoggedCompile]]]:
-    # Nothing may download at run time: the Hugging Face fixtures build their models from configs.
-    environment = dict(os.environ, TORCH_LOGS="graph_breaks", HF_HUB_OFFLINE="1")
-    return parse(run_eagerly(paths, environment))
 
 
 def parse(stderr: str) -> tuple[dict[Path, list[LoggedBreak]], dict[Path, list[LoggedCompile]]]:

@@ -1,7 +1,8 @@
 """torch's own recompilation log, as the oracle gbls's recompilations are checked against.
 
-Runs fixture files in an interpreter of their own with ``TORCH_LOGS=recompiles`` and every
-``torch.compile`` on the eager backend (``torchlog``'s runner), and parses each "Recompiling
+Runs fixture files in an interpreter of their own with ``TORCH_LOGS=recompiles`` (and graph_breaks:
+``torchlog.folder_log``, one run for both logs) and every ``torch.compile`` on the eager backend
+(``torchlog``'s runner), and parses each "Recompiling
 function NAME in PATH:LINE" entry: its compile id and, for each compiled version of the frame, the
 check the call failed and the user stack torch printed below it; and each "torch._dynamo hit
 config.LIMIT (N)" warning, with its compile id and function. All the files of a folder run in one
@@ -10,7 +11,6 @@ interpreter (``torch._dynamo.reset()`` between them).
 
 from __future__ import annotations
 
-import os
 import re
 import sys
 from dataclasses import dataclass, field
@@ -18,7 +18,7 @@ from pathlib import Path
 
 import torch
 
-from .torchlog import MARKER, run_eagerly
+from .torchlog import MARKER, folder_log
 
 # Whether torch's user stacks of guards carry columns (2.13+, on a Python with column tables).
 COLUMNS = tuple(map(int, torch.__version__.split(".")[:2])) >= (2, 13) and sys.version_info >= (3, 11)
@@ -73,13 +73,8 @@ _cache: dict[Path, Logged] = {}
 
 def logged_recompiles(path: Path) -> Logged:
     if path not in _cache:
-        _cache.update(_run(sorted(path.parent.glob("*.py"))))
+        _cache.update(parse(folder_log(path)))
     return _cache[path]
-
-
-def _run(paths: list[Path]) -> dict[Path, Logged]:
-    environment = dict(os.environ, TORCH_LOGS="recompiles")
-    return parse(run_eagerly(paths, environment))
 
 
 def parse(stderr: str) -> dict[Path, Logged]:

@@ -1,10 +1,9 @@
 """torch's own log of a project run, as the oracle gbls's runs are checked against.
 
 Runs the program as its users run it (``python SCRIPT ARGS`` or ``python -m MODULE ARGS``, in
-its working directory, with its variables), with every ``torch.compile`` on the eager backend, under
-``TORCH_LOGS=graph_breaks`` for its breaks and under ``TORCH_LOGS=recompiles`` for its
-recompilations (each run only once a test asks for what it logs), and parses each log as
-``torchlog`` and ``torchlog_recompiles`` parse a file's.
+its working directory, with its variables), with every ``torch.compile`` on the eager backend, once
+under ``TORCH_LOGS=graph_breaks,recompiles`` (when a test first asks for what it logged), and parses
+that log as ``torchlog`` and ``torchlog_recompiles`` parse a file's.
 """
 
 from __future__ import annotations
@@ -50,26 +49,29 @@ KEY = Path("run")
 
 @dataclass
 class RunLog:
-    """torch's logs of ``run``: each made the first time a test asks for what it holds, so that a test
-    that looks only at the breaks runs the program once."""
+    """torch's logs of ``run``, from one run of the program (made when a test first asks for them)."""
 
     run: Run
 
     @cached_property
-    def _graph_breaks(self) -> tuple[dict[Path, list[LoggedBreak]], dict[Path, list[LoggedCompile]]]:
-        return torchlog.parse(_program(self.run, "graph_breaks"))
+    def _log(self) -> str:
+        return _program(self.run, torchlog.LOGS)
 
-    @property
+    @cached_property
+    def _graph_breaks(self) -> tuple[dict[Path, list[LoggedBreak]], dict[Path, list[LoggedCompile]]]:
+        return torchlog.parse(self._log)
+
+    @cached_property
     def breaks(self) -> list[LoggedBreak]:
         return self._graph_breaks[0].get(KEY, [])
 
-    @property
+    @cached_property
     def compiles(self) -> list[LoggedCompile]:
         return self._graph_breaks[1].get(KEY, [])
 
     @cached_property
     def recompiles(self) -> Logged:
-        return torchlog_recompiles.parse(_program(self.run, "recompiles")).get(KEY, Logged())
+        return torchlog_recompiles.parse(self._log).get(KEY, Logged())
 
 
 def logged_run(run: Run) -> RunLog:
