@@ -252,15 +252,17 @@ function installExtension(root: string): void {
     log(output.trim());
 }
 
-// Every gbls log the extension host wrote: the output channel (the server's stderr included).
-function extensionLogs(root: string): string {
+// The logs under code-server's user folder whose file names `name` matches, each after a `--- PATH`
+// line; by default every gbls log the extension host wrote: the output channel (the server's stderr
+// included).
+function userLogs(root: string, name: RegExp = /gbls/i): string {
     const found: string[] = [];
     const walk = (folder: string): void => {
         for (const entry of fs.readdirSync(folder, { withFileTypes: true })) {
             const full = path.join(folder, entry.name);
             if (entry.isDirectory()) {
                 walk(full);
-            } else if (/gbls/i.test(entry.name)) {
+            } else if (name.test(entry.name)) {
                 found.push(`--- ${full}\n${fs.readFileSync(full, 'utf8')}`);
             }
         }
@@ -423,7 +425,7 @@ async function explainFailure(page: Page | undefined, server: CodeServer, root: 
         console.error(`e2e: screenshot of the failure: ${shot}`);
     }
     console.error(server.log());
-    console.error(extensionLogs(root));
+    console.error(userLogs(root));
 }
 
 // Starts code-server on a copy of `fixture`, with `settings` as its workspace settings, opens it in
@@ -667,8 +669,12 @@ async function projectScenario(page: Page, workspace: string): Promise<void> {
     // cached analysis), beside the moments the test saw.
     const seen = [reloaded, workbench].map((moment) => new Date(moment).toISOString());
     log(`project, reload at ${seen[0]}, workbench at ${seen[1]}; the reloaded window's gbls log:`);
-    const logs = extensionLogs(path.dirname(workspace)).split('--- ');
+    const logs = userLogs(path.dirname(workspace)).split('--- ');
     log(logs[logs.length - 1].split('\n').slice(0, 40).join('\n'));
+    // When VS Code's extension host started gbls (and its own built-in extensions).
+    const hosts = userLogs(path.dirname(workspace), /exthost\.log$/).split('--- ');
+    const started = hosts[hosts.length - 1].split('\n').filter((line) => /gbls\.gbls|Eager extensions/.test(line));
+    log(`the reloaded window's extension host:\n${started.join('\n')}`);
     const timings = process.env.GBLS_E2E_TIMINGS;
     if (timings) {
         const measured = { cold, cached, cachedAfterWorkbench: afterWorkbench, measured: new Date().toISOString() };
@@ -900,17 +906,17 @@ async function multiRootScenario(
         new RegExp(`\\[${folder}\\] Sending request 'initialize - \\(0\\)'`, 'm'), // gbls.trace.server
     ]);
     await until('the log of both servers', ANALYSED, () => {
-        const logs = extensionLogs(root);
+        const logs = userLogs(root);
         return Promise.resolve(expected.every((pattern) => pattern.test(logs)) ? true : undefined);
     }).catch((error: unknown) => {
-        const logs = extensionLogs(root);
+        const logs = userLogs(root);
         const missing = expected.filter((pattern) => !pattern.test(logs)).map(String);
         throw new Error(`${String(error)}; not in the logs: ${missing.join(', ')}`);
     });
     log(`logs: a ran with ${interpreters.a.executable}, b with ${interpreters.b.executable}, both traced`);
 
     // The verbose trace has each message's content: which server was given which file.
-    const given = () => [...extensionLogs(root).matchAll(DID_OPEN)].map(([, folder, uri]) => `${folder} ${uri}`);
+    const given = () => [...userLogs(root).matchAll(DID_OPEN)].map(([, folder, uri]) => `${folder} ${uri}`);
     const files = [
         `a ${pathToFileURL(path.join(workspace, 'a', FILE)).href}`,
         `b ${pathToFileURL(path.join(workspace, 'b', SECOND_FILE)).href}`,
