@@ -9,8 +9,6 @@ Dynamo produced no code for the function's frame), then against what the fixture
 
 from __future__ import annotations
 
-import atexit
-import json
 import os
 import re
 import shutil
@@ -26,6 +24,7 @@ from gbls.settings import Settings
 from gbls.worker.shared.protocol import EAGER, SPLIT
 
 from ..support import FIXTURES
+from ..support.forked import run_forked
 from ..support.torchlog import logged_breaks, logged_compiles
 from ..support.worker import Analyse
 from .test_engine import GENERATORS, TORCH_DIR, assert_agrees_with_torch, root_of, same_break
@@ -198,17 +197,10 @@ async def test_describing_inputs_runs_no_user_code(analyse_file: Analyse) -> Non
     assert "the program failed" not in report.output and "[3.0, 3.0]" in report.output
 
 
-# Imports torch and Dynamo once, torch.compile on torch's own eager backend; then for each request (a
-# fixture, and the file its output goes to) forks a child that runs the fixture as ``python FIXTURE``
-# does (its folder the working directory, its path the only argument, stdout and stderr one stream,
-# unbuffered; an exception or SystemExit ends it as it ends python) and answers its exit status. No
-# torch operation runs before the fork: the child starts as a fresh interpreter would, without the
-# seconds a fresh interpreter spends importing torch.
-PLAIN_RUNNER = r"""
-import atexit, json, os, runpy, signal, sys, threading, time
-answers = os.fdopen(os.dup(1), "w")  # stdout is the children's
-os.dup2(os.open(os.devnull, os.O_WRONLY), 1)
-import torch, torch._dynamo
+# torch.compile on torch's own eager backend, in the runner that forks the plain runs (Dynamo imported
+# there too, as in the warm worker).
+EAGER_COMPILE = """
+import torch._dynamo
 original = torch.compile
 def eager(model=None, **options):
     options["backend"] = "eager"
@@ -216,75 +208,30 @@ def eager(model=None, **options):
         return lambda actual: original(actual, **options)
     return original(model, **options)
 torch.compile = eager
-def ended(error):
-    # What python does with a SystemExit that ends the program.
-    if error.code is None:
-        return 0
-    if isinstance(error.code, int):
-        return error.code
-    print(error.code, file=sys.stderr)
-    return 1
-for request in iter(sys.stdin.readline, ""):
-    path, output = json.loads(request)
-    pid = os.fork()
-    if pid == 0:
-        os.setpgid(0, 0)
-        os.dup2(os.open(os.devnull, os.O_RDONLY), 0)
-        os.dup2(os.open(output, os.O_WRONLY), 1)
-        os.dup2(1, 2)
-        os.chdir(os.path.dirname(path))
-        sys.argv = [path]
-        status = 0
-        print(PROGRAM_STARTS, flush=True)
-        try:
-            runpy.run_path(path, run_name="__main__")
-        except SystemExit as error:
-            status = ended(error)
-        except BaseException:
-            sys.excepthook(*sys.exc_info())
-            status = 1
-        try:  # then, as python's own ending: its threads joined, its exit functions run
-            threading._shutdown()
-            atexit._run_exitfuncs()
-        finally:
-            sys.stdout.flush()
-            sys.stderr.flush()
-            os._exit(status)
-    deadline = time.monotonic() + 300
-    while (ended_child := os.waitpid(pid, os.WNOHANG)) == (0, 0):
-        if time.monotonic() > deadline:
-            os.killpg(pid, signal.SIGKILL)
-        time.sleep(0.02)
-    print(os.waitstatus_to_exitcode(ended_child[1]), file=answers, flush=True)
 """
-_plain: list[subprocess.Popen[str]] = []
 
 
 def run_plainly(fixture: Path) -> subprocess.CompletedProcess[str]:
     """The fixture as ``python fixture.py`` runs it, torch.compile on torch's own eager backend: in a
-    child forked from one interpreter that imported torch (``PLAIN_RUNNER``)."""
-    if not _plain or _plain[0].poll() is not None:
-        environment = {key: value for key, value in os.environ.items() if not key.startswith("TORCH_LOGS")}
-        # One stream, unbuffered, as gbls captures it: warnings land where the program emitted them.
-        environment["PYTHONUNBUFFERED"] = "1"
-        runner = subprocess.Popen(
-            [sys.executable, "-c", f"PROGRAM_STARTS = {PROGRAM_STARTS!r}\n" + PLAIN_RUNNER],
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            text=True,
-            env=environment,
+    child forked from an interpreter that imported torch (``forked``)."""
+    environment = {key: value for key, value in os.environ.items() if not key.startswith("TORCH_LOGS")}
+    # One stream, unbuffered, as gbls captures it: warnings land where the program emitted them.
+    environment["PYTHONUNBUFFERED"] = "1"
+    with tempfile.NamedTemporaryFile("r+", suffix=".out") as output:
+        output.write(PROGRAM_STARTS + "\n")
+        output.flush()
+        out = Path(output.name)
+        ran = run_forked(
+            fixture,
+            cwd=fixture.parent,
+            environment=environment,
+            stdout=out,
+            stderr=out,
+            setup=EAGER_COMPILE,
+            seconds=300,
         )
-        atexit.register(runner.kill)
-        _plain[:] = [runner]
-    runner = _plain[0]
-    assert runner.stdin is not None and runner.stdout is not None
-    with tempfile.NamedTemporaryFile("r", suffix=".out") as output:
-        runner.stdin.write(json.dumps([str(fixture), output.name]) + "\n")
-        runner.stdin.flush()
-        status = runner.stdout.readline()
-        if not status:
-            raise RuntimeError(f"the plain runner ended before running {fixture}")
-        return subprocess.CompletedProcess([sys.executable, str(fixture)], int(status), output.read())
+        output.seek(0)
+        return subprocess.CompletedProcess([sys.executable, str(fixture)], ran.status, output.read())
 
 
 # A record of torch's own logging: where a CUDA build runs without CUDA, the first compilation in a

@@ -23,11 +23,14 @@ import atexit
 import json
 import os
 import re
+import shutil
 import subprocess
 import sys
 import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
+
+from .forked import run_forked
 
 _cache: dict[Path, list[LoggedBreak]] = {}
 _compiles: dict[Path, list[LoggedCompile]] = {}
@@ -280,36 +283,50 @@ class ScriptLog:
     children: list[list[LoggedBreak]]  # each process it started that logged, in the order they first did
 
 
+_site: list[str] = []
+
+
+def _eager_site() -> str:
+    """A folder whose sitecustomize.py is ``EAGER_SITE``, for every script this session logs."""
+    if not _site:
+        site = tempfile.mkdtemp(prefix="gbls-eager-site-")
+        Path(site, "sitecustomize.py").write_text(EAGER_SITE)
+        atexit.register(shutil.rmtree, site, True)
+        _site.append(site)
+    return _site[0]
+
+
 def logged_script(path: Path, *arguments: str, cwd: Path | None = None, seconds: float = 600) -> ScriptLog:
     """The breaks of ``python PATH ARGUMENTS`` as its users run it (its own ``sys.argv``, its processes);
     every interpreter of the run (a spawned rank too) compiles on the eager backend, by a
     sitecustomize put first on its ``PYTHONPATH``. A script still running after ``seconds`` is
-    killed, with what it logged until then."""
-    with tempfile.TemporaryDirectory() as site:
-        Path(site, "sitecustomize.py").write_text(EAGER_SITE)
-        python_path = os.pathsep.join(filter(None, [site, os.environ.get("PYTHONPATH", "")]))
-        environment = dict(os.environ, TORCH_LOGS="graph_breaks", HF_HUB_OFFLINE="1", PYTHONPATH=python_path)
-        process = subprocess.Popen(
-            [sys.executable, str(path), *arguments],
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            text=True,
-            env=environment,
+    killed, with what it logged until then. Forked from an interpreter that imported torch
+    (``forked``), the sitecustomize's first."""
+    python_path = os.pathsep.join(filter(None, [_eager_site(), os.environ.get("PYTHONPATH", "")]))
+    environment = dict(os.environ, TORCH_LOGS="graph_breaks", HF_HUB_OFFLINE="1", PYTHONPATH=python_path)
+    with tempfile.NamedTemporaryFile("r", suffix=".log") as stderr:
+        ran = run_forked(
+            path,
+            arguments,
             cwd=cwd or path.parent,
+            environment=environment,
+            stdout=Path(os.devnull),
+            stderr=Path(stderr.name),
+            seconds=seconds,
         )
-        try:
-            _, stderr = process.communicate(timeout=seconds)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            _, stderr = process.communicate()
+        log = stderr.read()
     found: dict[int, list[LoggedBreak]] = {}
     reading: dict[int, list[str]] = {}  # each process's lines of the entry it is logging
-    for raw in stderr.splitlines():
+    for raw in log.splitlines():
         logged_by = PROCESS.match(raw)
         if logged_by:
             pid = int(logged_by.group(1))
             reading[pid] = _parse(raw, found.setdefault(pid, []), reading.get(pid, []))
-    main = found.pop(process.pid, [])
+    # The runner's own frames, outermost in the child's stacks: a fresh interpreter has none.
+    for entry in found.get(ran.pid, []):
+        while entry.stack and entry.stack[0].path in ("<string>", "<frozen runpy>"):
+            del entry.stack[0]
+    main = found.pop(ran.pid, [])
     return ScriptLog(main, list(found.values()))
 
 
