@@ -39,7 +39,7 @@ from ..support.worker import Analyse
 from .test_engine import TORCH_DIR, root_of
 from .test_engine import assert_agrees_with_torch as assert_breaks_agree
 from .test_fidelity import assert_effects_are_dynamos, assert_torch_agrees
-from .test_hook_guards import logged_guards
+from .test_hook_guards import logged_guards, logged_script_guards
 from .test_recompiles import assert_agrees_with_torch as assert_recompiles_agree
 
 CUDA = FIXTURES / "cuda"
@@ -160,7 +160,7 @@ def test_the_mapping_adds_no_guard_to_the_program_written_for_the_cpu(name: str)
     """Dynamo calls the mapping's functions on the constants they are given instead of tracing them:
     ``gbls check --in-process`` of the CUDA file, where Dynamo translates the mapped code, logs the
     guards that python logs for the CPU twin, a guard on a device the program holds included."""
-    twin, _ = logged_guards([sys.executable, str(TWINS / name)], TWINS)
+    twin = logged_script_guards(TWINS / name)
     gbls = [sys.executable, "-m", "gbls", "check", "--in-process", str(CUDA / name)]
     mapped, log = logged_guards(gbls, ROOT, codes=(0, 1))  # where ``-m gbls`` finds gbls
     assert MAPPED in log and "__gbls" not in "".join(mapped)

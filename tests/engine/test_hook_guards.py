@@ -14,11 +14,13 @@ import os
 import re
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 import pytest
 
 from ..support import FIXTURES, ROOT
+from ..support.forked import run_forked
 
 GUARDS = FIXTURES / "guards"
 GUARD_LINE = re.compile(r"\[__guards\] (\| .*)$")
@@ -32,14 +34,31 @@ def logged_guards(command: list[str], cwd: Path, codes: tuple[int, ...] = (0,)) 
     environment = dict(os.environ, TORCH_LOGS="guards")
     done = subprocess.run(command, cwd=cwd, env=environment, capture_output=True, text=True, timeout=600)
     assert done.returncode in codes, done.stderr[-3000:]
-    found = [match.group(1) for line in done.stderr.splitlines() if (match := GUARD_LINE.search(line))]
-    return [OBJECT_ID.sub("ID", line) for line in found], done.stderr
+    return guards_in(done.stderr), done.stderr
+
+
+def logged_script_guards(path: Path) -> list[str]:
+    """The guard trees torch logs for ``python PATH`` from its folder, in a child forked from an
+    interpreter that imported torch (``forked``)."""
+    environment = dict(os.environ, TORCH_LOGS="guards")
+    with tempfile.NamedTemporaryFile("r", suffix=".log") as stderr:
+        ran = run_forked(
+            path, cwd=path.parent, environment=environment, stdout=Path(os.devnull), stderr=Path(stderr.name)
+        )
+        log = stderr.read()
+    assert ran.status == 0, log[-3000:]
+    return guards_in(log)
+
+
+def guards_in(log: str) -> list[str]:
+    found = [match.group(1) for line in log.splitlines() if (match := GUARD_LINE.search(line))]
+    return [OBJECT_ID.sub("ID", line) for line in found]
 
 
 @pytest.mark.parametrize("name", ["list_argument.py"])
 def test_the_capture_adds_no_guard_and_its_hooks_do_not_fail(name: str) -> None:
     fixture = GUARDS / name
-    plain, _ = logged_guards([sys.executable, str(fixture)], GUARDS)
+    plain = logged_script_guards(fixture)
     gbls = [sys.executable, "-m", "gbls", "check", "--in-process", str(fixture)]
     analysed, log = logged_guards(gbls, ROOT)  # where ``-m gbls`` finds gbls, installed or not
     assert "hook failed" not in log
