@@ -1,6 +1,7 @@
 """What the test layers share: where the repository and the fixture files are, the secrets no
 analysed code may see, the LSP client's helpers (lsp.py), torch's own logs as the oracle (torchlog.py,
-torchlog_recompiles.py) and the warm worker's fixtures (worker.py, for the layers that run torch)."""
+torchlog_recompiles.py), plain python runs forked from an interpreter that imported torch (forked.py)
+and the warm worker's fixtures (worker.py, for the layers that run torch)."""
 
 from __future__ import annotations
 
