@@ -76,6 +76,30 @@ for request in iter(sys.stdin.readline, ""):
 _runners: dict[tuple[str, tuple[tuple[str, str], ...]], subprocess.Popen[str]] = {}
 
 
+def ask(code: str, environment: dict[str, str], request: object) -> str:
+    """Send ``request`` as a JSON line to the process running ``python -c CODE`` in ``environment``
+    (started at the first request, kept for the session's later ones); its answer line, or an empty
+    string if it ended."""
+    # pytest names the running test in the environment: that is no reason for a runner of its own.
+    environment = {name: value for name, value in environment.items() if name != "PYTEST_CURRENT_TEST"}
+    key = (code, tuple(sorted(environment.items())))
+    runner = _runners.get(key)
+    if runner is None or runner.poll() is not None:
+        runner = subprocess.Popen(
+            [sys.executable, "-c", code],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            text=True,
+            env=environment,
+        )
+        _runners[key] = runner
+        atexit.register(runner.kill)
+    assert runner.stdin is not None and runner.stdout is not None
+    runner.stdin.write(json.dumps(request) + "\n")
+    runner.stdin.flush()
+    return runner.stdout.readline()
+
+
 @dataclass(frozen=True)
 class Ran:
     pid: int  # the child's: the process torch's log names
@@ -96,25 +120,8 @@ def run_forked(
     """Run ``python PATH ARGUMENTS`` in ``cwd``, its output appended to ``stdout`` and ``stderr`` (one
     file: one stream), by the runner for ``environment`` and ``setup`` (code run once torch is
     imported, before any fork)."""
-    # pytest names the running test in the environment: that is no reason for a runner of its own.
-    environment = {name: value for name, value in environment.items() if name != "PYTEST_CURRENT_TEST"}
-    key = (setup, tuple(sorted(environment.items())))
-    runner = _runners.get(key)
-    if runner is None or runner.poll() is not None:
-        runner = subprocess.Popen(
-            [sys.executable, "-c", f"SETUP = {setup!r}\n" + RUNNER],
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            text=True,
-            env=environment,
-        )
-        _runners[key] = runner
-        atexit.register(runner.kill)
-    assert runner.stdin is not None and runner.stdout is not None
     request = [str(path), list(arguments), str(cwd), str(stdout), str(stderr), seconds]
-    runner.stdin.write(json.dumps(request) + "\n")
-    runner.stdin.flush()
-    answer = runner.stdout.readline()
+    answer = ask(f"SETUP = {setup!r}\n" + RUNNER, environment, request)
     if not answer:
         raise RuntimeError(f"the runner ended before running {path}")
     pid, status = json.loads(answer)

@@ -24,13 +24,11 @@ import json
 import os
 import re
 import shutil
-import subprocess
-import sys
 import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from .forked import run_forked
+from .forked import ask, run_forked
 
 _cache: dict[Path, list[LoggedBreak]] = {}
 _compiles: dict[Path, list[LoggedCompile]] = {}
@@ -182,32 +180,12 @@ def folder_log(path: Path) -> str:
     return _logs[paths]
 
 
-# The runners, by their environment (torch reads TORCH_LOGS once, when it is imported).
-_runners: dict[tuple[tuple[str, str], ...], subprocess.Popen[str]] = {}
-
-
 def run_eagerly(paths: list[Path], environment: dict[str, str]) -> str:
-    """Run ``paths`` in one interpreter on the eager backend; what they wrote on stderr (log, markers)."""
-    # pytest names the running test in the environment: that is no reason for a runner of its own.
-    environment = {name: value for name, value in environment.items() if name != "PYTEST_CURRENT_TEST"}
-    key = tuple(sorted(environment.items()))
-    runner = _runners.get(key)
-    if runner is None or runner.poll() is not None:
-        code = f"MARKER = {MARKER!r}\nFRAME = {FRAME!r}\nTIMEOUT = 600\n" + RUNNER
-        runner = subprocess.Popen(
-            [sys.executable, "-c", code],
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            text=True,
-            env=environment,
-        )
-        _runners[key] = runner
-        atexit.register(runner.kill)
-    assert runner.stdin is not None and runner.stdout is not None
+    """Run ``paths`` in one interpreter on the eager backend; what they wrote on stderr (log, markers).
+    A runner per environment: torch reads TORCH_LOGS once, when it is imported."""
+    code = f"MARKER = {MARKER!r}\nFRAME = {FRAME!r}\nTIMEOUT = 600\n" + RUNNER
     with tempfile.NamedTemporaryFile("r", suffix=".log") as stderr:
-        runner.stdin.write(json.dumps([list(map(str, paths)), stderr.name]) + "\n")
-        runner.stdin.flush()
-        if not runner.stdout.readline():
+        if not ask(code, environment, [list(map(str, paths)), stderr.name]):
             raise RuntimeError(f"torch's log runner ended before running {paths}")
         return stderr.read()
 
