@@ -86,10 +86,18 @@ def test_a_second_check_is_served_from_the_cache_until_the_code_changes(project:
     assert uncached.stdout == first.stdout
 
 
+def other_torches() -> list[Path]:
+    """The interpreters of the compatibility venvs and of this checkout's ``.venv`` but this test's own:
+    in the suite the compatibility venvs (if made yet), in a compatibility run the checkout's torch."""
+    own = Path(sys.prefix).resolve()
+    found = [*sorted(COMPAT.glob("py*-torch*/bin/python")), ROOT / ".venv" / "bin" / "python"]
+    return [python for python in found if python.exists() and python.parent.parent.resolve() != own]
+
+
 def test_another_torch_analyses_again(project: Path) -> None:
-    others = sorted(COMPAT.glob("py*-torch*/bin/python"))
+    others = other_torches()
     if not others:
-        pytest.skip(f"no virtual environment with another torch in {COMPAT} (scripts/compat.py makes them)")
+        pytest.skip(f"no virtual environment with another torch in {COMPAT} or {ROOT / '.venv'}")
     first = gbls(project, "check", "--format", "json", "train.py")
     assert worker_ran(first), first.stderr
     other = gbls(project, "check", "--format", "json", "--python", str(others[-1]), "train.py")
