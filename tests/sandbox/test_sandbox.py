@@ -601,14 +601,7 @@ async def test_output_is_bounded(analyse_file: Analyse) -> None:
 async def client(
     lsp_client: LanguageClient, tmp_path_factory: pytest.TempPathFactory
 ) -> AsyncIterator[LanguageClient]:
-    lsp_client.diagnostics = Recorder()
-    answer_lens_refreshes(lsp_client)
-    lsp_client.statuses = []  # type: ignore[attr-defined]
-
-    @lsp_client.feature("gbls/status")
-    def status(params: Any) -> None:
-        lsp_client.statuses.append(params if isinstance(params, dict) else params._asdict())  # type: ignore[attr-defined]
-
+    recorded(lsp_client)
     settings = {"debounceMs": 200, "timeout": TIMEOUT, "memoryMb": MEMORY_MB}
     lsp_client.set_configuration(settings, section="gbls")
     folders = [FIXTURES, tmp_path_factory.getbasetemp()]
@@ -621,6 +614,17 @@ async def client(
     )
     yield lsp_client
     await lsp_client.shutdown_session()
+
+
+def recorded(client: LanguageClient) -> None:
+    """The client keeps what the server publishes: diagnostics, and each document's ``gbls/status``."""
+    client.diagnostics = Recorder()
+    answer_lens_refreshes(client)
+    client.statuses = []  # type: ignore[attr-defined]
+
+    @client.feature("gbls/status")
+    def status(params: Any) -> None:
+        client.statuses.append(params if isinstance(params, dict) else params._asdict())  # type: ignore[attr-defined]
 
 
 def server_pid(client: LanguageClient) -> int:
@@ -783,43 +787,45 @@ async def kill_the_worker_while_it_analyses(client: LanguageClient, path: Path) 
             if _read(f"/proc/{pid}/cmdline").startswith(b"sleep")
         ]
 
-    # The worker that runs the analysis (a settings change may have just replaced the one before).
-    (sleeping,) = await until(daemon, 60, 0.02)
-    zygote = worker_above(sleeping)
-    marker = marker_of(zygote)
-    os.kill(zygote, signal.SIGKILL)
-    diagnostics = await published_after(client, seen, uri)
-    assert await asyncio.to_thread(strays_left, marker) == []
-    await close(client, path)
+    try:
+        # The worker that runs the analysis (a settings change may have just replaced the one before).
+        (sleeping,) = await until(daemon, 60, 0.02)
+        zygote = worker_above(sleeping)
+        marker = marker_of(zygote)
+        os.kill(zygote, signal.SIGKILL)
+        diagnostics = await published_after(client, seen, uri)
+        assert await asyncio.to_thread(strays_left, marker) == []
+    finally:  # whatever failed: a file left open would loop again with every change of settings
+        await close(client, path)
     return diagnostics
 
 
 @pytest.mark.parametrize("sandbox", ["auto", "off"])
 async def test_worker_death_is_reported_and_a_fresh_worker_takes_over(
-    client: LanguageClient, sandbox: str, tmp_path_factory: pytest.TempPathFactory
+    own_server: LanguageClient, sandbox: str, tmp_path_factory: pytest.TempPathFactory
 ) -> None:
+    # A server of its own: on the shared one an earlier test's analysis or proof could still be running
+    # when the worker dies, and a request that died beside others runs again (here: loops till its
+    # timeout) instead of being answered with the death.
+    client = own_server
     # The kill ends the analysis: a timeout past it, so that a loaded machine cannot end it first.
     await configure(client, sandbox=sandbox, timeout=120)
-    try:
-        # A module that leaves a daemon in a session of its own, then loops: only the sweep after the
-        # worker's death (or bwrap's PID namespace) can stop the daemon.
-        path = tmp_path_factory.mktemp("death") / "daemon_then_loop.py"
-        path.write_text((FAULTS / "escapes_group.py").read_text() + "\nwhile True:\n    pass\n")
-        diagnostics = await kill_the_worker_while_it_analyses(client, path)
-        (failure,) = [d for d in diagnostics if d.code == "analysis-worker"]
-        assert failure.range.start.line == 0
-        assert failure.message == (
-            "gbls could not analyse this file: the gbls worker process was killed by SIGKILL, e.g. by the "
-            "out-of-memory killer; a fresh one starts with the next analysis"
-        )
-        seen = len(client.log_messages)
-        check_diagnostics(await open_and_wait(client, CLEAN), Fault("", "", (), ()))
-        await proofs_done(client, CLEAN, seen)
-        zygote = zygote_of(server_pid(client))
-        assert await asyncio.to_thread(strays_left, marker_of(zygote), zygote) == []
-        await close(client, CLEAN)
-    finally:
-        await configure(client)
+    # A module that leaves a daemon in a session of its own, then loops: only the sweep after the
+    # worker's death (or bwrap's PID namespace) can stop the daemon.
+    path = tmp_path_factory.mktemp("death") / "daemon_then_loop.py"
+    path.write_text((FAULTS / "escapes_group.py").read_text() + "\nwhile True:\n    pass\n")
+    diagnostics = await kill_the_worker_while_it_analyses(client, path)
+    (failure,) = [d for d in diagnostics if d.code == "analysis-worker"]
+    assert failure.range.start.line == 0
+    assert failure.message == (
+        "gbls could not analyse this file: the gbls worker process was killed by SIGKILL, e.g. by the "
+        "out-of-memory killer; a fresh one starts with the next analysis"
+    )
+    seen = len(client.log_messages)
+    check_diagnostics(await open_and_wait(client, CLEAN), Fault("", "", (), ()))
+    await proofs_done(client, CLEAN, seen)
+    zygote = zygote_of(server_pid(client))
+    assert await asyncio.to_thread(strays_left, marker_of(zygote), zygote) == []
 
 
 async def test_disabled_means_no_analysis_and_no_diagnostics(client: LanguageClient) -> None:
@@ -887,18 +893,23 @@ async def test_faults_without_the_sandbox(unsandboxed: LanguageClient, name: str
 @pytest_lsp.fixture(
     config=ClientServerConfig(server_command=[sys.executable, "-m", "gbls"], server_env=ENVIRONMENT),
 )
-async def own_server(lsp_client: LanguageClient) -> AsyncIterator[LanguageClient]:
-    """A server of its own, for a test that ends it (the shared one must live on)."""
-    lsp_client.diagnostics = Recorder()
-    answer_lens_refreshes(lsp_client)
+async def own_server(
+    lsp_client: LanguageClient, tmp_path_factory: pytest.TempPathFactory
+) -> AsyncIterator[LanguageClient]:
+    """A server of its own, for a test that ends it or its worker (the shared one must live on)."""
+    recorded(lsp_client)
+    folders = [FIXTURES, tmp_path_factory.getbasetemp()]
     await lsp_client.initialize_session(
         lsp.InitializeParams(
             capabilities=client_capabilities("visual-studio-code"),
-            workspace_folders=[lsp.WorkspaceFolder(uri=uri_of(FIXTURES), name="fixtures")],
+            workspace_folders=[lsp.WorkspaceFolder(uri=uri_of(f), name=f.name) for f in folders],
             initialization_options={"gbls": {"timeout": TIMEOUT, "memoryMb": MEMORY_MB}},
         )
     )
     yield lsp_client
+    server = lsp_client._server
+    if server is not None and server.returncode is None:  # the test did not end it: ended cleanly here
+        await lsp_client.shutdown_session()
 
 
 async def test_every_process_ends_with_the_server(own_server: LanguageClient, bait: Path) -> None:
