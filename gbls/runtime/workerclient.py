@@ -15,6 +15,7 @@ import contextlib
 import dataclasses
 import logging
 import os
+import shutil
 import signal
 import sys
 import uuid
@@ -217,6 +218,7 @@ class Worker:
         self, process: asyncio.subprocess.Process, ready: asyncio.Future[WorkerInfo], marker: str
     ) -> None:
         assert process.stdout is not None
+        scratch = ""  # the worker's scratch folder outside any sandbox: removed once it is gone
         while True:
             try:
                 line = await process.stdout.readline()
@@ -231,10 +233,10 @@ class Worker:
                 continue
             if self._process is process:
                 self._heard = asyncio.get_running_loop().time()
-            if isinstance(message, ReadyLine):
+            if isinstance(message, ReadyLine) and not ready.done():
                 info = WorkerInfo(message.torch, message.python, message.executable, message.sandbox)
-                if not ready.done():
-                    ready.set_result(info)
+                scratch = message.scratch if message.sandbox == "none" else ""
+                ready.set_result(info)
             elif isinstance(message, FatalLine) and not ready.done():
                 ready.set_exception(WorkerError(message.message))
             elif isinstance(message, ResultLine) and message.id in self._pending:
@@ -243,6 +245,8 @@ class Worker:
                     pending.future.set_result(self._result(message.result, pending.path))
         await process.wait()
         await _sweep(marker)
+        if scratch:
+            await asyncio.to_thread(shutil.rmtree, scratch, True)
         log.info("gbls worker ended (%s): %s", _ending(process.returncode), " | ".join(self._stderr))
         if not ready.done():
             tail = "\n".join(self._stderr).strip()

@@ -111,7 +111,7 @@ FAULT_TABLE = {
     ),
     "odd_lines.py": Fault("", "", (), (7,)),  # CRLF, U+2028 in a comment, a form feed, tabs
     # Nothing left by other analyses in /tmp or /dev/shm (without bwrap: the machine's own, as ever).
-    "temporary_space.py": Fault("", "", (), (22,), bwrap=True),
+    "temporary_space.py": Fault("", "", (), (29,), bwrap=True),
     "stops_worker.py": Fault("worker", "the gbls worker process stopped answering (no result", (1,), ()),
     "kills_worker.py": Fault("worker", "the gbls worker process was killed by SIGKILL", (1,), ()),
     # Forged result lines for guessed ids go nowhere. Without bwrap, root's analysis can open the
@@ -257,8 +257,13 @@ def worker_above(pid: int) -> int:
 
 
 def marker_of(pid: int) -> str:
+    return variable_of(pid, "GBLS_WORKER")
+
+
+def variable_of(pid: int, name: str) -> str:
+    """The environment variable ``name`` of process ``pid``, "" if it has none."""
     for entry in _read(f"/proc/{pid}/environ").split(b"\0"):
-        if entry.startswith(b"GBLS_WORKER="):
+        if entry.startswith(name.encode() + b"="):
             return entry.split(b"=", 1)[1].decode()
     return ""
 
@@ -792,9 +797,14 @@ async def kill_the_worker_while_it_analyses(client: LanguageClient, path: Path) 
         (sleeping,) = await until(daemon, 60, 0.02)
         zygote = worker_above(sleeping)
         marker = marker_of(zygote)
+        # The analysis's scratch directory (its TMPDIR), in the worker's: outside bwrap's own /tmp, on
+        # this machine's, where the dead worker cannot remove it.
+        scratch = Path(variable_of(sleeping, "TMPDIR"))
+        assert scratch.parent.name.startswith("gbls-worker-")
         os.kill(zygote, signal.SIGKILL)
         diagnostics = await published_after(client, seen, uri)
         assert await asyncio.to_thread(strays_left, marker) == []
+        assert not scratch.parent.exists()  # the server removed it before it said what happened
     finally:  # whatever failed: a file left open would loop again with every change of settings
         await close(client, path)
     return diagnostics

@@ -19,7 +19,9 @@ from gbls.worker.shared.protocol import (
     ResultLine,
 )
 
-READY = ReadyLine(torch="2.9.0", python="3.11.7", executable="/usr/bin/python3", sandbox="bwrap")
+READY = ReadyLine(
+    torch="2.9.0", python="3.11.7", executable="/usr/bin/python3", sandbox="bwrap", scratch="/tmp/gbls-w"
+)
 
 
 def test_every_kind_of_line_is_read_back_as_itself() -> None:
@@ -43,7 +45,7 @@ def test_the_json_on_the_wire() -> None:
     v = PROTOCOL_VERSION
     assert protocol.encode(READY) == (
         f'{{"v":{v},"type":"ready","torch":"2.9.0","python":"3.11.7","executable":"/usr/bin/python3",'
-        '"sandbox":"bwrap"}'
+        '"sandbox":"bwrap","scratch":"/tmp/gbls-w"}'
     )
     assert protocol.encode(CancelLine(id="a")) == f'{{"v":{v},"type":"cancel","id":"a"}}'
     assert protocol.encode(AliveLine()) == f'{{"v":{v},"type":"alive"}}'

@@ -19,7 +19,7 @@ import typing
 from dataclasses import dataclass, field
 from typing import Any, Final, Literal, TypeVar, Union
 
-PROTOCOL_VERSION = 9
+PROTOCOL_VERSION = 10
 
 # The fixed values of the wire, each checked by ``from_dict`` like any other field.
 Status = Literal["ok", "error", "timeout", "cancelled"]
@@ -358,6 +358,9 @@ class ReadyLine:
     python: str
     executable: str
     sandbox: str
+    # The folder of the analyses' scratch directories, which the server removes once the worker is
+    # gone (a killed worker cannot); under bwrap it is in the sandbox's own /tmp, gone with it.
+    scratch: str
 
 
 @dataclass(frozen=True, kw_only=True)

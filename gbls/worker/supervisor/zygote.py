@@ -58,6 +58,7 @@ class Zygote:
     def __init__(self, torch_version: str, sandboxed: bool, startup: frozenset[str]) -> None:
         self.torch_version = torch_version
         self.sandboxed = sandboxed
+        self.scratch = tempfile.mkdtemp(prefix="gbls-worker-")  # each analysis's scratch is made in it
         self.startup = startup
         self.selector = selectors.DefaultSelector()
         self.children: dict[int, Child] = {}
@@ -122,7 +123,7 @@ class Zygote:
     def _start(self, request: Request) -> None:
         events_r, events_w = os.pipe()
         output_r, output_w = os.pipe()
-        scratch = tempfile.mkdtemp(prefix="gbls-")
+        scratch = tempfile.mkdtemp(prefix="gbls-", dir=self.scratch)
         key = os.urandom(16)  # signs this analysis's events: see ``events.sign``
         pid = os.fork()
         if pid == 0:
@@ -291,6 +292,7 @@ class Zygote:
             processes.kill_group(pid)
         self.children.clear()
         self._sweep()
+        shutil.rmtree(self.scratch, ignore_errors=True)
 
 
 def warm_up() -> str:
@@ -369,6 +371,7 @@ def main(startup: frozenset[str]) -> None:
                 python=".".join(str(part) for part in sys.version_info[:3]),
                 executable=sys.executable,
                 sandbox="bwrap" if sandboxed else "none",
+                scratch=zygote.scratch,
             )
         )
     )
