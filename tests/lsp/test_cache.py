@@ -15,7 +15,7 @@ from lsprotocol import types as lsp
 from pytest_lsp import ClientServerConfig, LanguageClient, client_capabilities
 
 from ..support import FIXTURES
-from ..support.lsp import Recorder, answer_lens_refreshes, until, uri_of
+from ..support.lsp import Recorder, recorded, until, uri_of
 
 
 async def started(folder: Path, cache: Path) -> LanguageClient:
@@ -26,14 +26,7 @@ async def started(folder: Path, cache: Path) -> LanguageClient:
         server_env={**environment, "GBLS_CACHE_DIR": str(cache)},
     )
     client: Any = await config.start()
-    client.diagnostics = Recorder()
-    client.statuses = []
-    answer_lens_refreshes(client)
-
-    @client.feature("gbls/status")
-    def status(params: Any) -> None:
-        client.statuses.append(params if isinstance(params, dict) else params._asdict())
-
+    recorded(client)
     settings = {"timeout": 60}
     client.set_configuration(settings, section="gbls")
     await client.initialize_session(

@@ -22,7 +22,7 @@ from lsprotocol import types as lsp
 from pytest_lsp import ClientServerConfig, LanguageClient, client_capabilities
 
 from ..support import FIXTURES
-from ..support.lsp import Recorder, answer_lens_refreshes, open_and_wait, published_after, until, uri_of
+from ..support.lsp import Recorder, open_and_wait, published_after, recorded, until, uri_of
 
 PROJECTS = FIXTURES / "runs"
 # Workspace folder: fixture. "fresh" is opened by one test only: what a file shows from the start.
@@ -42,14 +42,7 @@ def projects(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 @pytest_lsp.fixture(scope="session", config=ClientServerConfig(server_command=[sys.executable, "-m", "gbls"]))
 async def client(lsp_client: LanguageClient, projects: Path) -> AsyncIterator[LanguageClient]:
-    lsp_client.diagnostics = Recorder()
-    answer_lens_refreshes(lsp_client)
-    lsp_client.statuses = []  # type: ignore[attr-defined]
-
-    @lsp_client.feature("gbls/status")
-    def status(params: Any) -> None:
-        lsp_client.statuses.append(params if isinstance(params, dict) else params._asdict())  # type: ignore[attr-defined]
-
+    recorded(lsp_client)
     settings = {"timeout": 60, "debounceMs": 100}
     lsp_client.set_configuration(settings, section="gbls")
     await lsp_client.initialize_session(

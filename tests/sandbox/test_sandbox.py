@@ -33,11 +33,11 @@ from gbls.runtime.sandbox import bwrap_support
 from ..support import FIXTURES, ROOT, SECRETS
 from ..support.lsp import (
     Recorder,
-    answer_lens_refreshes,
     close,
     open_and_wait,
     proofs_done,
     published_after,
+    recorded,
     until,
     uri_of,
 )
@@ -619,17 +619,6 @@ async def client(
     )
     yield lsp_client
     await lsp_client.shutdown_session()
-
-
-def recorded(client: LanguageClient) -> None:
-    """The client keeps what the server publishes: diagnostics, and each document's ``gbls/status``."""
-    client.diagnostics = Recorder()
-    answer_lens_refreshes(client)
-    client.statuses = []  # type: ignore[attr-defined]
-
-    @client.feature("gbls/status")
-    def status(params: Any) -> None:
-        client.statuses.append(params if isinstance(params, dict) else params._asdict())  # type: ignore[attr-defined]
 
 
 def server_pid(client: LanguageClient) -> int:

@@ -40,6 +40,17 @@ def answer_lens_refreshes(client: LanguageClient, refreshes: list[None] | None =
             refreshes.append(params)
 
 
+def recorded(client: LanguageClient) -> None:
+    """The client keeps what the server publishes: diagnostics, and each document's ``gbls/status``."""
+    client.diagnostics = Recorder()
+    answer_lens_refreshes(client)
+    client.statuses = []  # type: ignore[attr-defined]
+
+    @client.feature("gbls/status")
+    def status(params: Any) -> None:
+        client.statuses.append(params if isinstance(params, dict) else params._asdict())  # type: ignore[attr-defined]
+
+
 def uri_of(path: Path) -> str:
     return uris.from_fs_path(str(path)) or ""
 
