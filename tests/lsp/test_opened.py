@@ -168,8 +168,11 @@ async def test_a_script_its_configured_run_starts_shows_the_run_s_result(
     seen = len(client.log_messages)
     await open_and_wait(client, folder / "train.py")
     await published(client, folder / "train.py", expected[str(folder / "train.py")])
-    analysed = [m.message for m in client.log_messages[seen:] if m.message.startswith("analysed ")]
-    assert analysed and all(line.startswith("analysed run `train`") for line in analysed)
+    # The log's line comes after the publications: on a busy machine, a moment later.
+    analysed = await until(
+        lambda: [m.message for m in client.log_messages[seen:] if m.message.startswith("analysed ")]
+    )
+    assert all(line.startswith("analysed run `train`") for line in analysed), analysed
     assert len(await one_lens_a_line(client, folder / "train.py")) == 1
 
 
