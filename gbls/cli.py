@@ -34,7 +34,7 @@ from .runtime.persistent import Persistent
 from .runtime.proofs import of_session, proven_fixes
 from .runtime.sandbox import not_dumpable
 from .runtime.session import Session, analyse, entry_of
-from .settings import DEVICES, SANDBOX_MODES, Settings
+from .settings import DEVICES, SANDBOX_MODES, VALUES, Settings
 from .worker.shared.protocol import Run
 from .worker.shared.workspace import in_workspace
 
@@ -351,6 +351,13 @@ def _analysis_options(parser: argparse.ArgumentParser) -> None:
         help="where the code's CUDA runs: on the CPU when CUDA cannot be used (auto), always on the CPU "
         "(cpu), or on the GPU (cuda, experimental)",
     )
+    parser.add_argument(
+        "--values",
+        choices=VALUES,
+        default=Settings.values,
+        help="what compiled code computes: its outputs' shapes alone where computing them costs real "
+        "arithmetic (auto), or every value (exact)",
+    )
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -468,6 +475,7 @@ def main(argv: list[str] | None = None) -> int:
         run_main=getattr(arguments, "run_main", Settings.run_main),
         sandbox=arguments.sandbox,
         device=arguments.device,
+        values=arguments.values,
     )
     try:
         entries = read_baseline(arguments.baseline, arguments.update_baseline)

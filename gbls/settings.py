@@ -29,6 +29,7 @@ SandboxMode = Literal["auto", "bwrap", "off"]
 SEVERITIES: tuple[Severity, ...] = get_args(Severity)
 SANDBOX_MODES: tuple[SandboxMode, ...] = get_args(SandboxMode)
 DEVICES: tuple[protocol.Device, ...] = get_args(protocol.Device)
+VALUES: tuple[protocol.Values, ...] = get_args(protocol.Values)
 # What a diagnostic's code can be in ``severityOverrides`` and ``ignore``: a GB id, or "recompile".
 CODE = re.compile(r"GB\d{4}|recompile")
 
@@ -73,6 +74,7 @@ class Settings:
     run_main: bool = True  # run the `__main__` block, as `python file.py` does
     sandbox: SandboxMode = "auto"
     device: protocol.Device = "auto"  # where the code's CUDA goes: see protocol.Device
+    values: protocol.Values = "auto"  # what compiled graphs compute: see protocol.Values
     # A code's own severity, over ``severity`` ("GB0124": "error"), as Pylance's diagnosticSeverityOverrides.
     severity_overrides: Mapping[Code, Severity] = field(default_factory=dict)
     ignore: tuple[Code, ...] = ()  # codes never reported, as ruff's lint.ignore
@@ -82,7 +84,11 @@ class Settings:
 
     def for_worker(self) -> protocol.Settings:
         return protocol.Settings(
-            timeout=self.timeout, memory_mb=self.memory_mb, run_main=self.run_main, device=self.device
+            timeout=self.timeout,
+            memory_mb=self.memory_mb,
+            run_main=self.run_main,
+            device=self.device,
+            values=self.values,
         )
 
     @property

@@ -12,11 +12,12 @@ converts to UTF-16 and the CLI to 1-based columns.
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass
 from typing import Literal
 
 from ..worker.shared import protocol
-from ..worker.shared.protocol import EAGER, Break, Code, Feature, Function, Graph, Guard, Recompile
+from ..worker.shared.protocol import EAGER, Break, Code, Elided, Feature, Function, Graph, Guard, Recompile
 from ..worker.shared.workspace import library_of
 from .ranges import Span
 
@@ -325,6 +326,7 @@ class FunctionReport:
     span: Span  # where its lens and hover anchor: the def name, or the compile call
     decorator: Span | None
     call: Span | None
+    elided: tuple[Elided, ...] = ()  # its graphs whose values the analysis did not compute
 
     @property
     def code_path(self) -> str:
@@ -368,6 +370,17 @@ class FunctionReport:
     def compilations(self) -> int:
         return self.target.compilations
 
+    @property
+    def not_computed(self) -> str:
+        """How its values were elided, in words ("" if they were computed)."""
+        if not self.elided:
+            return ""
+        work = max(e.work for e in self.elided)
+        return (
+            f"its compiled code was not computed: a call of it is about {work:.1e} operations, so the "
+            "analysis gave its outputs the traced shapes, zeros inside (the values setting)"
+        )
+
 
 @dataclass(frozen=True)
 class CudaOnlyReport:
@@ -385,6 +398,51 @@ class CudaOnlyReport:
             else "gbls did not run it, and a placeholder stood in for its value"
         )
         return f"not checkable here: `{self.call}` needs a GPU, and CUDA was mapped to the CPU: {done}"
+
+
+@dataclass(frozen=True)
+class CutReport:
+    """Where the program was when the budget ended: gbls stopped it there, and every frame Dynamo had
+    translated until then is reported. A program that runs on (a training loop of 600 000 steps) is
+    cut, never failed."""
+
+    seconds: float
+    path: str  # the file of ``span``: the innermost of the workspace's on the program's stack
+    span: Span | None
+    script: str  # the analysed file, or the run's script
+    script_span: Span | None  # the script's own line on that stack, when ``path`` is another file
+    tracing: str = ""  # the function Dynamo was translating then, if it was
+
+    def span_in(self, path: str) -> Span | None:
+        """Where the cut shows in the file ``path``: on its line there, or on the script's own line."""
+        if path == self.path:
+            return self.span
+        return self.script_span if path == self.script else None
+
+    @property
+    def where(self) -> str:
+        """``train.py:288``, or ``model.py:120 (from train.py:301)``."""
+        text = f"{os.path.basename(self.path)}:{self.span.line}" if self.span is not None else ""
+        if self.script_span is not None and self.path != self.script:
+            outer = f"{os.path.basename(self.script)}:{self.script_span.line}"
+            text = f"{text} (from {outer})" if text else outer
+        return text
+
+    @property
+    def message(self) -> str:
+        """What the program was doing when gbls cut it, said as the note it is, not a failure."""
+        where = f" at {self.where}" if self.where else ""
+        if self.tracing:
+            return (
+                f"cut after {self.seconds:g} s{where}, while Dynamo was still translating `{self.tracing}`: "
+                "its translation took the rest of the budget (the timeout setting); what Dynamo "
+                "translated until then is reported"
+            )
+        return (
+            f"cut after {self.seconds:g} s{where}: the program was still running, as a training loop "
+            "does, and gbls stopped it at the end of its budget (the timeout setting); what Dynamo "
+            "translated until then is reported"
+        )
 
 
 # Why a report failed: the worker's word (``protocol.FailureKind``), or the engine's own: "io" (the
@@ -421,6 +479,8 @@ class FileReport:
     # findings are real, even when there are none. A file only executed eagerly is not analysed.
     translated: bool = True
     cuda_only: tuple[CudaOnlyReport, ...] = ()  # calls not run, CUDA being mapped to the CPU
+    cut: CutReport | None = None  # the program was still running when the budget ended
+    elided: tuple[Elided, ...] = ()  # the analysis's graphs whose values it did not compute
 
     def find(self, key: BreakKey) -> BreakReport | None:
         return next((brk for brk in self.breaks + self.splits if brk.key == key), None)

@@ -24,7 +24,7 @@ from ..worker.shared.lines import split_lines
 from ..worker.shared.protocol import ERROR, OK, Break, Failure, Frame, Function, Graph, Result
 from ..worker.shared.workspace import in_workspace
 from .discovery import CompiledSite
-from .model import BreakReport, CudaOnlyReport, FileReport, FunctionReport, Location
+from .model import BreakReport, CudaOnlyReport, CutReport, FileReport, FunctionReport, Location
 from .ranges import Span, byte_to_char, line_text, span_of
 from .recompiles import recompile_reports
 from .sources import TextOf
@@ -196,6 +196,8 @@ def build(
     return FileReport(
         path=path,
         status=result.status,
+        cut=_cut(path, source, result, text),
+        elided=result.elided,
         message=failure.message if failure else "",
         failure_kind=failure.kind if failure else "",
         failure_span=failure_span,
@@ -214,6 +216,22 @@ def build(
             CudaOnlyReport(call.call, span_of(source, call.line, call.column, call.end_column), call.skipped)
             for call in result.cuda_only
         ),
+    )
+
+
+def _cut(path: str, source: str, result: Result, text: TextOf) -> CutReport | None:
+    """Where the budget ended the program, on the lines of its file and of the script, if it did."""
+    cut = result.cut
+    if cut is None:
+        return None
+    where = cut.path or path
+
+    def line_span(code: str, line: int | None) -> Span | None:
+        return _failure_span(code, line, None, False) if line and 0 < line <= len(split_lines(code)) else None
+
+    script_span = line_span(source, cut.script_line) if where != path else None
+    return CutReport(
+        cut.seconds, where, line_span(text(where) or "", cut.line), path, script_span, cut.tracing
     )
 
 
@@ -384,10 +402,15 @@ def _functions(
             used.add(function.site)
         graphs = tuple(g for g in result.graphs if g.function == function.qualname)
         site = by_id.get(function.site)
-        reports.append(_function_report(path, source, function, site, graphs, breaks, suppressed, text, own))
+        report = _function_report(path, source, function, site, graphs, breaks, suppressed, text, own)
+        elided = tuple(e for e in result.elided if e.function == function.qualname)
+        reports.append(dataclasses.replace(report, elided=elided))
     for site in sites:
         if site.id not in used:
-            reason = "the analysis stopped before reaching it" if result.status != OK else "it never ran"
+            if result.cut is not None:
+                reason = f"the program was cut after {result.cut.seconds:g} s, before it reached it"
+            else:
+                reason = "the analysis stopped before reaching it" if result.status != OK else "it never ran"
             stub = Function(
                 site.name, site.qualname, path, site.first_line, site.kind, reason=reason, site=site.id
             )

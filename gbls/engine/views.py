@@ -59,6 +59,8 @@ def by_file(report: FileReport) -> dict[str, FileView]:
             notes=report.notes if path == report.path else (),
             translated=path in translated,
             cuda_only=report.cuda_only if path == report.path else (),
+            cut=report.cut,
+            elided=report.elided,
         )
     return files
 
@@ -104,6 +106,8 @@ def combined(views: list[FileView]) -> FileView:
         executed=tuple(dict.fromkeys(path for view in views for path in view.executed)),
         translated=any(view.translated for view in views),
         cuda_only=_unique([c for view in views for c in view.cuda_only], lambda call: (call.call, call.span)),
+        cut=next((view.cut for view in views if view.cut is not None), None),
+        elided=tuple(dict.fromkeys(e for view in views for e in view.elided)),
     )
 
 

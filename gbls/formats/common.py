@@ -22,7 +22,7 @@ def relative(path: str) -> str:
 
 
 def status(report: FileReport) -> str:
-    return report.status if report.status in ("ok", "timeout") else "error"
+    return report.status if report.status == "ok" else "error"
 
 
 def unanalysed(reports: list[FileReport]) -> int:

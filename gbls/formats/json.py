@@ -76,6 +76,23 @@ def _fix(fix: Fix | None) -> dict[str, Any] | None:
     }
 
 
+def _cut(report: FileReport) -> dict[str, Any] | None:
+    """Where the budget ended the program, if it did: the file and line of its innermost frame in the
+    workspace, and the script's own line when that is another file's."""
+    cut = report.cut
+    if cut is None:
+        return None
+    return {
+        "seconds": cut.seconds,
+        "path": cut.path,
+        "range": _range(cut.span) if cut.span is not None else None,
+        "script": cut.script,
+        "script_range": _range(cut.script_span) if cut.script_span is not None else None,
+        "tracing": cut.tracing or None,
+        "message": cut.message,
+    }
+
+
 def render(
     reports: list[FileReport],
     torch_version: str,
@@ -118,6 +135,9 @@ def render(
                         "breaks": f.breaks,
                         "suppressed": f.suppressed,
                         "compilations": f.compilations,
+                        "elided": [
+                            {"frame": e.frame, "compile_id": e.compile_id, "work": e.work} for e in f.elided
+                        ],
                     }
                     for f in report.functions
                 ],
@@ -162,6 +182,7 @@ def render(
                     }
                     for call in report.cuda_only
                 ],
+                "cut": _cut(report),
             }
         )
     ran = [
@@ -174,6 +195,7 @@ def render(
             "env": dict(run.env),
             "status": status(analysis),
             "message": analysis.message,
+            "cut": _cut(analysis),
             "seconds": analysis.seconds,
             "files": [path for path in views.by_file(analysis) if path],
         }

@@ -55,6 +55,9 @@ def render(
             lines.append(f"{path}:{where(report.failure_span)}: error: {report.message}")
         for call in report.cuda_only:
             lines.append(f"{path}:{where(call.span)}: note: {call.message}")
+        cut = report.cut.span_in(report.path) if report.cut is not None else None
+        if report.cut is not None and cut is not None:
+            lines.append(f"{path}:{where(cut)}: note: {report.cut.message}")
         if report.path in (missed or {}):
             lines.append(f"{path}:1:1: {(missed or {})[report.path]}")
     breaks = sum(len(r.breaks) for r in reports)

@@ -482,6 +482,7 @@ class GblsServer(LanguageServer):
                     for other, analysed in self.session.results()
                 ),
                 "message": (view.message if view else "") if reached else self.unreached(uri),
+                "cut": _cut(view) if reached and view is not None else None,
             }
         self.protocol.notify(STATUS, status)
 
@@ -634,6 +635,14 @@ class GblsServer(LanguageServer):
         if not was_enabled:
             for uri in self.notebooks.documents():
                 self.request(uri)
+
+
+def _cut(view: FileView) -> dict[str, Any] | None:
+    """The budget that ended the analysis's program, where, and in words, if it did."""
+    cut = view.cut
+    if cut is None:
+        return None
+    return {"seconds": cut.seconds, "where": cut.where, "message": cut.message}
 
 
 def _elsewhere(view: FileView, folder: str) -> list[dict[str, Any]]:

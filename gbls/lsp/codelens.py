@@ -10,7 +10,10 @@ from ..engine.model import FileView, FunctionReport
 SHOW_REPORT = "gbls.showReport"
 
 
-def lens_title(function: FunctionReport, breaks: int, limit_hit: bool = False) -> str:
+def lens_title(
+    function: FunctionReport, breaks: int, limit_hit: bool = False, cut: float | None = None
+) -> str:
+    """``cut``: the budget after which the program was cut, if it was."""
     if not function.analysed:
         return f"gbls: not analysed: {function.reason}"
     if function.target.inlined:
@@ -18,21 +21,25 @@ def lens_title(function: FunctionReport, breaks: int, limit_hit: bool = False) -
     graphs = len(function.graphs)
     compilations = function.compilations
     several = f"{compilations} compilations · " if compilations > 1 else ""
+    after = (" · shapes only, not computed" if function.elided else "") + (
+        f" · run cut at {cut:g} s" if cut is not None else ""
+    )
     limit = " · recompile limit hit" if limit_hit else ""
     if breaks == 0 and graphs <= max(compilations, 1):  # one graph per compilation
         if not graphs:
-            return "gbls: no graph (no tensor ops traced)"
-        return f"gbls: fullgraph-clean · {several}{graphs} graph{'s' * (graphs != 1)}{limit}"
+            return "gbls: no graph (no tensor ops traced)" + after
+        return f"gbls: fullgraph-clean · {several}{graphs} graph{'s' * (graphs != 1)}{limit}{after}"
     text = f"gbls: {several}{graphs} graph{'s' * (graphs != 1)} · {breaks} break{'s' * (breaks != 1)}"
     text += f" · {function.ops} ops"
     if function.suppressed:
         text += f" · {function.suppressed} suppressed"
-    return text + limit
+    return text + limit + after
 
 
 def lenses(report: FileView, uri: str) -> list[lsp.CodeLens]:
     """One lens per compiled function, on its first line (above the decorators)."""
     found = []
+    cut = report.cut.seconds if report.cut is not None else None
     for function in report.functions:
         breaks = len(report.breaks_of(function.qualname))
         limit_hit = any(r.limit is not None for r in report.recompiles_of(function.qualname))
@@ -41,7 +48,7 @@ def lenses(report: FileView, uri: str) -> list[lsp.CodeLens]:
             lsp.CodeLens(
                 range=lsp.Range(lsp.Position(line, 0), lsp.Position(line, 0)),
                 command=lsp.Command(
-                    title=lens_title(function, breaks, limit_hit),
+                    title=lens_title(function, breaks, limit_hit, cut),
                     command=SHOW_REPORT,
                     arguments=[uri, function.qualname],
                 ),

@@ -194,6 +194,20 @@ def file_diagnostics(
                 data={"kind": "failure", "failure": report.failure_kind},
             )
         )
+    cut = report.cut
+    here = cut.span_in(report.path) if cut is not None else None
+    if cut is not None and here is not None:
+        found.append(
+            lsp.Diagnostic(
+                range=to_range(here, lines),
+                message=cut.message,
+                severity=lsp.DiagnosticSeverity.Information,
+                source=SOURCE,
+                code="cut",
+                code_description=lsp.CodeDescription(href=page("runs", "a-program-that-runs-on")),
+                data={"kind": "cut"},
+            )
+        )
     for call in report.cuda_only:
         found.append(
             lsp.Diagnostic(

@@ -239,6 +239,10 @@ def function_markdown(function: FunctionReport, report: FileReport, where: Where
     }
     target = function.target
     lines.append(f"Inputs ({source.get(target.input_source, 'unknown')}): `{target.inputs or 'none'}`")
+    if function.not_computed:
+        lines.append(f"Values: {function.not_computed}.")
+    if report.cut is not None:
+        lines.append(f"The run was {report.cut.message}.")
     if function.graphs:
         elsewhere = f" (in {where.file(function.code_path)})" if function.code_path != where.here else ""
         lines.append(f"**Graphs**{elsewhere}: " + split_story(function, breaks, where))
@@ -268,6 +272,8 @@ def function_report(
     sections = [f"# gbls report: {where.file(report.path)}"]
     if report.message:
         sections.append(f"**Analysis stopped**: {report.message}")
+    if report.cut is not None:
+        sections.append(f"**Run cut**: {report.cut.message}.")
     for function in chosen:
         sections.append(f"## {function.qualname}\n\n" + function_markdown(function, report, where))
         sections += _break_sections(report.breaks_of(function.qualname), function, where, fix_of)

@@ -96,6 +96,8 @@ class Proofs:
 def _decided(after: FileReport) -> FileReport:
     if after.failure_kind in UNDECIDED:
         raise Undecided(after.message or after.failure_kind)
+    if after.cut is not None:  # ran out of budget this time: the fixed program may not have got as far
+        raise Undecided(after.cut.message)
     return after
 
 

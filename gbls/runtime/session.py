@@ -312,7 +312,9 @@ class Session:
         document = self._document(key, path)
         if stored is not None:
             document.cache = stored
-        document.memory = memory
+        # A reused function runs eagerly, computing every value: where the analysis elided them (a
+        # model of real size) that costs what eliding saved, and a cut program would get less far.
+        document.memory = memory if report.cut is None and not report.elided else None
 
     async def check(self, path: str, source: str) -> FileReport:
         """The CLI's whole cycle for one file: reuse what still holds, analyse the rest, remember it."""

@@ -1,6 +1,7 @@
-"""A program the timeout stops: where gbls can stop it in its own code (as Ctrl-C would), the compiled
-code it never reached is called with synthesized inputs, as after a program that ended; where it
-cannot (Dynamo tracing for ever), what it never reached is said to be so, never "never ran"."""
+"""A program still running when its budget (the timeout) ends is cut, not failed: its result is "ok",
+with where it was. Where gbls can stop it in its own code (as Ctrl-C would), the compiled code it
+never reached is called with synthesized inputs, as after a program that ended; where it cannot
+(Dynamo tracing for ever), what it never reached is said to be so, never "never ran"."""
 
 from __future__ import annotations
 
@@ -17,7 +18,10 @@ SCRIPTS = FIXTURES / "scripts"
 async def test_after_a_timeout_what_was_not_reached_gets_synthesized_inputs(analyse_file: Analyse) -> None:
     fixture = SCRIPTS / "hangs.py"
     report = await analyse_file(fixture, settings=Settings(timeout=10))
-    assert (report.status, report.message) == ("timeout", "timed out after 10 s while running line 22")
+    assert (report.status, report.message, report.failure_kind) == ("ok", "", "")
+    assert report.cut is not None and report.cut.span is not None
+    assert (report.cut.path, report.cut.span.line, report.cut.tracing) == (str(fixture), 22, "")
+    assert report.cut.message.startswith("cut after 10 s at hangs.py:22: the program was still running")
     evaluate = summary(report, "evaluate")
     assert (evaluate.analysed, evaluate.target.input_source) == (True, "synthesized")
     # Run to its end, the script calls evaluate itself: the same breaks.
@@ -29,10 +33,15 @@ async def test_after_a_timeout_what_was_not_reached_gets_synthesized_inputs(anal
 async def test_a_timeout_inside_dynamo_says_what_it_did_not_reach(analyse_file: Analyse) -> None:
     fixture = SCRIPTS / "hangs_in_dynamo.py"
     report = await analyse_file(fixture, settings=Settings(timeout=10))
-    assert report.status == "timeout"
-    assert report.message.startswith("timed out after 10 s while Dynamo was tracing line")
+    assert (report.status, report.message) == ("ok", "")
+    assert report.cut is not None and report.cut.tracing == "spin"
+    assert report.cut.message.startswith("cut after 10 s at hangs_in_dynamo.py:")
+    assert "while Dynamo was still translating `spin`" in report.cut.message
     later = summary(report, "later")
-    assert (later.analysed, later.reason) == (False, "the analysis timed out before it ran")
+    assert (later.analysed, later.reason) == (
+        False,
+        "the program was cut at the end of its budget, before it ran it",
+    )
     logged = logged_script(fixture, seconds=20).main  # what torch logged before it traced for ever
     assert_same_roots(report, logged)
     assert_agrees_with_torch(report, fixture, logged)

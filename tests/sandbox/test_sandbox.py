@@ -60,17 +60,21 @@ NOT_SANDBOXED = "analysed code runs without the gbls sandbox"
 
 @dataclass(frozen=True)
 class Fault:
-    kind: str  # the failure's kind; "" when the analysis ends well
+    kind: str  # the failure's kind; "" when the analysis ends well; "cut": the budget ended it, no failure
     message: str  # how the failure message starts; {line}: the line it is on, {folder}: the faults folder
-    lines: tuple[int, ...] = ()  # where the failure may be (a loop's header or its body)
+    lines: tuple[int, ...] = ()  # where the failure (or the cut) may be (a loop's header or its body)
     breaks: tuple[int, ...] = (6,)  # lines of the breaks found before the failure
     bwrap: bool = False  # the behaviour needs the bwrap sandbox
 
 
 FAULT_TABLE = {
-    "loop_module.py": Fault("timeout", f"timed out after {HANG} s while running line {{line}}", (11, 12)),
+    "loop_module.py": Fault(
+        "cut", f"cut after {HANG} s at loop_module.py:{{line}}: the program was", (11, 12)
+    ),
     "loop_compiled.py": Fault(
-        "timeout", f"timed out after {HANG} s while Dynamo was tracing line {{line}} (in spin)", (7, 8)
+        "cut",
+        f"cut after {HANG} s at loop_compiled.py:{{line}}, while Dynamo was still translating `spin`",
+        (7, 8),
     ),
     "segfault.py": Fault(
         "crashed", "crashed with a segmentation fault (SIGSEGV) while running line 13", (13,), (8,)
@@ -458,10 +462,16 @@ def cli(tmp_path_factory: pytest.TempPathFactory, bait: Path) -> CliRuns:
 def check_cli_entry(entry: dict[str, Any], expected: Fault, folder: Path) -> None:
     breaks = sorted(brk["range"]["start"]["line"] for brk in entry["breaks"])
     assert breaks == list(expected.breaks), entry
-    if not expected.kind:
+    if expected.kind in ("", "cut"):
         assert (entry["status"], entry["message"], entry["failure"]) == ("ok", "", None)
+        assert (entry["cut"] is not None) == (expected.kind == "cut"), entry
+    if expected.kind == "cut":
+        line = entry["cut"]["range"]["start"]["line"]
+        assert line in expected.lines, entry["cut"]
+        assert entry["cut"]["message"].startswith(expected.message.format(line=line)), entry["cut"]
+    if expected.kind in ("", "cut"):
         return
-    assert entry["status"] == ("timeout" if expected.kind == "timeout" else "error")
+    assert entry["status"] == "error"
     assert entry["failure"]["kind"] == expected.kind, entry["message"]
     line = entry["failure"]["range"]["start"]["line"]
     assert line in expected.lines, entry["message"]
@@ -650,8 +660,17 @@ def check_diagnostics(diagnostics: list[lsp.Diagnostic], expected: Fault) -> Non
     )
     assert breaks == list(expected.breaks), diagnostics
     failures = [d for d in diagnostics if str(d.code).startswith("analysis-")]
-    if not expected.kind:
+    cuts = [d for d in diagnostics if d.code == "cut"]
+    assert len(cuts) == (expected.kind == "cut"), diagnostics
+    if expected.kind in ("", "cut"):
         assert failures == []
+    if expected.kind == "cut":  # a note, not a failure: the program ran on
+        (cut,) = cuts
+        assert cut.severity == lsp.DiagnosticSeverity.Information
+        line = cut.range.start.line + 1
+        assert line in expected.lines, cut.message
+        assert cut.message.startswith(expected.message.format(line=line)), cut.message
+    if expected.kind in ("", "cut"):
         return
     (failure,) = failures
     assert failure.code == f"analysis-{expected.kind}", failure.message

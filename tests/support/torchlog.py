@@ -33,7 +33,8 @@ from .forked import ask, run_forked
 _cache: dict[Path, list[LoggedBreak]] = {}
 _compiles: dict[Path, list[LoggedCompile]] = {}
 
-# torch on the eager backend, each translation's metrics kept and printed by ``print_compilations``.
+# torch on the eager backend (or, where ``ELIDE`` is set, gbls's: graphs of more element-operations
+# than ``ELIDE`` not computed), each translation's metrics kept and printed by ``print_compilations``.
 SETUP = r"""
 import json, os, re, signal, sys, time, torch, torch._dynamo, torch._dynamo.utils as utils
 import torch._dynamo.convert_frame as convert_frame
@@ -44,8 +45,13 @@ def produced_code(code, new_code):
     produced.add(f"{compile_id.frame_id}/{compile_id.frame_compile_id}")
 convert_frame.register_bytecode_hook(produced_code)
 original = torch.compile
+backend = "eager"
+if globals().get("ELIDE") is not None:  # gbls's backend: graphs past that much work not computed
+    from gbls.worker.analysis import elision
+    def backend(gm, example_inputs):
+        return elision.elided(gm, ELIDE)[0] or gm.forward
 def eager_compile(model=None, **options):
-    options["backend"] = "eager"
+    options["backend"] = backend
     options.pop("mode", None)
     if model is None:
         return lambda actual: original(actual, **options)
@@ -241,8 +247,13 @@ def _parse(raw: str, entries: list[LoggedBreak], lines: list[str]) -> list[str]:
 EAGER_SITE = """
 import torch
 original = torch.compile
+backend = "eager"
+if globals().get("ELIDE") is not None:  # gbls's backend: graphs past that much work not computed
+    from gbls.worker.analysis import elision
+    def backend(gm, example_inputs):
+        return elision.elided(gm, ELIDE)[0] or gm.forward
 def eager_compile(model=None, **options):
-    options["backend"] = "eager"
+    options["backend"] = backend
     options.pop("mode", None)
     if model is None:
         return lambda actual: original(actual, **options)

@@ -49,13 +49,16 @@ KEY = Path("run")
 
 @dataclass
 class RunLog:
-    """torch's logs of ``run``, from one run of the program (made when a test first asks for them)."""
+    """torch's logs of ``run``, from one run of the program (made when a test first asks for them);
+    ``elide``: graphs of more element-operations than that run without computing, as gbls's
+    analysis runs them (None: every graph computed, on the eager backend)."""
 
     run: Run
+    elide: int | None = None
 
     @cached_property
     def _log(self) -> str:
-        return _program(self.run, torchlog.LOGS)
+        return _program(self.run, torchlog.LOGS, self.elide)
 
     @cached_property
     def _graph_breaks(self) -> tuple[dict[Path, list[LoggedBreak]], dict[Path, list[LoggedCompile]]]:
@@ -74,18 +77,18 @@ class RunLog:
         return torchlog_recompiles.parse(self._log).get(KEY, Logged())
 
 
-def logged_run(run: Run) -> RunLog:
-    return RunLog(run)
+def logged_run(run: Run, elide: int | None = None) -> RunLog:
+    return RunLog(run, elide)
 
 
-def _program(run: Run, logs: str) -> str:
+def _program(run: Run, logs: str, elide: int | None) -> str:
     mode, target = ("-m", run.module) if run.module else ("script", run.script)
     environment = dict(os.environ, **dict(run.env), TORCH_LOGS=logs, HF_HUB_OFFLINE="1")
     completed = subprocess.run(
         [
             sys.executable,
             "-c",
-            f"MARKER = {MARKER!r}\nFRAME = {FRAME!r}\n" + PROGRAM,
+            f"MARKER = {MARKER!r}\nFRAME = {FRAME!r}\nELIDE = {elide!r}\n" + PROGRAM,
             mode,
             target,
             *run.args,

@@ -95,10 +95,13 @@ def test_the_ranks_targets_are_one_function_and_their_breaks_one_break() -> None
     assert {b.function: b.processes for b in found.breaks} == {"main_only": (), "Net": ("rank 0", "rank 1")}
 
 
-def test_what_a_timeout_kept_from_running_never_is_said_to_have_never_run() -> None:
+def test_what_the_end_of_the_budget_kept_from_running_never_is_said_to_have_never_run() -> None:
     events: list[Event] = [target(0, "later")]
-    (stopped,) = merge(events, ANALYSED, timed_out=True).functions
-    assert (stopped.analysed, stopped.reason) == (False, "the analysis timed out before it ran")
+    (stopped,) = merge(events, ANALYSED, cut=True).functions
+    assert (stopped.analysed, stopped.reason) == (
+        False,
+        "the program was cut at the end of its budget, before it ran it",
+    )
     (ended,) = merge(events, ANALYSED).functions
     assert ended.reason == "torch.compile never ran it during the analysis"
 

@@ -5,6 +5,7 @@
 export type Severity = 'error' | 'warning' | 'information' | 'hint';
 export type Sandbox = 'auto' | 'bwrap' | 'off';
 export type Device = 'auto' | 'cpu' | 'cuda';
+export type Values = 'auto' | 'exact';
 
 export interface ServerSettings {
     enable: boolean;
@@ -17,6 +18,7 @@ export interface ServerSettings {
     runMain: boolean;
     sandbox: Sandbox;
     device: Device;
+    values: Values;
     severityOverrides: Record<string, Severity>; // by code: a GB id or "recompile"
     ignore: string[];
     traces: string[]; // real runs' traces and logs, paths or globs relative to the workspace folder
@@ -54,6 +56,7 @@ export function readSettings(configuration: Configuration): ServerSettings {
         runMain: contributed<boolean>(configuration, 'runMain'),
         sandbox: contributed<Sandbox>(configuration, 'sandbox'),
         device: contributed<Device>(configuration, 'device'),
+        values: contributed<Values>(configuration, 'values'),
         severityOverrides: contributed<Record<string, Severity>>(configuration, 'severityOverrides'),
         ignore: contributed<string[]>(configuration, 'ignore'),
         traces: contributed<string[]>(configuration, 'traces'),

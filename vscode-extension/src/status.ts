@@ -13,6 +13,8 @@ export interface FileStatus {
     rechecking?: boolean;
     // The file's compiled functions whose breaks are in other files (a model compiled here).
     elsewhere?: { function: string; breaks: number; files: string[] }[];
+    // The program was still running when the budget (gbls.timeout) ended: gbls cut it there.
+    cut?: { seconds: number; where: string; message: string } | null;
 }
 
 export type Phase =
@@ -122,6 +124,10 @@ export function statusView(phase: Phase, file: FileStatus | undefined): StatusVi
     if (skipped.length > 0) {
         text += ` · ${skipped.length} not analysed`;
         tooltip = `Not analysed: ${skipped.join(', ')}. Hover the function for why.\n\n${tooltip}`;
+    }
+    if (file.cut) {
+        text += ` · cut at ${file.cut.seconds} s`;
+        tooltip = `The run was ${file.cut.message}.\n\n${tooltip}`;
     }
     if (file.rechecking) {
         text += ' · re-checking…';

@@ -15,7 +15,8 @@ from ..model import BreakReport, FailureKind, FileReport
 from .edits import Fix
 
 # The ends of an analysis its fixes are proven against: the program ran to its end, or raised. Any
-# other (a timeout, a crash, the memory limit, the worker gone) each proof would meet again, at cost.
+# other (cut at the end of its budget, a crash, the memory limit, the worker gone) each proof would
+# meet again, at cost: a cut program shows only as much as its budget let it reach.
 PROVABLE = ("", "raised")
 # How a re-analysis ends that says nothing of the fix: a limit of gbls's, or gbls itself, stopped it
 # (on a busy machine as much as on a wrong fix).
@@ -30,7 +31,12 @@ class Undecided(Exception):
 def provable(report: FileReport) -> bool:
     """Whether the fixes of ``report``'s breaks are proven: a run's analysis is not (its script's
     text alone does not run as the run does)."""
-    return report.status in ("ok", "error") and report.failure_kind in PROVABLE and not report.origin
+    return (
+        report.status in ("ok", "error")
+        and report.failure_kind in PROVABLE
+        and report.cut is None
+        and not report.origin
+    )
 
 
 # The break a call of a ``torch.compiler.disable``'d function is: the fallback's one clean skip.

@@ -1,7 +1,8 @@
 """Capture every graph break, graph and compiled target while the user's module runs.
 
 ``Capture.install()`` replaces ``torch.compile`` with a version that forces a backend costing
-nothing (the FX graph is counted and run as is: inductor never runs) and hooks Dynamo where the
+nothing (the FX graph is counted and run as is, or where running it costs real arithmetic, its
+outputs made without running it: ``elision``; inductor never runs) and hooks Dynamo where the
 structured data lives. Every observation is handed to ``emit`` as a small JSON-able event the
 moment it happens, so that a crash later in the analysis loses nothing already seen; ``merge``
 folds the events into the final result.
@@ -31,6 +32,7 @@ from ..log import log
 from ..shared.events import (
     BreakEvent,
     CallEvent,
+    ElidedEvent,
     Event,
     FrameEvent,
     GraphEvent,
@@ -41,8 +43,8 @@ from ..shared.events import (
 )
 from ..shared.frames import RESUME_PREFIX, base_name, resume_line
 from ..shared.messages import NESTED_BREAK_SEPARATOR, legacy_gb_type
-from ..shared.protocol import Frame, InputSource, Message, Raises, StaticTarget
-from . import flags, hookpoints, patches, trackers
+from ..shared.protocol import Frame, InputSource, Message, Raises, StaticTarget, Values
+from . import elision, flags, hookpoints, patches, trackers
 from .chains import eager_chain, position
 from .compilations import (
     Recompilations,
@@ -80,8 +82,12 @@ class Capture:
         own: Callable[[str], bool] | None = None,
         first: int = 0,
         process: Callable[[], str] = lambda: "",
+        values: Values = "exact",
     ) -> None:
         self.emit = emit
+        # The analysis elides what costly graphs compute; a capture inside the user's own tests (the
+        # pytest plugin) computes every value, since the tests read them.
+        self.values = values
         # The files whose frames say where the program called compiled code: the analysed file, or
         # for a run every file of the workspace.
         self.own = own or (lambda other: other == path)
@@ -297,7 +303,45 @@ class Capture:
         self.guarded("backend", lambda: self.record_graph(gm))
         runs: list[Callable[..., Any]] = [gm.forward]
         self.guarded("custom ops' fakes", lambda: runs.append(checked_forward(gm)))
+        if self.values == "auto":
+            self.guarded("elision", lambda: runs.append(self.elided(gm, runs[-1])))
         return runs[-1]
+
+    def elided(self, gm: torch.fx.GraphModule, exact: Callable[..., Any]) -> Callable[..., Any]:
+        """How the graph runs: ``exact``, or, where one call costs real arithmetic, without computing."""
+        translation = self.translations[-1] if self.translations else None
+        target = translation.target if translation is not None else None
+        frame = base_name(translation.code.co_name) if translation is not None else ""
+        where = f"graph of {frame or '?'} (compile id {current_compile_id() or '?'})"
+        graph, work, why = elision.elided(gm)
+        log(f"{where}: {work:.3g} element-operations a call, " + (f"computed ({why})" if why else "elided"))
+        if graph is None:
+            return exact
+        event = ElidedEvent(
+            target=target.number if target is not None else -1,
+            frame=frame,
+            compile_id=current_compile_id(),
+            work=work,
+        )
+        state = {"called": False, "failed": False}
+
+        def run(*arguments: Any) -> Any:
+            if state["failed"]:
+                return exact(*arguments)
+            try:
+                outputs = graph(*arguments)
+            except Exception as error:  # gbls's own: the program gets the graph's real outputs
+                state["failed"] = True
+                self.note(
+                    f"gbls could not elide the {where} ({type(error).__name__}: {error}): it is computed"
+                )
+                return exact(*arguments)
+            if not state["called"]:
+                state["called"] = True
+                self.guarded("elision", lambda: self.emit(event))
+            return outputs
+
+        return run
 
     def record_graph(self, gm: torch.fx.GraphModule) -> None:
         translation = self.translations[-1] if self.translations else None

@@ -78,13 +78,15 @@ def analyse(
     if disabled:
         emit(disabled)
     attempts = Attempts(emit)
-    capture = Capture(attempts.emit, path, request.reuse, request.targets, own).install()
+    capture = Capture(
+        attempts.emit, path, request.reuse, request.targets, own, values=request.settings.values
+    ).install()
     why = why_mapped(request.settings.device)
     log(f"CUDA mapped to the CPU: {why}" if why else "analysing on the GPU")
     to_cpu = ToCpu(why, path, emit).install() if why else None
     if to_cpu is None:
         cap_gpu_memory(request.settings.memory_mb)
-    timed_out = _name_the_line(own, emit, relay, capture.stopper)
+    timed_out = _name_the_line(path, own, emit, relay, capture.stopper)
     roots = roots_of(request)
     _fresh_imports(roots, to_cpu)
     if request.run is None:
@@ -255,10 +257,11 @@ def _executed(path: str, roots: list[str]) -> list[str]:
 
 
 def _name_the_line(
-    own: Callable[[str], bool], emit: Emit, relay: Callable[[], None], stopper: Stopper
+    script: str, own: Callable[[str], bool], emit: Emit, relay: Callable[[], None], stopper: Stopper
 ) -> threading.Event:
-    """Find the program's line for the endings that leave no Python exception behind; ``own``: the
-    files whose lines count (the analysed file, or a run's workspace); ``relay``: what the program's
+    """Find the program's line for the endings that leave no Python exception behind; ``script``: the
+    analysed file (a run's script); ``own``: the files whose lines count (the analysed file, or a
+    run's workspace); ``relay``: what the program's
     other interpreters found, copied before the analysis ends without running to its end. At the
     timeout, the program is stopped where it is when ``stopper`` can stop it: the analysis goes on
     with what it never reached. Set once it was stopped so."""
@@ -269,8 +272,9 @@ def _name_the_line(
     def stuck(signum: int, frame: types.FrameType | None) -> None:
         relay()
         path, line, tracing = _where(frame, own)
+        _, script_line, _ = _where(frame, lambda other: other == script)
         stopping = stopper.can_stop(frame)
-        emit(StuckEvent(line=line, tracing=tracing, path=path, stopped=stopping))
+        emit(StuckEvent(line=line, tracing=tracing, path=path, stopped=stopping, script_line=script_line))
         if stopping:  # as Ctrl-C would; the worker waits a little longer for the rest
             stopper.armed = False
             timed_out.set()

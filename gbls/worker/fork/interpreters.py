@@ -44,6 +44,7 @@ def arm(key: bytes, scratch: str, request: Request) -> str:
         "path": request.path,
         "roots": roots_of(request),
         "sites": [to_dict(site) for site in request.targets],  # a compile site they run is theirs
+        "values": request.settings.values,
     }
     os.putenv(MARKER, json.dumps(settings))
     theirs = os.environ.get("PYTHONPATH", "")

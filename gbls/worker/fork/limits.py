@@ -17,14 +17,12 @@ def cpu_seconds(settings: Settings) -> int:
 
 
 def apply(settings: Settings) -> None:
-    # Relative to what the warm parent already maps: the limit is what the analysis may add.
+    # Relative to what the warm parent already has: the limit is what the analysis may add. It limits
+    # the memory the analysis writes (its heap and private mappings), not the address space it maps:
+    # CUDA reserves far more than any limit, and the outputs of graphs whose values are elided are
+    # shared mappings the system fills only where they are written (``analysis.elision``).
     memory = settings.memory_mb * 1024 * 1024
-    if settings.device == "cuda":
-        # CUDA reserves far more address space than any memory limit (its unified address space)
-        # and fails under RLIMIT_AS: the GPU's analyses limit the memory they write instead.
-        lower(resource.RLIMIT_DATA, processes.vm_size("VmData") + memory)
-    else:
-        lower(resource.RLIMIT_AS, processes.vm_size() + memory)
+    lower(resource.RLIMIT_DATA, processes.data_size() + memory)
     cpu = cpu_seconds(settings)
     lower(resource.RLIMIT_CPU, cpu, cpu + 5)  # SIGXCPU at the soft limit, SIGKILL at the hard one
     lower(resource.RLIMIT_CORE, 0)

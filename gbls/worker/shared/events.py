@@ -154,6 +154,18 @@ class FrameEvent(Event):
 
 
 @dataclass(frozen=True)
+class ElidedEvent(Event):
+    """A graph of ``target`` was first called with its values elided: each call's outputs have the
+    traced metadata, and nothing was computed (``work``: the element-operations one call costs)."""
+
+    KIND: ClassVar[str] = "elided"
+    target: int = 0
+    frame: str = ""
+    compile_id: str = ""
+    work: int = 0
+
+
+@dataclass(frozen=True)
 class NoteEvent(Event):
     """Something the user should know about the analysis itself (a hook of gbls's that failed)."""
 
@@ -223,6 +235,7 @@ class StuckEvent(Event):
     path: str = ""
     # gbls stopped the program there: the analysis goes on with the compiled code it never reached.
     stopped: bool = False
+    script_line: int | None = None  # the analysed file's (a run's script's) innermost line then
 
 
 @dataclass(frozen=True)
@@ -276,6 +289,7 @@ KINDS: dict[str, type[Event]] = {
         GraphEvent,
         BreakEvent,
         FrameEvent,
+        ElidedEvent,
         NoteEvent,
         TorchEvent,
         VerdictEvent,

@@ -32,6 +32,7 @@ from .events import (
     BreakEvent,
     CallEvent,
     DiscardEvent,
+    ElidedEvent,
     Event,
     FrameEvent,
     GraphEvent,
@@ -49,6 +50,7 @@ from .protocol import (
     Break,
     Code,
     Effect,
+    Elided,
     Frame,
     Function,
     Graph,
@@ -154,11 +156,11 @@ def live_events(events: Iterable[Event]) -> list[Event]:
     return [event for event in events if isinstance(event, DiscardEvent) or event.attempt not in discarded]
 
 
-def merge(events: Iterable[Event], request: Request, timed_out: bool = False) -> Result:
+def merge(events: Iterable[Event], request: Request, cut: bool = False) -> Result:
     """The result of the analysis's compiled functions: those of the workspace (whether they ran or
     not) and every other one the program called (a library's own ``@torch.compile``), with their
-    breaks, graphs and recompilations; ``timed_out``: the analysis was stopped by its timeout (what
-    never ran may be what it did not reach). How the analysis ended is the caller's to add."""
+    breaks, graphs and recompilations; ``cut``: the budget ended while the program ran (what never
+    ran may be what it did not reach). How the analysis ended is the caller's to add."""
     path = request.path
     roots = roots_of(request)
     every = list(events)
@@ -188,7 +190,7 @@ def merge(events: Iterable[Event], request: Request, timed_out: bool = False) ->
         for e in frames
         if e.compile_id
     ]
-    functions = _functions(events, targets, compilations, processes, timed_out)
+    functions = _functions(events, targets, compilations, processes, cut)
     breaks = _breaks(
         [e for e in events if isinstance(e, BreakEvent) and e.target in targets and e.chain and e.messages],
         frames,
@@ -200,6 +202,11 @@ def merge(events: Iterable[Event], request: Request, timed_out: bool = False) ->
         for event in events
         if isinstance(event, GraphEvent) and event.target in targets
     )
+    elided = tuple(
+        Elided(function=names[e.target], frame=e.frame, compile_id=e.compile_id, work=e.work)
+        for e in events
+        if isinstance(e, ElidedEvent) and e.target in targets
+    )
     return Result(
         path=path,
         status=OK,
@@ -207,6 +214,7 @@ def merge(events: Iterable[Event], request: Request, timed_out: bool = False) ->
         breaks=breaks,
         graphs=graphs,
         recompiles=_recompiles(compilations, targets),
+        elided=elided,
     )
 
 
@@ -237,7 +245,7 @@ def _functions(
     targets: dict[int, TargetEvent],
     compilations: list[FrameEvent],
     processes: dict[int, tuple[str, ...]],
-    timed_out: bool,
+    cut: bool,
 ) -> tuple[Function, ...]:
     calls: dict[int, CallEvent] = {}
     verdicts: dict[int, VerdictEvent] = {}
@@ -280,8 +288,8 @@ def _functions(
         inside = inlined.get(number, "") if call is None else ""  # its own call says more, if it had one
         if call is None and not reason and not inside:
             reason = (
-                "the analysis timed out before it ran"  # the timeout may have stopped the program first
-                if timed_out
+                "the program was cut at the end of its budget, before it ran it"  # it may come next
+                if cut
                 else "torch.compile never ran it during the analysis"
             )
             if target.generator and sys.version_info < (3, 11):  # CPython 3.10 skips them, any torch

@@ -161,12 +161,12 @@ def owner(pid: str) -> int:
         return -1
 
 
-def vm_size(field: str = "VmSize") -> int:
-    """This process's mapped address space (``VmData``: its data segment and private writable
-    mappings), in bytes."""
+def data_size() -> int:
+    """This process's data (``VmData``: its data segment and private writable mappings), in bytes:
+    what ``RLIMIT_DATA`` counts."""
     with open("/proc/self/status") as status:
         for line in status:
-            if line.startswith(f"{field}:"):
+            if line.startswith("VmData:"):
                 return int(line.split()[1]) * 1024
     return 0
 

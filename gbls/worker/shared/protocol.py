@@ -19,13 +19,13 @@ import typing
 from dataclasses import dataclass, field
 from typing import Any, Final, Literal, TypeVar, Union
 
-PROTOCOL_VERSION = 10
+PROTOCOL_VERSION = 11
 
 # The fixed values of the wire, each checked by ``from_dict`` like any other field.
-Status = Literal["ok", "error", "timeout", "cancelled"]
+# A program still running when the budget ends is cut, not failed: its result is "ok", with its ``Cut``.
+Status = Literal["ok", "error", "cancelled"]
 OK: Final = "ok"
 ERROR: Final = "error"
-TIMEOUT: Final = "timeout"
 CANCELLED: Final = "cancelled"
 
 # The graph splits at the break, or Dynamo gives up on the whole frame.
@@ -57,6 +57,9 @@ TargetKind = Literal["function", "method", "module"]
 # GPU, shown to the analysis, when torch can use it (cuda).
 Device = Literal["auto", "cpu", "cuda"]
 InputSource = Literal["", "module", "example", "synthesized"]
+# What compiled graphs compute: their values where that is cheap, their outputs' metadata alone where
+# it is not (auto: translate, don't compute), or every value (exact).
+Values = Literal["auto", "exact"]
 GuardKind = Literal[
     "value",
     "shape",
@@ -78,7 +81,7 @@ FailureKind = Literal[
     "memory",  # past the memory limit, or killed by the kernel for memory
     "network",  # the sandbox cut the network it wanted
     "write",  # it wrote where the sandbox refuses
-    "timeout",  # past the wall-clock or CPU-time limit
+    "timeout",  # past the CPU-time limit (a program past the wall-clock budget is cut, not failed)
     "crashed",  # a fatal signal
     "processes",  # more processes than allowed
     "flood",  # more events, or a longer event line, than any analysis makes
@@ -258,6 +261,28 @@ class Failure:
 
 
 @dataclass(frozen=True)
+class Cut:
+    """Where the program was when the budget ended: gbls stopped it there, as Ctrl-C would."""
+
+    seconds: float  # the budget it ran for
+    line: int | None = None  # in the analysed file, or in ``path``
+    path: str = ""  # the file of ``line``, when it is not the analysed file (a run's other files)
+    tracing: str = ""  # the function Dynamo was translating then, if it was
+    script_line: int | None = None  # the analysed file's own innermost line then, when ``path`` is another
+
+
+@dataclass(frozen=True)
+class Elided:
+    """A compiled graph whose calls returned outputs of the right metadata, zeros inside, instead of
+    computing: one call of it would have computed ``work`` element-operations."""
+
+    function: str  # the compiled function's qualname
+    frame: str  # the frame the graph is of, as the user wrote it
+    compile_id: str
+    work: int
+
+
+@dataclass(frozen=True)
 class CudaOnly:
     """A call of the analysed file that needs a GPU, not run because CUDA was mapped to the CPU.
 
@@ -292,6 +317,7 @@ class Settings:
     memory_mb: int = 4096
     run_main: bool = True
     device: Device = "auto"
+    values: Values = "auto"
     max_processes: int = 64
     max_output: int = 64 * 1024
 
@@ -347,6 +373,8 @@ class Result:
     cuda_only: tuple[CudaOnly, ...] = ()
     # What the analysing torch offers as escape hatches, for the fixes that need them.
     features: tuple[Feature, ...] = ()
+    cut: Cut | None = None  # the program was still running when the budget ended
+    elided: tuple[Elided, ...] = ()  # the graphs whose values were not computed
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -52,6 +52,7 @@ def start(settings: dict[str, Any]) -> None:
         own=lambda other: other == path or in_workspace(other, roots),
         first=me * NUMBERS,
         process=process,
+        values=settings["values"],
     ).install()
 
 

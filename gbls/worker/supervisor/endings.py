@@ -9,10 +9,11 @@ from typing import TypeVar
 
 from ..fork import limits
 from ..shared.events import DoneEvent, Event, ExitEvent, FailureEvent, ForkEvent, StuckEvent
-from ..shared.protocol import CANCELLED, TIMEOUT, Failure, Request
+from ..shared.protocol import CANCELLED, Cut, Failure, Request
 from ..shared.workspace import own_file
 
-# Ended by the parent, besides protocol.TIMEOUT and protocol.CANCELLED.
+# Ended by the parent, besides protocol.CANCELLED.
+BUDGET = "budget"  # the wall-clock budget (the timeout setting) ended: the program is cut there
 PROCESSES = "processes"
 FLOOD = "flood"
 OVERLONG = "overlong"  # a line in the event stream no gbls event comes near
@@ -42,8 +43,8 @@ def failure(
     ``ended_by``: what the parent stopped it for ("" if it ended by itself); ``status``: its wait status.
     """
     settings = request.settings
-    if ended_by == TIMEOUT:
-        return _timeout(events, output, request)
+    if ended_by == BUDGET:
+        return None  # cut, not failed: ``cut`` says where
     if ended_by == CANCELLED:
         return Failure("cancelled", "analysis cancelled: a newer request replaced it")
     if ended_by == PROCESSES:
@@ -86,17 +87,20 @@ def failure(
     return None
 
 
-def _timeout(events: list[Event], output: str, request: Request) -> Failure:
-    seconds = f"timed out after {request.settings.timeout:g} s"
+def cut(ended_by: str, events: list[Event], output: str, request: Request) -> Cut | None:
+    """Where the program was when the budget ended, if it did: the child's own report, else the
+    stack faulthandler printed (the child was stuck in C and never answered)."""
+    if ended_by != BUDGET:
+        return None
     stuck = _last(events, StuckEvent)
-    if stuck is not None and stuck.line and stuck.tracing:
-        message = f"{seconds} while Dynamo was tracing line {stuck.line} (in {stuck.tracing})"
-        return Failure("timeout", message, stuck.line, path=_other(stuck.path, request))
-    # The child's own report, else the stack faulthandler printed (the child was stuck in C).
     path, line = (_other(stuck.path, request), stuck.line) if stuck is not None else ("", None)
     if not line:
         path, line = line_running(output, request)
-    return Failure("timeout", f"{seconds} while running line {line}" if line else seconds, line, path=path)
+    tracing = stuck.tracing if stuck is not None else ""
+    script_line = stuck.script_line if stuck is not None and path else None
+    return Cut(
+        seconds=request.settings.timeout, line=line, path=path, tracing=tracing, script_line=script_line
+    )
 
 
 def line_running(output: str, request: Request) -> tuple[str, int | None]:

@@ -21,7 +21,6 @@ from ..shared.protocol import (
     CANCELLED,
     ERROR,
     OK,
-    TIMEOUT,
     Failure,
     Frame,
     ProtocolError,
@@ -96,7 +95,7 @@ class Child:
         self.output = Output(request.settings.max_output)
         self.started = time.monotonic()
         self.deadline = self.started + request.settings.timeout
-        self.ended_by = ""  # timeout | cancelled | processes | flood | overlong
+        self.ended_by = ""  # budget | cancelled | processes | flood | overlong
         self.kill_at: float | None = None
         self.status: int | None = None
         self.exited_at: float | None = None
@@ -131,7 +130,7 @@ class Child:
             except ProtocolError:
                 self.unreadable += 1
                 continue
-            if isinstance(event, StuckEvent) and event.stopped and self.ended_by == TIMEOUT:
+            if isinstance(event, StuckEvent) and event.stopped and self.ended_by == endings.BUDGET:
                 self.kill_at = time.monotonic() + AFTER_TIMEOUT
             if isinstance(event, BreakEvent) and event.messages:
                 chain = (event.target, event.messages[0].gb_type, event.chain)
@@ -187,7 +186,8 @@ def result_of(
     ``ended_by``: what the parent stopped it for ("" if it ended by itself); ``status``: its wait
     status; ``unreadable``: event lines that were not gbls's; ``truncated``: what was dropped.
     """
-    merged = merge(events, request, timed_out=ended_by == TIMEOUT)
+    cut = endings.cut(ended_by, events, output, request)
+    merged = merge(events, request, cut=cut is not None)
     breaks = merged.breaks
     truncated = list(truncated or ())
     if len(breaks) > MAX_BREAKS:
@@ -209,9 +209,7 @@ def result_of(
             else Failure(failure.kind, f"{failure.message} ({note})", failure.line, failure.column)
         )
     result_status: Status
-    if ended_by == TIMEOUT:
-        result_status = TIMEOUT
-    elif ended_by == CANCELLED:
+    if ended_by == CANCELLED:
         result_status = CANCELLED
     elif failure is not None:
         result_status = ERROR
@@ -234,4 +232,5 @@ def result_of(
             )
         ),
         features=next((e.features for e in events if isinstance(e, TorchEvent)), ()),
+        cut=cut,
     )

@@ -40,10 +40,11 @@ from ..shared.protocol import (
     Line,
     ReadyLine,
     Request,
+    Result,
     ResultLine,
 )
 from ..shared.workspace import installed
-from . import endings, record
+from . import endings, exact, record
 from .record import Child
 
 KILL_GRACE = 0.5  # seconds between asking a timed-out child where it is and SIGKILL
@@ -72,6 +73,9 @@ class Zygote:
         # next analysis of the project forks with them loaded (``warm_libraries``).
         self.wanted: set[str] = set()
         self.tried: set[str] = set()
+        # Analyses running again with exact values (``exact``): by request id, the request as it came
+        # and what its first run, with values elided, answered.
+        self.again: dict[str, tuple[Request, Result]] = {}
 
     def send(self, line: str) -> None:
         data = (line + "\n").encode()
@@ -203,7 +207,7 @@ class Zygote:
             if child.status is not None:
                 continue
             if not child.ended_by and now >= child.deadline:
-                child.ended_by = protocol.TIMEOUT
+                child.ended_by = endings.BUDGET
                 child.kill_at = now + KILL_GRACE
                 processes.send(child.pid, signal.SIGUSR1)  # the child reports where it is stuck
             elif child.kill_at is not None and now >= child.kill_at:
@@ -242,7 +246,18 @@ class Zygote:
                 f"{result.status}, {len(result.breaks)} breaks, {len(result.functions)} functions, "
                 f"{len(child.events)} events ({child.unreadable} unreadable)"
             )
-            self.send(protocol.encode(ResultLine(id=child.request.id, result=result)))
+            request = child.request
+            if request.id in self.again:
+                request, first = self.again.pop(request.id)
+                result = exact.told(request, first, result)
+            else:
+                second = exact.again(request, result, now - child.started)
+                if second is not None:
+                    log(f"the program failed with values elided: {request.path} again, values exact")
+                    self.again[request.id] = (request, result)
+                    self._start(second)
+                    continue
+            self.send(protocol.encode(ResultLine(id=request.id, result=result)))
 
     def _warm_libraries(self) -> None:
         """Import the installed libraries analyses asked for, each once, before the next fork.

@@ -43,6 +43,7 @@ test('the defaults are the server defaults', () => {
         runMain: true,
         sandbox: 'auto',
         device: 'auto',
+        values: 'auto',
         severityOverrides: {},
         ignore: [],
         traces: [],
@@ -57,6 +58,7 @@ test("the user's values are sent as they are", () => {
             runMain: false,
             sandbox: 'off',
             device: 'cpu',
+            values: 'exact',
             severityOverrides: { GB0124: 'error' },
             ignore: ['GB0170'],
         }),
@@ -66,6 +68,7 @@ test("the user's values are sent as they are", () => {
     assert.equal(settings.runMain, false);
     assert.equal(settings.sandbox, 'off');
     assert.equal(settings.device, 'cpu');
+    assert.equal(settings.values, 'exact');
     assert.deepEqual(settings.severityOverrides, { GB0124: 'error' });
     assert.deepEqual(settings.ignore, ['GB0170']);
 });

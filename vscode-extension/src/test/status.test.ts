@@ -112,3 +112,11 @@ test('a stale file status does not hide that the server is not running', () => {
         '$(circle-slash) gbls: not analysed (server stopped)',
     );
 });
+
+test('a program the budget cut says so beside its result: a note, not a failure', () => {
+    const cut = { seconds: 20, where: 'train.py:309', message: 'cut after 20 s at train.py:309: the program was' };
+    const view = statusView(running, done({ breaks: 0, cut }));
+    assert.equal(view.text, '$(check) gbls: no graph breaks in this file · cut at 20 s');
+    assert.match(view.tooltip, /^The run was cut after 20 s at train\.py:309/);
+    assert.equal(view.command, 'gbls.showBreakReport');
+});
