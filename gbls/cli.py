@@ -63,6 +63,22 @@ def checked_files(paths: list[str], only_compiling: bool = False) -> Iterator[st
                 yield full
 
 
+def folder_scripts(paths: list[str]) -> list[str]:
+    """In the folders among ``paths``, the scripts that import a file of theirs that compiles without
+    saying "compile" themselves (a training script calling a library's compiled method): run to
+    reach it, as a file's importers are."""
+    found: set[str] = set()
+    for folder in filter(os.path.isdir, paths):
+        compiling = list(checked_files([folder]))
+        found |= {
+            script
+            for scripts in reach.importers(compiling, os.path.abspath(folder), read_source).values()
+            for script in scripts
+        }
+        found -= set(compiling)
+    return sorted(found)
+
+
 def _touches(report: FileReport, changed: set[str]) -> bool:
     return bool(
         changed & ({report.path, *report.executed} | {loc.path for b in report.breaks for loc in b.chain})
@@ -112,12 +128,14 @@ async def check(
     runs: tuple[Run, ...] = (),
     cache_dir: str | None = None,
     unsafe_fixes: bool = False,
+    scripts: list[str] | None = None,
 ) -> int:
     """Analyse ``files`` and the project ``runs``; print what each file holds. ``cache_dir``: the
     persistent cache's folder (None: no cache). ``fix``/``show_diff`` apply (or print) each break's
-    first fix that re-analysis proves: a safe one, or any with ``unsafe_fixes``."""
+    first fix that re-analysis proves: a safe one, or any with ``unsafe_fixes``. ``scripts``: the
+    scripts of the folders checked that reach their compiled code (``folder_scripts``)."""
     workspace = os.getcwd()
-    reaching = Reaching.of(files, workspace)
+    reaching = Reaching.of(files, workspace, scripts)
     named, files = reaching.named, reaching.files
     if not files and not runs:  # nothing to run (pre-commit's files none of which compiles): no worker
         return print_reports([], "", {}, reporting)
@@ -162,6 +180,8 @@ async def check(
 
     try:
         analyses = list(await asyncio.gather(*(one(index) for index in range(len(files) + len(runs)))))
+        if not runs:
+            analyses += await reaching.by_importers(session, files_of(analyses, files))
         tested = await reaching.by_tests(session, files_of(analyses, files)) if not runs else None
         if tested is not None:
             runs, analyses = (tested[0],), [*analyses, tested[1]]
@@ -514,6 +534,7 @@ def main(argv: list[str] | None = None) -> int:
             runs=configured,
             cache_dir=cache_folder(arguments),
             unsafe_fixes=arguments.unsafe_fixes,
+            scripts=folder_scripts(paths),
         )
     )
 

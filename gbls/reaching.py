@@ -1,11 +1,13 @@
 """What ``gbls check`` analyses to reach the files it is given, and why a file none reached is not
-analysed: the files themselves, the workspace files that import one that compiles nothing, and the
-project's tests that import one whose compiled code nothing ran (``engine.reach``,
-``engine.reaching_tests``, as the editor has them)."""
+analysed: the files themselves, the workspace files that import one that compiles nothing, then,
+for one whose compiled code its own analysis could not run, the scripts that import it (a script
+that calls a library's compiled method never says "compile") and the project's tests that use it
+(``engine.reach``, ``engine.reaching_tests``, as the editor has them)."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import asyncio
+from dataclasses import dataclass, field
 
 from .engine import reach, reaching_tests
 from .engine.model import FileReport
@@ -19,25 +21,36 @@ from .worker.shared.protocol import Run
 class Reaching:
     folder: str  # the working directory: the project
     named: list[str]  # the files given that have code (an empty file is nothing to analyse)
-    importers: dict[str, list[str]]  # a named file that compiles nothing: the files that import it
-    files: list[str]  # what to analyse: the named files, then their importers
+    # A named file that compiles nothing, or whose compiled code its analysis could not run: the
+    # files that import it and reach it (``reach.importers``).
+    importers: dict[str, list[str]] = field(default_factory=dict)
+    files: list[str] = field(default_factory=list)  # what to analyse: the named files, then importers
 
     @classmethod
-    def of(cls, given: list[str], folder: str) -> Reaching:
+    def of(cls, given: list[str], folder: str, scripts: list[str] | None = None) -> Reaching:
+        """``scripts``: more files to analyse, not named (a folder's scripts that reach its compiled code)."""
         named = [path for path in given if _has_code(path)]
         compiling_nothing = [path for path in named if not reach.compiles(path, read_source)]
         importers = reach.importers(compiling_nothing, folder, read_source)
-        extra = sorted({importer for found in importers.values() for importer in found} - set(named))
-        return cls(folder, named, importers, [*named, *extra])
+        extra = {importer for found in importers.values() for importer in found} | set(scripts or ())
+        return cls(folder, named, importers, [*named, *sorted(extra - set(named))])
+
+    async def by_importers(self, session: Session, reports: list[FileReport]) -> list[FileReport]:
+        """The analyses of the scripts that import the files whose compiled functions no analysis ran
+        (a library method only a script calls), but those already analysed."""
+        unanalysed = _unanalysed(reports)
+        found = reach.importers(unanalysed, self.folder, read_source) if unanalysed else {}
+        analysed = {r.path for r in reports}
+        scripts = sorted({s for files in found.values() for s in files} - analysed - set(self.files))
+        for path, files in found.items():
+            self.importers[path] = sorted({*self.importers.get(path, []), *files})
+        return list(await asyncio.gather(*(session.check(path, read_source(path) or "") for path in scripts)))
 
     async def by_tests(self, session: Session, reports: list[FileReport]) -> tuple[Run, FileReport] | None:
-        """The run of the project's tests that import the files whose compiled functions no analysis
+        """The run of the project's tests that use the files whose compiled functions no analysis
         ran (or, of the named files, whose code none translated), and its report; None when there are
         none."""
-        unanalysed = [
-            r.path for r in reports if any(not f.analysed and f.path == r.path for f in r.functions)
-        ]
-        unreached = [*common.unreached(reports, self.named, lambda _: ""), *unanalysed]
+        unreached = [*common.unreached(reports, self.named, lambda _: ""), *_unanalysed(reports)]
         tests = reaching_tests.tests_of(unreached, self.folder, read_source) if unreached else []
         if not tests:
             return None
@@ -50,6 +63,11 @@ class Reaching:
         would = set(self.importers.get(path, []))
         tried = [found for found in analyses if found.path in would or found.origin]
         return reach.unreached(path, tried, self.folder)
+
+
+def _unanalysed(reports: list[FileReport]) -> list[str]:
+    """The files with a compiled function of their own that no analysis ran."""
+    return [r.path for r in reports if any(not f.analysed and f.path == r.path for f in r.functions)]
 
 
 def _has_code(path: str) -> bool:

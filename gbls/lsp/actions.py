@@ -238,17 +238,22 @@ def _insert(path: str, text: str | None, offset: int, new: str) -> lsp.Workspace
 def run_actions(
     path: str, diagnostic: lsp.Diagnostic, report_of: ReportOf, sources: Sources, folders: list[str]
 ) -> list[lsp.CodeAction]:
-    """For a script that stopped for want of arguments, data or its package (``run_remedy``): add a run
-    of it, prefilled from the README, to ``.vscode/launch.json`` or to ``pyproject.toml``."""
+    """For a script that stopped for want of arguments, data or its package, or that the budget cut
+    before it ran compiled code (``run_remedy``): add a run of it, prefilled from the README, to
+    ``.vscode/launch.json`` or to ``pyproject.toml``."""
     report = report_of(path)
     data = diagnostic.data
-    if report is None or not isinstance(data, dict) or data.get("kind") != "failure":
+    kind = data.get("kind") if isinstance(data, dict) else None
+    if report is None or kind not in ("failure", "cut"):
         return []
     if report.executed[:1] != (path,):  # the failure of another file's analysis: this is no script of it
         return []
     inside = [f for f in folders if path.startswith(f.rstrip(os.sep) + os.sep)]
     folder = max(inside, key=len) if inside else os.path.dirname(path)
-    if not run_remedy.needs_a_run(report.failure_kind, report.message, folder):
+    if kind == "cut":  # cut before it ran compiled code: a smaller run may get there within the budget
+        if any(f.analysed for f in report.functions):
+            return []
+    elif not run_remedy.needs_a_run(report.failure_kind, report.message, folder):
         return []
     run = run_remedy.suggested(folder, path, as_module=report.failure_kind == "import")
     target = ["-m", run.module] if run.module else [os.path.relpath(run.script, folder)]

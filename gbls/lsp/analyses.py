@@ -415,8 +415,8 @@ class GblsServer(LanguageServer):
             return
         if report.failure_kind == "worker":  # warm a fresh worker now, not when the next edit waits for it
             self.in_background(self.warm())
-        if project.unreached(self.session.view(path), path):  # the project's tests may run it
-            self.in_background(self._reach_by_tests(path))
+        if project.unreached(self.session.view(path), path):  # a script or the project's tests may run it
+            self.in_background(self._reach_by_importers(uri, path))
         try:
             await self.session.remember(uri, path, source, report)
             if self.notebooks.program(uri) is None:

@@ -18,7 +18,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Protocol
 
-from ..engine import cache, incremental, views
+from ..engine import cache, imports, incremental, views
 from ..engine.discovery import CompiledSite, find_compiled
 from ..engine.model import FileReport, FileView
 from ..engine.report import build
@@ -299,7 +299,7 @@ class Session:
         settings = self._settings_key()
 
         def work() -> tuple[cache.Entry | None, incremental.Memory]:
-            imported = cache.workspace_imports(report.path, self.folders, self.text_of)
+            imported = imports.workspace_imports(report.path, self.folders, self.text_of)
             reached = {loc.path for b in report.breaks for loc in b.chain if loc.path != report.path}
             reached |= {
                 r.guard_at.path for r in report.recompiles if r.guard_at and r.guard_at.path != report.path

@@ -1,9 +1,12 @@
-"""A project's pytest tests as runs: ``gbls run -m pytest ...``, and the tests that reach a library
-file whose compiled method nothing else calls (``gbls check lib/ops.py`` with nothing configured),
-each checked against torch's own log of ``python -m pytest`` from the project's folder.
+"""A project's pytest tests as runs: ``gbls run -m pytest ...``, and the tests and scripts that reach
+a library file whose compiled method nothing else calls (``gbls check lib/ops.py`` with nothing
+configured), each checked against torch's own log of the same program from the project's folder.
 
 The fixture ``testreach`` is a library (``mylib/ops.py``: ``Scaler.apply``, compiled, prints) whose
-one caller is ``tests/test_ops.py``, importing it inside a test's body.
+one caller is ``tests/test_ops.py``, importing it inside a test's body. ``uplib`` is shaped as
+x-transformers: a compiled ``generate`` of its synthetic-data network reached by one test of 42 (the
+whole file takes longer than an analysis's budget), and a mixer whose compiled method a training
+script calls without ever saying "compile".
 """
 
 from __future__ import annotations
@@ -13,6 +16,7 @@ import shutil
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -94,8 +98,9 @@ async def test_a_pytest_usage_error_is_a_failure(worker: Worker, tmp_path: Path)
 @pytest.mark.parametrize(
     ("library", "test", "functions"),
     [
-        ("mylib/ops.py", "tests/test_ops.py", [("Scaler.apply", True)]),
-        ("mylib/layers.py", "tests/test_layers.py", [("Gate", True)]),  # no compile site: a test compiles it
+        ("mylib/ops.py", "tests/test_ops.py::test_apply_scales", [("Scaler.apply", True)]),
+        # No compile site: a test compiles it.
+        ("mylib/layers.py", "tests/test_layers.py::test_gate_compiled", [("Gate", True)]),
     ],
 )
 def test_gbls_check_of_the_library_file_runs_the_tests_that_import_it(
@@ -127,3 +132,60 @@ def test_gbls_check_of_the_library_file_runs_the_tests_that_import_it(
         timeout=600,
     )
     assert json.loads(ran.stdout)["files"] == document["files"]
+
+
+UPLIB = FIXTURES / "runs" / "uplib"
+
+
+def check(folder: Path, *arguments: str) -> tuple[int, dict[str, Any]]:
+    """``gbls check --format json ARGUMENTS`` in ``folder`` with the default settings."""
+    checked = subprocess.run(
+        [sys.executable, "-m", "gbls", "check", "--no-cache", "--format", "json", *arguments],
+        cwd=folder,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    return checked.returncode, json.loads(checked.stdout)
+
+
+def breaks_in(document: dict[str, Any], path: Path) -> list[tuple[str, int, str]]:
+    (found,) = [entry for entry in document["files"] if entry["path"] == str(path)]
+    return sorted((found["path"], b["range"]["start"]["line"], b["gb_type"]) for b in found["breaks"])
+
+
+def test_the_one_test_of_a_large_file_that_reaches_a_compiled_method_runs_alone(tmp_path: Path) -> None:
+    folder = tmp_path / "uplib"
+    shutil.copytree(UPLIB, folder)
+    status, document = check(folder, "uplib/up.py")
+    assert status == 1, document  # its break found, everything analysed
+    (run,) = document["runs"]
+    assert (run["module"], run["args"], run["status"], run["cut"]) == (
+        "pytest",
+        ["tests/test_uplib.py::test_up"],
+        "ok",
+        None,
+    )
+    (up,) = [entry for entry in document["files"] if entry["path"] == str(folder / "uplib" / "up.py")]
+    assert [(f["qualname"], f["analysed"]) for f in up["functions"]] == [("SyntheticData.generate", True)]
+    assert breaks_in(document, folder / "uplib" / "up.py") == logged(folder, "tests/test_uplib.py::test_up")
+
+
+def test_a_script_that_never_says_compile_reaches_the_library_s_compiled_code(tmp_path: Path) -> None:
+    folder = tmp_path / "uplib"
+    shutil.copytree(UPLIB, folder)
+    mixer = folder / "uplib" / "mixer.py"
+    script = Run("train_mix", str(folder / "train_mix.py"), "", (), str(folder))
+    theirs = sorted({(e.at[0], e.at[1], e.gb_types[0]) for e in logged_run(script).breaks})
+    assert theirs  # the check on the values splits the graph
+    status, named = check(folder, "uplib/mixer.py")
+    assert status == 1 and named["runs"] == []
+    (entry,) = [entry for entry in named["files"] if entry["path"] == str(mixer)]
+    assert [(f["qualname"], f["analysed"]) for f in entry["functions"]] == [("Mixer.mix", True)]
+    assert breaks_in(named, mixer) == theirs
+    # A check of the folder runs the script too, and the one test that reaches generate.
+    status, everything = check(folder, ".")
+    assert status == 1
+    assert breaks_in(everything, mixer) == theirs
+    unanalysed = [f["qualname"] for e in everything["files"] for f in e["functions"] if not f["analysed"]]
+    assert unanalysed == []

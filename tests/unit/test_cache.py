@@ -43,7 +43,7 @@ def test_untokenizable_text_has_no_key() -> None:
 
 
 def test_workspace_imports_are_followed_not_libraries(tmp_path: Path) -> None:
-    from gbls.engine.cache import workspace_imports
+    from gbls.engine.imports import workspace_imports
 
     (tmp_path / "pkg").mkdir()
     (tmp_path / "pkg" / "__init__.py").write_text("")

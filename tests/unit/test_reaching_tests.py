@@ -39,12 +39,47 @@ def test_tests_that_name_the_module_anywhere_in_them_are_found(tmp_path: Path) -
         },
     )
     found = reaching_tests.tests_of([str(tmp_path / "src/lib/ops.py")], str(tmp_path), read_source)
+    # A test that says so itself is named by its id; a file none of whose tests does runs whole.
     assert [str(Path(path).relative_to(tmp_path)) for path in found] == [
         "tests/ops_test.py",
-        "tests/test_body.py",
+        "tests/test_body.py::test_x",
         "tests/test_from_package.py",
         "tests/unit/test_plain.py",
     ]
+
+
+def test_of_a_large_test_file_only_the_tests_that_use_the_module_run(tmp_path: Path) -> None:
+    """As x-transformers' test_up, the one test of a 197-test file that imports up_wrapper."""
+    write(
+        tmp_path,
+        {
+            "lib/__init__.py": "from lib.layers import Dense\n",
+            "lib/layers.py": "",
+            "lib/up.py": "",
+            "tests/test_lib.py": (
+                "import pytest\n"
+                "from lib import Dense\n"
+                "from lib.up import Wrapper as W\n\n"
+                "def make():\n    return W(2)\n\n"
+                "def make_twice():\n    return make(), make()\n\n"
+                "def test_dense():\n    Dense()\n\n"
+                "def test_wrapper():\n    W(1)\n\n"
+                "def test_helper():\n    make_twice()\n\n"
+                "def test_inside():\n    import lib.up\n\n"
+                "class TestUp:\n    def test_method(self):\n        W(3)\n\n"
+                "    def test_other(self):\n        Dense()\n"
+            ),
+        },
+    )
+    found = reaching_tests.tests_of([str(tmp_path / "lib/up.py")], str(tmp_path), read_source)
+    assert [str(Path(test).relative_to(tmp_path)) for test in found] == [
+        "tests/test_lib.py::test_wrapper",
+        "tests/test_lib.py::test_helper",
+        "tests/test_lib.py::test_inside",
+        "tests/test_lib.py::TestUp::test_method",
+    ]
+    run = reaching_tests.test_run(str(tmp_path), found[:1])
+    assert (run.module, run.args) == ("pytest", ("tests/test_lib.py::test_wrapper",))
 
 
 def test_at_most_a_few_test_files_are_run(tmp_path: Path) -> None:
