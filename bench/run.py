@@ -632,6 +632,94 @@ def projects_table(found: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
+REAL_SIZE = ROOT / "tests" / "fixtures" / "runs" / "gpt2"  # GPT-2 124M as nanoGPT's train.py trains it
+
+
+def watched_check(folder: Path, *options: str) -> dict[str, Any]:
+    """``gbls check train.py`` in ``folder`` with the worker's log: the wall time of the answer, when
+    the log said each compilation (from the command's start), and what the answer says."""
+    command = [gbls_command(), "check", "--no-cache", "--format", "json", *options, "train.py"]
+    environment = dict(os.environ, GBLS_WORKER_LOG="1")
+    start = time.perf_counter()
+    process = subprocess.Popen(
+        command, cwd=folder, env=environment, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+    )
+    compiled: list[float] = []
+    assert process.stderr is not None and process.stdout is not None
+    for line in process.stderr:
+        if "gbls worker" in line and ": compiled, compile id" in line:
+            compiled.append(time.perf_counter() - start)
+    answer = json.loads(process.stdout.read())
+    process.wait()
+    seconds = time.perf_counter() - start
+    (script,) = [entry for entry in answer["files"] if entry["path"] == str(folder / "train.py")]
+    cut = script["cut"]
+    where = f"{Path(cut['path']).name}:{cut['range']['start']['line']}" if cut and cut["range"] else ""
+    return {
+        "seconds": seconds,
+        "compiled_at": compiled,
+        "compilations": sum(f["compilations"] for entry in answer["files"] for f in entry["functions"]),
+        "cut": where,
+        "status": process.returncode,
+    }
+
+
+def real_size(runs: int) -> dict[str, Any]:
+    """A program at its real size as it ships (GPT-2 124M, 12 x 1024 tokens, device "cuda", never
+    ending), nothing configured, default settings, side by side: ``gbls check train.py``, the same
+    with exact values, and the floor (the program with no gbls at all and its graphs not computed,
+    until its second compilation: Dynamo alone on the same frames and inputs)."""
+    folder = Path(tempfile.mkdtemp(prefix="gbls-bench-real-size-")) / "gpt2"
+    shutil.copytree(REAL_SIZE, folder)
+    subprocess.run([sys.executable, "data/openwebtext/prepare.py"], cwd=folder, check=True)
+    found: dict[str, Any] = {"auto": [], "exact": [], "floor": []}
+    try:
+        for round_ in range(runs):
+            say(f"real size, round {round_ + 1}: gbls check train.py, with exact values, the floor")
+            found["auto"].append(watched_check(folder))
+            found["exact"].append(watched_check(folder, "--values", "exact"))
+            # On the CPU, where gbls maps the program's CUDA: python itself has no CUDA to run it on here.
+            floor = [
+                sys.executable,
+                str(TORCH_SIDE),
+                "real-floor",
+                str(folder),
+                "train.py",
+                "2",
+                "--device=cpu",
+            ]
+            seconds, stdout = wall(floor, cwd=folder)
+            found["floor"].append({"seconds": seconds, **last_json(stdout)})
+    finally:
+        shutil.rmtree(folder.parent, ignore_errors=True)
+    return found
+
+
+def real_size_table(found: dict[str, Any]) -> str:
+    def at(rows: list[dict[str, Any]], index: int) -> str:
+        times = [row["compiled_at"][index] for row in rows if len(row["compiled_at"]) > index]
+        return f"{median(times):.1f}s" if times else "never"
+
+    lines = [
+        f"{'GPT-2 124M trainer, as it ships (medians)':<44}{'answer':>9}{'1st compile':>13}"
+        f"{'2nd (grad_mode)':>17}{'compilations':>14}  cut at"
+    ]
+    for key, label in (("auto", "gbls check train.py"), ("exact", "gbls check --values exact")):
+        rows = found[key]
+        lines.append(
+            f"{label:<44}{median([r['seconds'] for r in rows]) or 0:>8.1f}s{at(rows, 0):>13}{at(rows, 1):>17}"
+            f"{rows[-1]['compilations']:>14}  {rows[-1]['cut']}"
+        )
+    floor = found["floor"]
+    seconds = median([r["seconds"] for r in floor]) or 0
+    lines.append(
+        f"{'floor: python train.py, not computed, no gbls':<44}{seconds:>8.1f}s"
+        f"{'':>13}{median([r['to_compilations'] for r in floor]) or 0:>16.1f}s{2:>14}"
+        f"  (Dynamo translating: {median([r['translating'] for r in floor]) or 0:.1f}s)"
+    )
+    return "\n".join(lines)
+
+
 EXTENSION = ROOT / "vscode-extension"
 # The window measured in real VS Code has 3 s to show a reopened project's diagnostics (issue 35).
 REOPEN_TARGET_S = 3.0
@@ -1158,6 +1246,11 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("--vscode", action="store_true", help="only the VS Code window row (code-server)")
     parser.add_argument(
+        "--real-size",
+        action="store_true",
+        help="only the GPT-2 trainer as it ships, its answer and its floor",
+    )
+    parser.add_argument(
         "--nothing-to-do", action="store_true", help="only gbls --version and gbls check, cold and cached"
     )
     arguments = parser.parse_args(argv)
@@ -1168,6 +1261,10 @@ def main(argv: list[str] | None = None) -> int:
         runs = 1 if arguments.quick else 3
         found = project_run(runs, arguments.out.with_suffix(".project-run.log"), arguments.against)
         return one_row(arguments.out, "project_run", found, project_run_table(found))
+    if arguments.real_size:
+        arguments.out.parent.mkdir(parents=True, exist_ok=True)
+        found = real_size(1 if arguments.quick else 3)
+        return one_row(arguments.out, "real_size", found, real_size_table(found))
     if arguments.vscode:
         arguments.out.parent.mkdir(parents=True, exist_ok=True)
         found = vscode_window(1 if arguments.quick else 3, arguments.out.with_suffix(".vscode.log"))

@@ -148,6 +148,42 @@ def bare_run(cwd: str, script: str, arguments: list[str]) -> dict[str, Any]:
     return {"seconds_in_process": time.perf_counter() - start}
 
 
+def real_floor(cwd: str, script: str, compilations: int, arguments: list[str]) -> dict[str, Any]:
+    """The floor of a program at its real size: ``python SCRIPT ARGS`` from ``cwd`` with no gbls at all
+    (no fork, no sandbox, no hooks), its graphs not computed as gbls does not compute them (else one
+    GPT-2 evaluation batch is 30 s of arithmetic), until Dynamo has compiled ``compilations`` times.
+    Its time to there, from this process's start, and the seconds Dynamo spent translating."""
+    import runpy
+
+    from gbls.worker.analysis import elision
+
+    started = time.perf_counter()
+    done: list[float] = []
+    translating: list[float] = []
+    original = torch._dynamo.convert_frame._compile
+
+    def counted(*args: Any, **kwargs: Any) -> Any:
+        begin = time.perf_counter()
+        try:
+            return original(*args, **kwargs)
+        finally:
+            translating.append(time.perf_counter() - begin)
+            done.append(time.perf_counter() - started)
+            if len(done) == compilations:
+                raise SystemExit(0)  # the program runs on for ever: the floor ends here
+
+    def elided(gm: torch.fx.GraphModule, example_inputs: list[Any]) -> Callable[..., Any]:
+        return elision.elided(gm)[0] or gm.forward
+
+    torch._dynamo.convert_frame._compile = counted
+    os.chdir(cwd)
+    sys.argv = [script, *arguments]
+    sys.path.insert(0, os.path.dirname(os.path.abspath(script)))
+    with contextlib.suppress(SystemExit), quiet(), compile_replaced(elided):
+        runpy.run_path(script, run_name="__main__")
+    return {"to_compilations": done[-1] if done else None, "translating": sum(translating)}
+
+
 def floor_server() -> None:
     """The floor, as a warm process that stays up: run.py times it side by side with the server.
 
@@ -486,6 +522,9 @@ def main() -> None:
         return
     if command == "bare-run":
         print(json.dumps(bare_run(sys.argv[2], sys.argv[3], sys.argv[4:])))
+        return
+    if command == "real-floor":
+        print(json.dumps(real_floor(sys.argv[2], sys.argv[3], int(sys.argv[4]), sys.argv[5:])))
         return
     path = os.path.abspath(sys.argv[2])
     if command == "explain":

@@ -175,7 +175,8 @@ def file_diagnostics(
                     message=(
                         f"{function.qualname} not analysed: {function.reason}. Declare inputs with "
                         "`# gbls: example(...)` above it."
-                        if "gbls: example" not in function.reason and not report.message
+                        # Inputs cannot help a function the program never reached, failed or cut.
+                        if "gbls: example" not in function.reason and not report.message and not report.cut
                         else f"{function.qualname} not analysed: {function.reason}"
                     ),
                     severity=lsp.DiagnosticSeverity.Information,

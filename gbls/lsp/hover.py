@@ -207,11 +207,12 @@ def function_markdown(function: FunctionReport, report: FileReport, where: Where
     lines = [f"**`{function.qualname}`** · {kind}"]
     if not function.analysed:
         lines.append(f"Not analysed: {prose(function.reason)}.")
-        # No shape of gbls's guessing: a GPT's forward takes token ids, not torch.randn(4, 8).
-        lines.append(
-            "Declare inputs with a comment above it: `# gbls: example(...)`, the arguments as the code "
-            "that calls it passes them"
-        )
+        if report.cut is None:  # inputs cannot help a function the program was cut before
+            # No shape of gbls's guessing: a GPT's forward takes token ids, not torch.randn(4, 8).
+            lines.append(
+                "Declare inputs with a comment above it: `# gbls: example(...)`, the arguments as the code "
+                "that calls it passes them"
+            )
         return "\n\n".join(lines)
     if function.target.inlined:
         outer = function.target.inlined

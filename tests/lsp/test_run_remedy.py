@@ -112,3 +112,61 @@ async def test_a_script_that_exits_at_argparse_offers_the_readme_s_run(
     )
     assert checked.returncode == 1, checked.stdout + checked.stderr  # the break, and no failure
     assert "train.py:11:5: GB0059" in checked.stdout and "error" not in checked.stdout
+
+
+@pytest.fixture(scope="session")
+def slowstart(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    copy = tmp_path_factory.mktemp("slowstart") / "slowstart"
+    shutil.copytree(FIXTURES / "runs" / "slowstart", copy)
+    return copy
+
+
+@pytest_lsp.fixture(scope="session", config=ClientServerConfig(server_command=[sys.executable, "-m", "gbls"]))
+async def short_budget(lsp_client: LanguageClient, slowstart: Path) -> AsyncIterator[LanguageClient]:
+    lsp_client.diagnostics = Recorder()
+    answer_lens_refreshes(lsp_client)
+    settings = {"timeout": 5, "debounceMs": 100}
+    lsp_client.set_configuration(settings, section="gbls")
+    await lsp_client.initialize_session(
+        lsp.InitializeParams(
+            capabilities=client_capabilities("visual-studio-code"),
+            workspace_folders=[lsp.WorkspaceFolder(uri=uri_of(slowstart), name="slowstart")],
+            initialization_options={"gbls": settings},
+        )
+    )
+    yield lsp_client
+    await lsp_client.shutdown_session()
+
+
+async def test_a_script_the_budget_cuts_before_its_compiled_code_offers_the_readme_s_run(
+    short_budget: LanguageClient, slowstart: Path
+) -> None:
+    """Cut, not failed: an information diagnostic where it was, its compile site not analysed for
+    that, and the run to configure that gets there within the budget."""
+    train = slowstart / "train.py"
+    uri = uri_of(train)
+    await open_and_wait(short_budget, train)
+    recorder: Recorder = short_budget.diagnostics  # type: ignore[assignment]
+
+    def cut() -> Any:
+        mine = [found for published, found in recorder.history if published == uri]
+        return next((d for d in mine[-1] if d.code == "cut"), None) if mine else None
+
+    note: lsp.Diagnostic = await until(cut, 180)
+    assert note.severity == lsp.DiagnosticSeverity.Information
+    assert note.range.start.line + 1 in (15, 16)  # the loop that counts
+    assert note.message.startswith(f"cut after 5 s at train.py:{note.range.start.line + 1}: the program")
+    (mine,) = [found for published, found in recorder.history if published == uri][-1:]
+    assert not any(str(d.code).startswith("analysis-") for d in mine)  # no failure
+    (site,) = [d for d in mine if d.data and d.data.get("kind") == "not-analysed"]
+    assert "the program was cut after 5 s, before it reached it" in site.message
+    assert "Declare inputs" not in site.message  # no inputs would help it
+    actions = await short_budget.text_document_code_action_async(
+        lsp.CodeActionParams(
+            text_document=lsp.TextDocumentIdentifier(uri=uri),
+            range=note.range,
+            context=lsp.CodeActionContext(diagnostics=[note]),
+        )
+    )
+    titles = [a.title for a in actions or [] if isinstance(a, lsp.CodeAction)]
+    assert "Add a run to .vscode/launch.json: python train.py --max_tokens 1000" in titles

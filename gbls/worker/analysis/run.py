@@ -124,7 +124,7 @@ def analyse(
         emit(disabled)
     if request.run is None:  # a run is analysed as it runs: what it never called, it never compiles
         elsewhere = children.sites if children is not None else set()
-        _call_uncalled(request, capture, attempts, module, failure or timed_out.is_set(), elsewhere, to_cpu)
+        _call_uncalled(request, capture, attempts, module, failure, timed_out.is_set(), elsewhere, to_cpu)
     if not disabled:
         disabled = disabled_by_module(source)
         if disabled:
@@ -148,12 +148,14 @@ def _call_uncalled(
     capture: Capture,
     attempts: Attempts,
     module: types.ModuleType,
-    stopped: FailureEvent | bool | None,
+    failure: FailureEvent | None,
+    cut: bool,
     elsewhere: set[str],
     to_cpu: ToCpu | None,
 ) -> None:
     """Run the analysed file's compiled targets that nothing called, with examples or synthesized inputs;
-    ``elsewhere``: the compile sites another of the program's interpreters compiled, analysed there."""
+    ``failure``: how the program failed, if it did; ``cut``: the budget ended it; ``elsewhere``: the
+    compile sites another of the program's interpreters compiled, analysed there."""
     path = request.path
     runner = Runner(capture, attempts, module, path, split_lines(request.source), request, to_cpu)
     targets = capture.registry.targets
@@ -166,7 +168,7 @@ def _call_uncalled(
     for static in request.targets:
         compiled = {site for t in targets for site in (t.site, *t.aliases)} | elsewhere
         if static.qualname not in request.reuse and static.id not in compiled:
-            runner.run_static(static, stopped=bool(stopped))
+            runner.run_static(static, stopped=failure is not None, cut=cut)
 
 
 def _text(path: str) -> str:

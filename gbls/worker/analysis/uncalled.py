@@ -56,6 +56,7 @@ class Runner:
         self.path = path
         self.lines = lines
         self.run_main = request.settings.run_main
+        self.budget = request.settings.timeout
         self.sites = {static.id: static for static in request.targets}
 
     def remedy(self, site: StaticTarget | None) -> str:
@@ -77,14 +78,23 @@ class Runner:
         else:
             self._run_synthesized(target, callee, signature_of, module)
 
-    def run_static(self, static: StaticTarget, stopped: bool) -> None:
+    def run_static(self, static: StaticTarget, stopped: bool, cut: bool) -> None:
         """Compile and run a target whose ``torch.compile`` call never ran (e.g. in ``main()``).
 
-        ``stopped``: the module failed before its end.
+        ``stopped``: the module failed before its end; ``cut``: the budget ended it, still running.
         """
         where = f"in {static.scope}()" if static.scope else "at module level"
         reason = f"its torch.compile call ({where}) did not run during the analysis"
-        if stopped:
+        remedy = self.remedy(static)
+        if cut:
+            reason = (
+                f"the program was cut after {self.budget:g} s, before it reached it (its torch.compile "
+                f"call, {where})"
+            )
+            remedy = (
+                "configure a run that gets there within the budget, or give it more (the timeout setting)"
+            )
+        elif stopped:
             reason = f"the module stopped before its torch.compile call ({where}) ran"
         elif static.in_main_block and not self.run_main:
             reason = (
@@ -112,7 +122,7 @@ class Runner:
                     path=self.path,
                     line=static.line,
                     kind=static.kind,
-                    reason=f"{reason}; {self.remedy(static)}",
+                    reason=f"{reason}; {remedy}",
                 )
             )
             return
