@@ -504,7 +504,7 @@ def test_a_dead_worker_fails_the_file_that_killed_it_only(cli: CliRuns, sandbox:
 @pytest.mark.parametrize("sandbox", ["bwrap", "off"])
 def test_cli_leaves_no_process_and_no_file_behind(cli: CliRuns, sandbox: str) -> None:
     run = cli.runs[sandbox]
-    assert run.statuses == (2, 2)
+    assert run.statuses == (2, 1)  # the hangs' run: cut, not failed, with the breaks they found
     assert [strays_left(marker) for marker in run.markers] == [[], []]
     assert_nothing_written(run.folder)
 
