@@ -92,6 +92,7 @@ def test_json_output(runs: Runs) -> None:
         "breaks": 0,
         "suppressed": 0,
         "compilations": 1,
+        "elided": [],
     }
     assert clean["recompiles"] == []
     (brk,) = deep["breaks"]
