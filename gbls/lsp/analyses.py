@@ -346,6 +346,10 @@ class GblsServer(LanguageServer):
                 uri
             ):  # a save is no keystroke: no pause (those in the background take turns)
                 self.scheduler.schedule(key)
+        own, document = self.session.analysed_of(uri), self.open_document(uri)
+        if own is not None and document is not None and own.version == document.version and not own.cached:
+            if own.report.failure_kind not in ("worker", "internal", "cancelled"):
+                return  # its text as saved is the text just analysed: the same answer again
         self.request(uri)
 
     def _record(self, uri: str, analysed: Analysed) -> None:
