@@ -69,7 +69,11 @@ class GblsServer(LanguageServer):
         self._said_sandbox_note = False
         self._said_notes: set[str] = set()
         self._background: set[asyncio.Task[Any]] = set()
-        self._runs: dict[str, Run] = {}  # the configured runs, by name, as last read
+        self._runs: dict[str, Run] = {}  # the configured runs and the tests' runs, by name, as last read
+        self._configured: dict[str, str] = {}  # of those, the configured ones: the folder of each
+        # The files the user opened in this session: a file only an analysis in the background
+        # reached (an importer gbls ran to reach another) shows its breaks, never its own failure.
+        self._opened: set[str] = set()
         # A file that compiles nothing: the analyses of the files that import it.
         self._importers: dict[str, list[DocumentKey]] = {}
         self._looking: set[str] = set()  # the files whose importers and tests are being looked for
@@ -217,7 +221,11 @@ class GblsServer(LanguageServer):
         if document is None:
             return
         path = self.path_of(uri)
+        self._opened.add(path)
         if project.starting(path, self.session.folder_of(path)) is not None:
+            own = self.session.forget(uri)  # the run's result replaces the script's own, at once
+            if own is not None:
+                self._publish_files(own.views)
             self.reach(uri)  # a script its configured run starts shows that run's result, from disk
             if self.session.view(path) is not None:  # the run is done: the file opened after it
                 self.publish(uri)
@@ -272,7 +280,26 @@ class GblsServer(LanguageServer):
             self.in_background(self._reach_by_importers(uri, path))
             return
         for run in found.runs:
+            self._configured[run.name] = self.session.folder_of(path)
             self._start_run(run)
+
+    def reconfigured(self, folder: str) -> None:
+        """The folder's runs were edited (its pyproject.toml or .vscode/launch.json changed on disk): a
+        run it no longer configures as it was goes, with what it showed; every open document of the
+        folder is asked for again, so that a script a run now starts shows that run's result at once,
+        and one no run starts any more is analysed itself."""
+        for name, where in list(self._configured.items()):
+            run = self._runs.get(name)
+            if where != folder or run is None:
+                continue
+            if run not in runs.configured(folder, entry_of(run)).runs:
+                del self._configured[name], self._runs[name]
+                self.scheduler.cancel(RunKey(name))
+                analysed = self.session.forget_run(name)
+                self._publish_files(analysed.views if analysed else {})
+        for uri in self.notebooks.documents():
+            if self.session.folder_of(self.path_of(uri)) == folder:
+                self.request(uri)
 
     async def _reach_by_importers(self, uri: str, path: str) -> None:
         folder = self.session.folder_of(path)
@@ -319,6 +346,10 @@ class GblsServer(LanguageServer):
                 uri
             ):  # a save is no keystroke: no pause (those in the background take turns)
                 self.scheduler.schedule(key)
+        own, document = self.session.analysed_of(uri), self.open_document(uri)
+        if own is not None and document is not None and own.version == document.version and not own.cached:
+            if own.report.failure_kind not in ("worker", "internal", "cancelled"):
+                return  # its text as saved is the text just analysed: the same answer again
         self.request(uri)
 
     def _record(self, uri: str, analysed: Analysed) -> None:
@@ -463,7 +494,8 @@ class GblsServer(LanguageServer):
         if state == "done":
             seen = self.view_of(uri)
             view = seen[0] if seen else None
-            reached = view is not None and (view.translated or view.functions)
+            # A failure of the file's own (a syntax error) is what its status says, not "not reached".
+            reached = view is not None and bool(view.translated or view.functions or view.message)
             path = self.path_of(uri)
             if not reached and (path in self._looking or self._still_reaching(path)):
                 status["state"] = "analysing"  # "not analysed" only once nothing will reach it
@@ -522,6 +554,8 @@ class GblsServer(LanguageServer):
             view, source, version = seen
             diagnostics += file_diagnostics(view, source, self.settings.severity, sources.lines)
             diagnostics += split_diagnostics(view, source, sources.lines)
+            if view.path not in self._opened:
+                diagnostics = [d for d in diagnostics if not _about_the_analysis(d)]
         open_document = self.open_document(uri)
         if open_document is None:
             version = None  # a closed document's diagnostics are its file's
@@ -601,6 +635,27 @@ class GblsServer(LanguageServer):
         for path in paths:
             self.publish(self.uri_of(path))
 
+    async def watch_runs(self) -> None:
+        """Ask the client to say when a folder's runs change on disk (``pyproject.toml``,
+        ``.vscode/launch.json``): an edit of them re-analyses what they start, with no restart."""
+        workspace = self.client_capabilities.workspace
+        watched = workspace.did_change_watched_files if workspace else None
+        if watched is None or not watched.dynamic_registration:
+            return
+        watchers = [
+            lsp.FileSystemWatcher(glob_pattern=f"**/{name}")
+            for name in (runs.PYPROJECT, ".vscode/launch.json")
+        ]
+        registration = lsp.Registration(
+            id="gbls-runs",
+            method=lsp.WORKSPACE_DID_CHANGE_WATCHED_FILES,
+            register_options=lsp.DidChangeWatchedFilesRegistrationOptions(watchers=watchers),
+        )
+        try:
+            await self.client_register_capability_async(lsp.RegistrationParams(registrations=[registration]))
+        except Exception as error:  # a client that refuses: runs are read again when a file is opened
+            log.warning("the client did not watch the runs' files: %s", error)
+
     # -- settings ---------------------------------------------------------------------------------
 
     async def pull_configuration(self) -> None:
@@ -635,6 +690,14 @@ class GblsServer(LanguageServer):
         if not was_enabled:
             for uri in self.notebooks.documents():
                 self.request(uri)
+
+
+def _about_the_analysis(diagnostic: lsp.Diagnostic) -> bool:
+    """A note of how an analysis went (it failed, was cut, left a function unanalysed), not a finding
+    in the code: of a file the user never opened (a script gbls ran to reach another), it goes to the
+    log and to the status of the file it was looking for, not to the Problems panel."""
+    data = diagnostic.data
+    return isinstance(data, dict) and data.get("kind") in ("failure", "cut", "not-analysed")
 
 
 def _cut(view: FileView) -> dict[str, Any] | None:

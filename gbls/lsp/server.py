@@ -37,6 +37,13 @@ IMPORT_TRACE = "gbls.importTrace"
 DOCTOR = "gbls.doctor"
 
 
+def run_file(path: str) -> str:
+    """The workspace folder's own path for a file that configures its runs: ``.vscode/launch.json``
+    configures the folder above ``.vscode``."""
+    folder = os.path.dirname(path)
+    return folder if os.path.basename(folder) == ".vscode" else path
+
+
 def create_server() -> GblsServer:
     """A gbls server with every feature registered, ready for ``start_io``."""
     server = GblsServer()
@@ -55,6 +62,13 @@ def create_server() -> GblsServer:
         if ls.settings.enable:
             ls.in_background(ls.warm())  # before the first file is opened
         ls.in_background(ls.import_configured())
+        ls.in_background(ls.watch_runs())
+
+    @server.feature(lsp.WORKSPACE_DID_CHANGE_WATCHED_FILES)
+    def did_change_watched_files(ls: GblsServer, params: lsp.DidChangeWatchedFilesParams) -> None:
+        changed = {uris.to_fs_path(change.uri) or change.uri for change in params.changes}
+        for folder in dict.fromkeys(ls.session.folder_of(run_file(path)) for path in changed):
+            ls.reconfigured(folder)
 
     @server.feature(lsp.WORKSPACE_DID_CHANGE_CONFIGURATION)
     async def did_change_configuration(ls: GblsServer, params: lsp.DidChangeConfigurationParams) -> None:

@@ -11,7 +11,7 @@ from lsprotocol import types as lsp
 from pytest_lsp import ClientServerConfig, LanguageClient, client_capabilities
 
 from ..support import FIXTURES
-from ..support.lsp import LENS_REFRESHES, Recorder, answer_lens_refreshes, uri_of
+from ..support.lsp import LENS_REFRESHES, Recorder, answer_requests, uri_of
 from ..support.worker import _record_fixtures, analyse_file, worker  # noqa: F401 (fixtures)
 
 
@@ -22,7 +22,7 @@ from ..support.worker import _record_fixtures, analyse_file, worker  # noqa: F40
 async def client(lsp_client: LanguageClient) -> AsyncIterator[LanguageClient]:
     """One real gbls server for the LSP tests that are not about start-up, on the fixtures folder."""
     lsp_client.diagnostics = Recorder()
-    answer_lens_refreshes(lsp_client, LENS_REFRESHES)
+    answer_requests(lsp_client, LENS_REFRESHES)
     lsp_client.set_configuration({"debounceMs": 200}, section="gbls")
     await lsp_client.initialize_session(
         lsp.InitializeParams(

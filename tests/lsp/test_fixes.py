@@ -18,7 +18,7 @@ from gbls.engine.fixes.edits import Edit, apply
 from gbls.lsp.diagnostics import to_span
 
 from ..support import FIXTURES
-from ..support.lsp import Recorder, answer_lens_refreshes, diagnostics_for
+from ..support.lsp import Recorder, answer_requests, diagnostics_for
 
 FIXES = FIXTURES / "fixes"
 
@@ -34,7 +34,7 @@ def workspace(tmp_path_factory: pytest.TempPathFactory) -> Path:
 @pytest_lsp.fixture(scope="session", config=ClientServerConfig(server_command=[sys.executable, "-m", "gbls"]))
 async def client(lsp_client: LanguageClient, workspace: Path) -> AsyncIterator[LanguageClient]:
     lsp_client.diagnostics = Recorder()
-    answer_lens_refreshes(lsp_client)
+    answer_requests(lsp_client)
     await lsp_client.initialize_session(
         lsp.InitializeParams(
             capabilities=client_capabilities("visual-studio-code"),

@@ -34,7 +34,13 @@ PROJECTS = FIXTURES / "runs"
 FOLDERS = {
     **{name: name for name in ("nanogpt", "fused", "rl", "chunked", "nanochat", "crashing")},
     "configured": "nanogpt",
+    "sampling": "nanogpt",  # with a sample.py that fails to import its tokenizer
+    "typing": "nanogpt",  # its train.py gets a syntax error typed into it
 }
+# nanoGPT's sample.py needs tiktoken, which a fresh environment lacks: it fails at its import.
+SAMPLE = (
+    "import gbls_fixture_no_tokenizer\nimport torch\n\nfrom model import GPT\n\nmodel = torch.compile(GPT)\n"
+)
 LAUNCH = {
     "version": "0.2.0",
     "configurations": [
@@ -56,6 +62,7 @@ def opened_projects(tmp_path_factory: pytest.TempPathFactory) -> Path:
         shutil.copytree(PROJECTS / fixture, folder / name)
     (folder / "configured" / ".vscode").mkdir()
     (folder / "configured" / ".vscode" / "launch.json").write_text(json.dumps(LAUNCH))
+    (folder / "sampling" / "sample.py").write_text(SAMPLE)
     return folder
 
 
@@ -185,3 +192,38 @@ async def test_a_model_a_crashed_script_would_have_reached_says_where_it_stopped
     message = await until(lambda: status_message(client, model))
     assert message.startswith("train.py stopped at line 7 before it ran compiled code of this file: ")
     assert "FileNotFoundError" in message
+
+
+async def test_opening_a_model_puts_nothing_on_the_scripts_it_ran_to_reach_it(
+    opened_client: LanguageClient, opened_projects: Path
+) -> None:
+    """model.py is reached by train.py; gbls ran sample.py too, which fails at its import. What it
+    learned of sample.py (its failure) is not a Problems entry of a file the user never opened."""
+    client, folder = opened_client, opened_projects / "sampling"
+    model, sample = folder / "model.py", folder / "sample.py"
+    seen = len(client.log_messages)
+    await open_and_wait(client, model)
+    await until(lambda: any("sample.py" in m.message for m in client.log_messages[seen:]))
+    recorder: Recorder = client.diagnostics  # type: ignore[assignment]
+    await until(lambda: status_message(client, model) is not None)
+    for uri, diagnostics in recorder.history:
+        if uri == uri_of(sample):
+            assert list(diagnostics) == [], diagnostics
+    assert status_message(client, model) == ""  # analysed: train.py ran its compiled code
+
+
+async def test_a_syntax_error_s_status_names_it(opened_client: LanguageClient, opened_projects: Path) -> None:
+    client, train = opened_client, opened_projects / "typing" / "train.py"
+    broken = train.read_text().replace("def get_batch():", "def get_batch(:")
+    uri = uri_of(train)
+    statuses: list[Any] = client.statuses  # type: ignore[attr-defined]
+    seen = len(statuses)
+    await open_and_wait(client, train, broken)
+
+    def said() -> str | None:
+        done = [s for s in statuses[seen:] if s["uri"] == uri and s["state"] == "done" and s["message"]]
+        return str(done[-1]["message"]) if done else None
+
+    message = await until(said)
+    assert message.startswith("SyntaxError"), message
+    assert "nothing compiles this file" not in message

@@ -21,7 +21,7 @@ from gbls.engine import runs
 from gbls.worker.shared.protocol import Run
 
 from ..support import FIXTURES
-from ..support.lsp import Recorder, answer_lens_refreshes, open_and_wait, until, uri_of
+from ..support.lsp import Recorder, answer_requests, open_and_wait, until, uri_of
 
 
 @pytest.fixture(scope="session")
@@ -34,7 +34,7 @@ def needsargs(tmp_path_factory: pytest.TempPathFactory) -> Path:
 @pytest_lsp.fixture(scope="session", config=ClientServerConfig(server_command=[sys.executable, "-m", "gbls"]))
 async def client(lsp_client: LanguageClient, needsargs: Path) -> AsyncIterator[LanguageClient]:
     lsp_client.diagnostics = Recorder()
-    answer_lens_refreshes(lsp_client)
+    answer_requests(lsp_client)
     settings = {"timeout": 60, "debounceMs": 100}
     lsp_client.set_configuration(settings, section="gbls")
     await lsp_client.initialize_session(
@@ -94,6 +94,30 @@ async def test_a_script_that_exits_at_argparse_offers_the_readme_s_run(
     assert all(line in launch_json.read_text().splitlines() for line in before.splitlines())
     assert runs.from_launch_json(str(needsargs)) == runs.Runs((expected,))
 
+    # The editor follows: the client says the file changed, and the run's result replaces the
+    # script's stopped analysis (its diagnostics and lens), with no restart.
+    watched = [r for r in client.registrations if r.method == lsp.WORKSPACE_DID_CHANGE_WATCHED_FILES]  # type: ignore[attr-defined]
+    assert watched, "the server asked to watch the files that configure runs"
+    client.workspace_did_change_watched_files(
+        lsp.DidChangeWatchedFilesParams(
+            changes=[lsp.FileEvent(uri=uri_of(launch_json), type=lsp.FileChangeType.Changed)]
+        )
+    )
+
+    def ran() -> list[lsp.Diagnostic] | None:
+        mine = [found for published, found in recorder.history if published == uri]
+        codes = [d.code for d in mine[-1]] if mine else []
+        return mine[-1] if "GB0059" in codes and "analysis-exit" not in codes else None
+
+    now = await until(ran, 180)
+    assert [(d.code, d.range.start.line + 1) for d in now] == [("GB0059", 11)]
+    lenses = await client.text_document_code_lens_async(
+        lsp.CodeLensParams(text_document=lsp.TextDocumentIdentifier(uri=uri))
+    )
+    assert [lens.command.title for lens in lenses or [] if lens.command] == [
+        "gbls: 2 graphs · 1 break · 3 ops"
+    ]
+
     # pyproject.toml: there is none, so it is created.
     assert pyproject.edit is not None and pyproject.edit.document_changes is not None
     create, edit = pyproject.edit.document_changes
@@ -124,7 +148,7 @@ def slowstart(tmp_path_factory: pytest.TempPathFactory) -> Path:
 @pytest_lsp.fixture(scope="session", config=ClientServerConfig(server_command=[sys.executable, "-m", "gbls"]))
 async def short_budget(lsp_client: LanguageClient, slowstart: Path) -> AsyncIterator[LanguageClient]:
     lsp_client.diagnostics = Recorder()
-    answer_lens_refreshes(lsp_client)
+    answer_requests(lsp_client)
     settings = {"timeout": 5, "debounceMs": 100}
     lsp_client.set_configuration(settings, section="gbls")
     await lsp_client.initialize_session(

@@ -18,7 +18,7 @@ from lsprotocol import types as lsp
 from pytest_lsp import ClientServerConfig, LanguageClient, client_capabilities
 
 from ..support import FIXTURES
-from ..support.lsp import Recorder, answer_lens_refreshes, open_and_wait, until, uri_of
+from ..support.lsp import Recorder, answer_requests, open_and_wait, until, uri_of
 
 
 @pytest.fixture(scope="session")
@@ -31,7 +31,7 @@ def testreach(tmp_path_factory: pytest.TempPathFactory) -> Path:
 @pytest_lsp.fixture(scope="session", config=ClientServerConfig(server_command=[sys.executable, "-m", "gbls"]))
 async def client(lsp_client: LanguageClient, testreach: Path) -> AsyncIterator[LanguageClient]:
     lsp_client.diagnostics = Recorder()
-    answer_lens_refreshes(lsp_client)
+    answer_requests(lsp_client)
     settings = {"timeout": 120, "debounceMs": 100}
     lsp_client.set_configuration(settings, section="gbls")
     await lsp_client.initialize_session(

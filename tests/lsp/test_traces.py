@@ -22,7 +22,7 @@ from lsprotocol import types as lsp
 from pytest_lsp import ClientServerConfig, LanguageClient, client_capabilities
 
 from ..support import FIXTURES
-from ..support.lsp import Recorder, answer_lens_refreshes, until, uri_of
+from ..support.lsp import Recorder, answer_requests, until, uri_of
 
 EDITOR = FIXTURES / "traces" / "editor"
 RUN = FIXTURES / "traces" / "editor_run.py"
@@ -52,7 +52,7 @@ def workspace(tmp_path_factory: pytest.TempPathFactory) -> Path:
 @pytest_lsp.fixture(scope="session", config=ClientServerConfig(server_command=[sys.executable, "-m", "gbls"]))
 async def client(lsp_client: LanguageClient, workspace: Path) -> AsyncIterator[LanguageClient]:
     lsp_client.diagnostics = Recorder()
-    answer_lens_refreshes(lsp_client)
+    answer_requests(lsp_client)
     settings = {"timeout": 60, "debounceMs": 100, "traces": ["traces/*"]}
     lsp_client.set_configuration(settings, section="gbls")
     await lsp_client.initialize_session(

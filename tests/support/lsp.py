@@ -30,20 +30,28 @@ class Recorder(dict[str, Any]):
 LENS_REFRESHES: list[None] = []
 
 
-def answer_lens_refreshes(client: LanguageClient, refreshes: list[None] | None = None) -> None:
-    """Answer the workspace/codeLens/refresh requests the server sends after each analysis to a client
-    that, like VS Code, supports them; each one goes into ``refreshes``. Unanswered, one fails the test."""
+def answer_requests(client: LanguageClient, refreshes: list[None] | None = None) -> None:
+    """Answer the requests the server sends a client that, like VS Code, supports them: the
+    workspace/codeLens/refresh after each analysis (each one goes into ``refreshes``), and the
+    client/registerCapability that asks it to watch the files that configure runs (each registration
+    kept in ``client.registrations``). Unanswered, one fails the test."""
+    registrations: list[lsp.Registration] = []
+    client.registrations = registrations  # type: ignore[attr-defined]
 
     @client.feature(lsp.WORKSPACE_CODE_LENS_REFRESH)
     def refreshed(params: None) -> None:
         if refreshes is not None:
             refreshes.append(params)
 
+    @client.feature(lsp.CLIENT_REGISTER_CAPABILITY)
+    def register(params: lsp.RegistrationParams) -> None:
+        registrations.extend(params.registrations)
+
 
 def recorded(client: LanguageClient) -> None:
     """The client keeps what the server publishes: diagnostics, and each document's ``gbls/status``."""
     client.diagnostics = Recorder()
-    answer_lens_refreshes(client)
+    answer_requests(client)
     client.statuses = []  # type: ignore[attr-defined]
 
     @client.feature("gbls/status")
