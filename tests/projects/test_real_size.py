@@ -106,3 +106,29 @@ def test_not_computing_the_graphs_changes_nothing_torch_logs(gpt2: Path) -> None
     ]
     assert [(e.at, e.gb_types) for e in computed.breaks] == [(e.at, e.gb_types) for e in elided.breaks]
     assert [c.compile_id for c in computed.compiles] == ["0/0", "0/1"]
+
+
+async def test_a_program_that_lives_in_its_compiled_calls_is_stopped_in_its_own_code(
+    worker: Worker, tmp_path: Path
+) -> None:
+    """The budget ends while the program is, as often as not, inside the compiled call (Dynamo's
+    wrapper, gbls's outputs of an elided graph): it is stopped a moment later in its own code, so
+    that what it executed (model.py, translated) is known, never killed with nothing said."""
+    folder = tmp_path / "serving"
+    shutil.copytree(PROJECTS / "serving", folder)
+    script = folder / "serve.py"
+    for _ in range(3):  # each time, wherever the budget ends it
+        report = await analyse(
+            worker,
+            str(script),
+            script.read_text(),
+            Settings(timeout=5),
+            str(folder),
+            read_source,
+            cwd=str(folder),
+        )
+        assert report.cut is not None and report.cut.span is not None, report.message
+        assert report.cut.span.line in (14, 15), report.cut
+        (scorer,) = report.functions
+        assert scorer.analysed and scorer.elided
+        assert views.by_file(report)[str(folder / "model.py")].translated

@@ -86,8 +86,13 @@ def analyse(
     to_cpu = ToCpu(why, path, emit).install() if why else None
     if to_cpu is None:
         cap_gpu_memory(request.settings.memory_mb)
-    timed_out = _name_the_line(path, own, emit, relay, capture.stopper)
     roots = roots_of(request)
+
+    def executed() -> None:
+        for file in _executed(path, roots):
+            emit(ExecutedEvent(path=file))
+
+    timed_out = _name_the_line(path, own, emit, relay, capture.stopper, executed)
     _fresh_imports(roots, to_cpu)
     if request.run is None:
         source = request.source
@@ -113,8 +118,7 @@ def analyse(
     log(f"the program ended: {f'{failure.kind}: {failure.message}' if failure else 'ok'}")
     if failure is not None:
         emit(failure)
-    for executed in _executed(path, roots):
-        emit(ExecutedEvent(path=executed))
+    executed()
     if request.run is None or not request.run.env:  # a run's variables may change how a library imports
         libraries = _libraries(warm, roots)
         if libraries:
@@ -258,24 +262,46 @@ def _executed(path: str, roots: list[str]) -> list[str]:
     return list(dict.fromkeys(found))
 
 
+# Where the budget ends the program in gbls's or Dynamo's code, it is stopped a moment later in its
+# own: tried again this often, well within the time the worker gives it before SIGKILL.
+STOP_RETRIES = 40
+STOP_RETRY_SECONDS = 0.005
+
+
 def _name_the_line(
-    script: str, own: Callable[[str], bool], emit: Emit, relay: Callable[[], None], stopper: Stopper
+    script: str,
+    own: Callable[[str], bool],
+    emit: Emit,
+    relay: Callable[[], None],
+    stopper: Stopper,
+    executed: Callable[[], None],
 ) -> threading.Event:
     """Find the program's line for the endings that leave no Python exception behind; ``script``: the
     analysed file (a run's script); ``own``: the files whose lines count (the analysed file, or a
-    run's workspace); ``relay``: what the program's
-    other interpreters found, copied before the analysis ends without running to its end. At the
-    timeout, the program is stopped where it is when ``stopper`` can stop it: the analysis goes on
-    with what it never reached. Set once it was stopped so."""
+    run's workspace); ``relay``: what the program's other interpreters found, and ``executed``: the
+    workspace files it executed, both said before the analysis ends without running to its end. At
+    the end of the budget, the program is stopped where it is when ``stopper`` can stop it: the
+    analysis goes on with what it never reached. Set once it was stopped so."""
     timed_out = threading.Event()
     # A crash (segfault, abort) prints the stack it died in: the parent reads the line from it.
     faulthandler.enable(file=sys.stderr, all_threads=False)
 
+    retried: list[int] = []
+
     def stuck(signum: int, frame: types.FrameType | None) -> None:
+        running = stopper.armed and not stopper.translating()
+        if running and not stopper.can_stop(frame) and len(retried) < STOP_RETRIES:
+            # In gbls's code or Dynamo's at this instant (an elided call, a compiled call's wrapper):
+            # the program's own code is a moment away, where Ctrl-C would stop it.
+            retried.append(signum)
+            signal.setitimer(signal.ITIMER_REAL, STOP_RETRY_SECONDS)
+            return
         relay()
         path, line, tracing = _where(frame, own)
         _, script_line, _ = _where(frame, lambda other: other == script)
         stopping = stopper.can_stop(frame)
+        if not stopping:  # it will be killed where it is: what it executed is known now or never
+            executed()
         emit(StuckEvent(line=line, tracing=tracing, path=path, stopped=stopping, script_line=script_line))
         if stopping:  # as Ctrl-C would; the worker waits a little longer for the rest
             stopper.armed = False
@@ -285,6 +311,7 @@ def _name_the_line(
     # On timeout the parent sends SIGUSR1: the handler names the line, or the line Dynamo is
     # tracing; if the code is stuck in C and the handler never runs, faulthandler's dump still does.
     signal.signal(signal.SIGUSR1, stuck)
+    signal.signal(signal.SIGALRM, stuck)  # the retries, once the budget has ended
     faulthandler.register(signal.SIGUSR1, file=sys.stderr, all_threads=False, chain=True)
 
     real_exit = os._exit

@@ -53,7 +53,9 @@ const SECOND_FILE = 'features.py'; // the fixture's file, in the second folder o
 const SECOND = 1000;
 const ANALYSED = 120 * SECOND; // server start, torch import in the worker, first analysis: ~10 s here
 const UI = 20 * SECOND;
-const SCENARIOS = ['trusted', 'project', 'untrusted', 'notebook', 'no-torch', 'multi-root'];
+const SCENARIOS = ['trusted', 'project', 'runs', 'real-size', 'untrusted', 'notebook', 'no-torch', 'multi-root'];
+// The test suite's fixtures of projects: a script that needs its flags, and a GPT-2 trainer as it ships.
+const RUNS_FIXTURES = path.join(EXTENSION, '..', 'tests', 'fixtures', 'runs');
 const ONLY = (process.env.GBLS_E2E_ONLY ?? '').split(',').filter((name) => name !== '');
 
 const EXPECTED = {
@@ -457,7 +459,7 @@ async function inCodeServer(
 ): Promise<void> {
     const workspace = path.join(root, name);
     fs.cpSync(fixture, workspace, { recursive: true });
-    fs.mkdirSync(path.join(workspace, '.vscode'));
+    fs.mkdirSync(path.join(workspace, '.vscode'), { recursive: true }); // a project may have its own
     fs.writeFileSync(path.join(workspace, '.vscode', 'settings.json'), JSON.stringify(settings));
     const server = await CodeServer.start(root, workspace, trusted);
     let page: Page | undefined;
@@ -776,6 +778,88 @@ async function oneStory(page: Page, workspace: string): Promise<void> {
     await page.keyboard.press('Control+Shift+M');
 }
 
+// A script that stops at argparse for want of its flags: its failure offers the README's run; once
+// the quick fix has written it into .vscode/launch.json, the run's result replaces the failure, with
+// no restart. Then a syntax error saved into the script is what its status says.
+async function runsScenario(page: Page): Promise<void> {
+    await openFile(page, TRAIN);
+    await page.locator('.monaco-editor .squiggly-error').first().waitFor({ timeout: ANALYSED });
+    const stopped = await until('the status to say the script stopped', UI, async () => {
+        const text = await statusText(page);
+        return text.includes('not analysed') ? text : undefined;
+    });
+    log(`runs, ${TRAIN} without its flags: ${stopped}`);
+    await page.keyboard.press('Control+G');
+    await page.locator('.quick-input-widget input').fill(':19:5');
+    await page.keyboard.press('Enter');
+    await page.locator('.quick-input-widget').waitFor({ state: 'hidden', timeout: UI });
+    const add = page
+        .locator('.action-widget .monaco-list-row', { hasText: 'Add a run to .vscode/launch.json' })
+        .first();
+    await until('the quick fix that adds a run', ANALYSED, async () => {
+        await page.keyboard.press('Control+.');
+        await add.waitFor({ timeout: UI });
+        return true;
+    });
+    const title = (await add.innerText()).trim();
+    log(`runs, quick fix: ${title}`);
+    check(title.includes('python train.py --steps 2 --scale 0.5'), `not the README's run: ${title}`);
+    await add.click();
+    const replaced = await until("the run's result in place of the failure", ANALYSED, async () => {
+        const text = await statusText(page);
+        const errors = await page.locator('.monaco-editor .squiggly-error').count();
+        return errors === 0 && text.includes('1 graph break in this file') ? text : undefined;
+    });
+    log(`runs, the run added to .vscode/launch.json: ${replaced}`);
+    await shoot(page, 'run-added');
+
+    await page.locator('.editor-instance .monaco-editor .view-lines').first().click();
+    await page.keyboard.press('Control+End');
+    await page.keyboard.type('\ndef broken(:\n');
+    await page.keyboard.press('Control+S');
+    const syntax = await until('the status to name the syntax error', ANALYSED, async () => {
+        const text = await statusText(page);
+        return text.includes('SyntaxError') ? text : undefined;
+    });
+    check(!syntax.includes('nothing compiles'), `a syntax error read as nothing compiling: ${syntax}`);
+    log(`runs, a syntax error saved: ${syntax}`);
+    await shoot(page, 'syntax-error');
+}
+
+// A GPT-2 (124M) trainer as it ships (device "cuda", 600 000 iterations), nothing configured, the
+// default settings: its compiled forward is translated, not computed; the run is cut in its training
+// loop after the evaluation and the training step's recompilation; model.py tells the same story.
+async function realSizeScenario(page: Page): Promise<void> {
+    await openFile(page, TRAIN);
+    const cut = await until('the status to say the run was cut', ANALYSED, async () => {
+        const text = await statusText(page);
+        return text.includes('cut at 20 s') && !text.includes('re-checking') ? text : undefined;
+    });
+    log(`real size, ${TRAIN}: ${cut}`);
+    check(!cut.includes('not analysed'), `the cut program reads as a failure: ${cut}`);
+    await page.keyboard.press('Control+G'); // to the compile site, `model = torch.compile(model)`
+    await page.locator('.quick-input-widget input').fill(':96');
+    await page.keyboard.press('Enter');
+    await page.locator('.quick-input-widget').waitFor({ state: 'hidden', timeout: UI });
+    const lens = page.locator('.monaco-editor .codelens-decoration a', { hasText: '2 compilations' }).first();
+    await lens.waitFor({ timeout: UI });
+    const title = await lens.innerText();
+    log(`real size, code lens: ${title}`);
+    check(title.includes('shapes only, not computed'), `the lens does not say the values were elided: ${title}`);
+    await page.keyboard.press('Control+Shift+M');
+    const note = await problem(page, 'cut after 20 s');
+    log(`real size, Problems: ${note}`);
+    check(note.includes('the program was still running'), `the cut's note: ${note}`);
+    await shoot(page, 'cut');
+    await page.keyboard.press('Control+Shift+M');
+    await openFile(page, MODEL);
+    const model = await until("model.py's status", UI, async () => {
+        const text = await statusText(page);
+        return text.includes('cut at 20 s') ? text : undefined;
+    });
+    log(`real size, ${MODEL}: ${model}`);
+}
+
 // A Jupyter notebook: its Python cells are one program, and the break shows in the cell it is in.
 async function notebookScenario(page: Page): Promise<void> {
     const row = page.locator('.explorer-folders-view .monaco-list-row', { hasText: NOTEBOOK });
@@ -1026,6 +1110,16 @@ async function main(): Promise<void> {
         }
         if (wanted('project')) {
             await inCodeServer(browser, root, 'project', true, projectScenario, {}, PROJECT_FIXTURE);
+        }
+        if (wanted('runs')) {
+            const fixture = path.join(RUNS_FIXTURES, 'needsargs');
+            await inCodeServer(browser, root, 'runs', true, runsScenario, {}, fixture);
+        }
+        if (wanted('real-size')) {
+            const fixture = path.join(root, 'gpt2-as-it-ships');
+            fs.cpSync(path.join(RUNS_FIXTURES, 'gpt2'), fixture, { recursive: true });
+            execFileSync(PYTHON, ['data/openwebtext/prepare.py'], { cwd: fixture }); // its data: random tokens
+            await inCodeServer(browser, root, 'real-size', true, realSizeScenario, {}, fixture);
         }
         if (wanted('untrusted')) {
             await inCodeServer(browser, root, 'untrusted', false, untrustedScenario);
