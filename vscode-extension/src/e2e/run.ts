@@ -10,7 +10,11 @@
 // Jupyter notebook gets its break in the cell it is in, its hover, code lens and status bar. In a
 // two-file project (fixtures/project), opening only model.py, which compiles nothing, shows the break
 // on its `print`, found by running train.py, which compiles the model, in the background; that
-// scenario saves the README's screenshot of the squiggle and its hover.
+// scenario saves the README's screenshot of the squiggle and its hover. A script that needs its
+// flags gets the README's run from its failure's quick fix, and the run's result replaces the
+// failure with no restart; a syntax error saved into it is what its status says. A GPT-2 (124M)
+// trainer as it ships (tests/fixtures/runs/gpt2) is translated, not computed, and cut at 20 s in its
+// training loop: its status, its lens and model.py's say so.
 //
 // Environment (defaults in brackets): GBLS_PYTHON, the interpreter with torch [python3];
 // GBLS_E2E_TOOLS, where scripts/ci-setup.sh put Node 24 and code-server [.e2e];
