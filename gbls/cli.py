@@ -226,6 +226,7 @@ async def check(
         await session.stop()
     ran = [(run, analyses[len(files) + index]) for index, run in enumerate(runs)]
     why = functools.partial(reaching.why, [*analyses, *(found for _, found in ran)])
+    reports = [common.findings_only(r) if r.path in reaching.helpers else r for r in reports]
     return print_reports(reports, torch, fixes, reporting, ran, named=named, why=why)
 
 

@@ -25,6 +25,8 @@ class Reaching:
     # files that import it and reach it (``reach.importers``).
     importers: dict[str, list[str]] = field(default_factory=dict)
     files: list[str] = field(default_factory=list)  # what to analyse: the named files, then importers
+    # Analysed only to reach the named files: their own failures are not the check's.
+    helpers: set[str] = field(default_factory=set)
 
     @classmethod
     def of(cls, given: list[str], folder: str, scripts: list[str] | None = None) -> Reaching:
@@ -33,7 +35,7 @@ class Reaching:
         compiling_nothing = [path for path in named if not reach.compiles(path, read_source)]
         importers = reach.importers(compiling_nothing, folder, read_source)
         extra = {importer for found in importers.values() for importer in found} | set(scripts or ())
-        return cls(folder, named, importers, [*named, *sorted(extra - set(named))])
+        return cls(folder, named, importers, [*named, *sorted(extra - set(named))], extra - set(named))
 
     async def by_importers(self, session: Session, reports: list[FileReport]) -> list[FileReport]:
         """The analyses of the scripts that import the files whose compiled functions no analysis ran
@@ -44,6 +46,7 @@ class Reaching:
         scripts = sorted({s for files in found.values() for s in files} - analysed - set(self.files))
         for path, files in found.items():
             self.importers[path] = sorted({*self.importers.get(path, []), *files})
+        self.helpers.update(scripts)
         return list(await asyncio.gather(*(session.check(path, read_source(path) or "") for path in scripts)))
 
     async def by_tests(self, session: Session, reports: list[FileReport]) -> tuple[Run, FileReport] | None:

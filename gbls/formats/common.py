@@ -3,6 +3,7 @@ did not analyse (which no format may pass for clean)."""
 
 from __future__ import annotations
 
+import dataclasses
 import os
 from collections.abc import Callable
 
@@ -23,6 +24,24 @@ def relative(path: str) -> str:
 
 def status(report: FileReport) -> str:
     return report.status if report.status == "ok" else "error"
+
+
+def findings_only(report: FileReport) -> FileReport:
+    """What a file gbls ran only to reach the files asked for (an importer, a folder's script) shows:
+    the breaks and recompilations found in it. How its own run went (it failed, was cut, left a
+    compile site unreached, skipped a GPU call) is its own story, not the one asked for: the file it
+    was to reach says it, where it matters ("not analysed: sample.py stopped at line 8 …")."""
+    return dataclasses.replace(
+        report,
+        status="ok",
+        message="",
+        failure_kind="",
+        failure_span=None,
+        failure_path="",
+        cut=None,
+        cuda_only=(),
+        functions=tuple(f for f in report.functions if f.analysed),
+    )
 
 
 def unanalysed(reports: list[FileReport]) -> int:

@@ -12,6 +12,8 @@ the same way (same folder, ``-m``), and its folder byte for byte unchanged.
 from __future__ import annotations
 
 import shutil
+import subprocess
+import sys
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -141,3 +143,25 @@ async def test_a_script_of_a_package_runs_as_a_module_from_the_root(
     report = await opened(worker, project, "nanochat")
     (printed,) = report.breaks
     assert printed.path == str(project.folder / "nanochat" / "gpt.py")
+
+
+def test_checking_a_model_says_nothing_of_the_scripts_failures_it_ran_to_reach_it(tmp_path: Path) -> None:
+    """``gbls check model.py``: train.py reaches it; sample.py, which gbls ran too, fails at its
+    import. model.py is analysed, and sample.py's failure is not the check's: no error line, and the
+    exit status is model.py's."""
+    folder = tmp_path / "nanogpt"
+    shutil.copytree(PROJECTS / "nanogpt", folder)
+    (folder / "sample.py").write_text(
+        "import gbls_fixture_no_tokenizer\nimport torch\n\n"
+        "from model import GPT\n\nmodel = torch.compile(GPT)\n"
+    )
+    checked = subprocess.run(
+        [sys.executable, "-m", "gbls", "check", "--no-cache", "model.py"],
+        cwd=folder,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert "error:" not in checked.stdout and "sample.py" not in checked.stdout, checked.stdout
+    assert checked.returncode == 1, checked.stdout + checked.stderr  # model.py's break, nothing else
+    assert "model.py:" in checked.stdout
