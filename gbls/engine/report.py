@@ -376,7 +376,17 @@ def _functions(
 ) -> tuple[FunctionReport, ...]:
     by_id = {site.id: site for site in sites}
     reports: list[FunctionReport] = []
-    used: set[str] = set()
+    # A generic call (a decorator's) is its functions' compile site: each is on its own def.
+    used = {
+        site.id
+        for site in sites
+        if site.generic
+        and any(
+            f.call_path == path and site.line <= f.call_line <= site.end_line
+            for f in result.functions
+            if f.analysed
+        )
+    }
     for function in result.functions:
         if function.site:
             if function.site in used:
@@ -434,8 +444,8 @@ def _function_report(
         path=where,
         line=line,
         graphs=graphs,
-        breaks=sum(1 for b in breaks if b.function == function.qualname),
-        suppressed=sum(1 for b in suppressed if b.function == function.qualname),
+        breaks=sum(1 for b in breaks if function.qualname in b.functions),
+        suppressed=sum(1 for b in suppressed if function.qualname in b.functions),
         span=span,
         decorator=decorator,
         call=call,

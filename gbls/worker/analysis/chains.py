@@ -1,9 +1,10 @@
-"""The eager call chain above a frame Dynamo translates: from the code Dynamo generated for the
-compiled target it runs under down to the frame, each frame where it is (its instruction's columns).
+"""The eager call chain above a frame Dynamo translates: from the compiled target's call it runs
+under (the code Dynamo generated for the target, or the target's own frame where Dynamo gave up on
+it and ran it eagerly) down to the frame, each frame where it is (its instruction's columns).
 
-A callee Dynamo could not inline runs as a frame of its own, called by the target's generated code;
-so does a resume function of such a callee after its own break. Its breaks are the target's, on
-the chain from the target's line that leads to them.
+A callee Dynamo could not inline runs as a frame of its own, called by the target's generated code
+or by its eager frame; so does a resume function of such a callee after its own break. Its breaks
+and its compilations are the target's, on the chain from the target's line that leads to them.
 """
 
 from __future__ import annotations
@@ -19,10 +20,12 @@ from .targets import Registry, Target
 def eager_chain(
     stack: list[types.FrameType], translated: types.CodeType, registry: Registry
 ) -> tuple[Target | None, list[RawFrame]]:
-    """The target whose generated code is on ``stack`` (the translated frame's callers, outermost
-    first), and the chain of frames from that code down to the translated frame's caller."""
-    for index, caller in enumerate(stack):
-        target = registry.of_generated(caller.f_code)
+    """The target whose call entered the translated frame, and the chain of frames from there down
+    to the translated frame's caller: the innermost of ``stack`` (the translated frame's callers,
+    outermost first) that runs a target's code, generated or its own run eagerly
+    (``Registry.running``)."""
+    for index in range(len(stack) - 1, -1, -1):
+        target = registry.running(stack[index])
         if target is not None:
             chain = [f for f in stack[index:] if _in_chain(f.f_code, registry)]
             placed = _placed_from(chain, translated, registry)
