@@ -93,7 +93,7 @@ def _is_main_guard(node: ast.If) -> bool:
     )
 
 
-def _name_span(node: ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef) -> Span:
+def name_span(node: ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef) -> Span:
     prefix = {ast.AsyncFunctionDef: "async def ", ast.ClassDef: "class "}.get(type(node), "def ")
     column = node.col_offset + len(prefix)
     return Span(node.lineno, column, node.lineno, column + len(node.name.encode()))
@@ -104,6 +104,16 @@ def arguments_of(node: ast.FunctionDef | ast.AsyncFunctionDef) -> list[ast.arg]:
     given = node.args
     extra = [a for a in (given.vararg, given.kwarg) if a is not None]
     return [*given.posonlyargs, *given.args, *given.kwonlyargs, *extra]
+
+
+def definitions(tree: ast.Module | None) -> dict[tuple[str, int], ast.FunctionDef | ast.AsyncFunctionDef]:
+    """Each ``def`` of a module by its name and its code object's first line (the first decorator's)."""
+    found: dict[tuple[str, int], ast.FunctionDef | ast.AsyncFunctionDef] = {}
+    for node in ast.walk(tree) if tree is not None else ():
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
+            first = node.decorator_list[0].lineno if node.decorator_list else node.lineno
+            found.setdefault((node.name, first), node)
+    return found
 
 
 def _walk_calls(nodes: Iterable[ast.AST]) -> Iterator[ast.Call]:
@@ -267,7 +277,7 @@ class _Finder:
                     kind="method" if in_class else "function",
                     line=node.lineno,
                     first_line=node.decorator_list[0].lineno,
-                    name_span=_name_span(node),
+                    name_span=name_span(node),
                     decorator_span=_span(decorator),
                     in_main_block=scope.in_main or node.name in self.main_only,
                     scope=scope.function,

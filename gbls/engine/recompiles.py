@@ -15,7 +15,7 @@ from collections.abc import Callable
 
 from ..worker.shared import directives
 from ..worker.shared.protocol import Code, Frame, Guard, Recompile
-from .discovery import arguments_of
+from .discovery import arguments_of, definitions
 from .fixes.syntax import node_span
 from .model import RECOMPILE_CODE, FunctionReport, Location, RecompileReport, leading_guard, what_failed
 from .ranges import Span, span_of
@@ -119,7 +119,7 @@ def _place(
     source = text(frame.path) if own(frame.path) else ""
     if resumes_at is not None and source:
         return frame.path, span_of(source, resumes_at, None, None), guard_at
-    definition = _definition(parse(source), frame) if source else None
+    definition = definitions(parse(source)).get((frame.name, frame.line)) if source else None
     if definition is not None:
         for argument in arguments_of(definition):
             if argument.arg == re.split(r"[.\[]", subject, maxsplit=1)[0] and "." not in subject:
@@ -151,16 +151,6 @@ def _frame_span(frame: Frame, source: str, subject: str) -> Span:
             ):
                 return node_span(node, lines)
     return span_of(source, frame.line, None, None)
-
-
-def _definition(tree: ast.Module | None, frame: Code) -> ast.FunctionDef | ast.AsyncFunctionDef | None:
-    """The def of a frame, by its name and its code object's first line (the first decorator's)."""
-    for node in ast.walk(tree) if tree is not None else ():
-        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef) and node.name == frame.name:
-            first = node.decorator_list[0].lineno if node.decorator_list else node.lineno
-            if first == frame.line:
-                return node
-    return None
 
 
 def _name_column(source: str, definition: ast.FunctionDef | ast.AsyncFunctionDef) -> int | None:

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import ast
 import dataclasses
+import functools
 import io
 import os
 import stat
@@ -23,11 +24,11 @@ from ..worker.shared import directives
 from ..worker.shared.lines import split_lines
 from ..worker.shared.protocol import ERROR, OK, Break, Failure, Frame, Function, Graph, Result
 from ..worker.shared.workspace import in_workspace
-from .discovery import CompiledSite
+from .discovery import CompiledSite, definitions, name_span
 from .model import BreakReport, CudaOnlyReport, FileReport, FunctionReport, Location
 from .ranges import Span, byte_to_char, line_text, span_of
 from .recompiles import recompile_reports
-from .sources import TextOf
+from .sources import TextOf, parse
 
 # Far past any real source, far below what LSP positions hold (2**31 - 1).
 POSITION_LIMIT = 10_000_000
@@ -406,6 +407,12 @@ def _functions(
     return tuple(reports)
 
 
+@functools.lru_cache(maxsize=8)
+def _definitions(source: str) -> dict[tuple[str, int], Span]:
+    """The span of each ``def``'s name in ``source`` (byte columns), by the name and its code's first line."""
+    return {key: name_span(node) for key, node in definitions(parse(source)).items()}
+
+
 def _function_report(
     path: str,
     source: str,
@@ -439,6 +446,11 @@ def _function_report(
         code = line_text(split_lines(text(where) or ""), line)
         start = len(code) - len(code.lstrip())
         span = Span(line, start, line, len(code))
+        # On its own def: the name where it is written, not its first decorator's line.
+        source_there = text(where) or ""
+        found = _definitions(source_there).get((function.name, line)) if where == function.path else None
+        if found is not None:
+            line, span = found.line, char_span(source_there, found)
     return FunctionReport(
         target=function,
         path=where,

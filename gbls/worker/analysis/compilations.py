@@ -96,24 +96,31 @@ class Recompilations:
 
 # What a resume function calls the values of its frame: its stack's (``___stack0``), or all of them
 # in one list (``__resume_frame_values[2]``, torch 2.13) that it stores in the function's locals.
-STACK_VALUE = re.compile(r"\b___stack(\d+)\b")
+STACK_VALUE = re.compile(r"___stack(\d+)")
 FRAME_VALUES = "__resume_frame_values"
 FRAME_VALUE = re.compile(rf"\b{FRAME_VALUES}\[(\d+)\]")
 
 
 def in_user_words(guard: Guard, code: types.CodeType) -> Guard:
-    """A resume function's guard with the values of its frame named as the function names them (the
-    local a value is stored in), a value that was on the stack at the break by where it was."""
+    """A resume function's guard with the values of its frame named as the function names them: the
+    local a value is stored in, and a value the break left on the stack by where it was (the top
+    one, what the line computed: the result of the call that broke)."""
     line = resume_line(code.co_name)
     if line is None:
         return guard
     names = frame_value_names(code)
+    # Its frame values are the stack's, then the locals'; unboxed, the stack's are ``___stackN``.
+    arguments = code.co_varnames[: code.co_argcount]
+    stacked = min(names) if names else sum(1 for name in arguments if STACK_VALUE.fullmatch(name))
+
+    def stack_value(index: int) -> str:
+        if index == stacked - 1:
+            return f"(the result of line {line})"
+        return f"(value {index} on the stack at line {line})"
 
     def named(text: str) -> str:
-        text = FRAME_VALUE.sub(
-            lambda m: names.get(int(m.group(1)), f"<value {m.group(1)} at line {line}>"), text
-        )
-        return STACK_VALUE.sub(lambda m: f"<value {m.group(1)} at line {line}>", text)
+        text = FRAME_VALUE.sub(lambda m: names.get(int(m.group(1))) or stack_value(int(m.group(1))), text)
+        return STACK_VALUE.sub(lambda m: stack_value(int(m.group(1))), text)
 
     return replace(guard, text=named(guard.text), subject=named(guard.subject))
 

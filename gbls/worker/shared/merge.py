@@ -427,7 +427,7 @@ def _breaks(
 def _one_per_root(breaks: list[Break]) -> list[Break]:
     """One break per root cause, whichever compiled functions reached it (a disabled call in a helper
     that two of them call): the costliest function's (of those alike, the outermost's: the longest
-    chain), with the others' functions, chains and compilations beside it."""
+    chain), its count that function's, with the others' functions, chains and compilations beside it."""
     by_root: dict[tuple[str, Frame], list[Break]] = {}
     for brk in breaks:
         by_root.setdefault((brk.gb_type, brk.chain[-1]), []).append(brk)
@@ -438,7 +438,6 @@ def _one_per_root(breaks: list[Break]) -> list[Break]:
             replace(
                 first,
                 functions=tuple(dict.fromkeys(b.function for b in (first, *others))),
-                count=sum(b.count for b in same),
                 raises=first.raises or next((b.raises for b in others if b.raises), ""),
                 paths=first.paths + tuple(path for b in others for path in (b.chain, *b.paths)),
                 processes=tuple(sorted({p for b in same for p in b.processes}, key=in_order)),
