@@ -21,16 +21,17 @@ def eager_chain(
     stack: list[types.FrameType], translated: types.CodeType, registry: Registry
 ) -> tuple[Target | None, list[RawFrame]]:
     """The target whose call entered the translated frame, and the chain of frames from there down
-    to the translated frame's caller: the innermost of ``stack`` (the translated frame's callers,
-    outermost first) that runs a target's code, generated or its own run eagerly
-    (``Registry.running``)."""
-    for index in range(len(stack) - 1, -1, -1):
-        target = registry.running(stack[index])
-        if target is not None:
-            chain = [f for f in stack[index:] if _in_chain(f.f_code, registry)]
-            placed = _placed_from(chain, translated, registry)
-            return target, [position(f, registry) for f in chain[placed:]]
-    return None, []
+    to the translated frame's caller: the innermost target running on ``stack`` (the translated
+    frame's callers, outermost first), code generated for it or its own run eagerly
+    (``Registry.running``), the chain from the outermost frame that runs it (its own call's)."""
+    running = [registry.running(frame) for frame in stack]
+    target = next((found for found in reversed(running) if found is not None), None)
+    if target is None:
+        return None, []
+    start = running.index(target)
+    chain = [f for f in stack[start:] if _in_chain(f.f_code, registry)]
+    placed = _placed_from(chain, translated, registry)
+    return target, [position(f, registry) for f in chain[placed:]]
 
 
 def position(frame: types.FrameType, registry: Registry) -> RawFrame:
