@@ -228,7 +228,15 @@ class BreakReport:
             text += f"; nested graph break: {self.nested}"
         elif self.own_frame:
             text += f"; {self.own_frame}"
+        if self.also:
+            text += f"; {self.also}"
         return f"{self.raises}: {text}" if self.raises else text
+
+    @property
+    def also(self) -> str:
+        """``also reached from second, third``: the other compiled functions of one root cause, or ""."""
+        others = self.functions[1:]
+        return f"also reached from {', '.join(others)}" if others else ""
 
 
 def costliest_first(breaks: tuple[BreakReport, ...]) -> tuple[BreakReport, ...]:

@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import json
 import os
-import re
 import shutil
 import subprocess
 import sys
@@ -34,12 +33,10 @@ from gbls.worker.shared.frames import base_name, resume_line
 from gbls.worker.shared.protocol import Recompile, Run
 
 from ..support import FIXTURES, ROOT
+from ..support.torchlog_recompiles import said_as_torch
 from ..support.torchlog_runs import RunLog, logged_run
 
 OPTLIB = FIXTURES / "runs" / "optlib"
-# What torch calls a resume function's values, which gbls names as the function does.
-INTERNAL = re.compile(r"__resume_frame_values\[\d+\]|___stack\d+")
-ADDRESS = re.compile(r"\d{8,}")
 
 
 @pytest.fixture(scope="module")
@@ -114,19 +111,7 @@ def test_every_recompilation_fails_torch_s_check(report: FileReport, logged: Run
             resume_line(entry.function),
         )
         assert recompile.guard is not None and recompile.guard.failed == reason.failed
-        printed = re.sub(r"\b[LG]\['([^']+)'\]", r"\1", reason.text)
-        assert not INTERNAL.search(recompile.guard.text), recompile.guard.text
-        assert re.fullmatch(_with_names(printed), recompile.guard.text), (recompile.guard.text, printed)
-
-
-def _with_names(printed: str) -> str:
-    """A pattern of a check torch printed: any name for a resume function's internal one, any object
-    address for its (another run's objects are elsewhere)."""
-    parts = re.split(f"({INTERNAL.pattern}|{ADDRESS.pattern})", printed)
-    return "".join(
-        ".+" if INTERNAL.fullmatch(part) else r"\d+" if ADDRESS.fullmatch(part) else re.escape(part)
-        for part in parts
-    )
+        assert said_as_torch(recompile.guard.text, reason.text), (recompile.guard.text, reason.text)
 
 
 def test_one_root_cause_once_whichever_functions_reached_it(report: FileReport, logged: RunLog) -> None:

@@ -432,6 +432,7 @@ async def test_helper_reached_from_two_compiled_functions_is_one_root_cause(anal
         [("second", 21), ("middle", 10), ("shared", 5)]
     ]
     assert [(f.qualname, f.breaks) for f in report.functions] == [("first", 1), ("second", 1)]
+    assert brk.message.endswith("(via middle → shared); also reached from second")
     assert_agrees_with_torch(report, fixture)
 
 

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import re
 from pathlib import Path
 
 import torch
@@ -13,17 +12,12 @@ from gbls.worker.shared.protocol import Recompile
 
 from ..support import FIXTURES
 from ..support.torchlog import logged_compiles
-from ..support.torchlog_recompiles import COLUMNS, LoggedRecompile, logged_recompiles
+from ..support.torchlog_recompiles import COLUMNS, LoggedRecompile, logged_recompiles, said_as_torch
 from ..support.worker import Analyse
 
 RECOMPILES = FIXTURES / "recompiles"
 # The config that limits recompilations: renamed in torch 2.7.
 LIMIT = "recompile_limit" if hasattr(torch._dynamo.config, "recompile_limit") else "cache_size_limit"
-
-
-def unscoped(check: str) -> str:
-    """A check as torch printed it, locals and globals by their names (as gbls shows them)."""
-    return re.sub(r"\b[LG]\['([^']+)'\]", r"\1", check)
 
 
 def own_frame(function: FunctionReport) -> str:
@@ -59,7 +53,7 @@ def assert_agrees_with_torch(report: FileReport, fixture: Path) -> None:
         for recompile, entry in zip(ours, theirs, strict=True):
             guard, reason = recompile.guard, entry.reasons[0]
             assert guard is not None
-            assert (guard.failed, guard.text) == (reason.failed, unscoped(reason.text))
+            assert guard.failed == reason.failed and said_as_torch(guard.text, reason.text), guard.text
             if reason.stack:
                 assert (guard.chain[-1].path, guard.chain[-1].line) == reason.stack[-1][:2]
             elif reason.located:

@@ -129,7 +129,6 @@ class Capture:
             ("the frame a break in a loop drops", lambda: hookpoints.wrap_loop_skips(guard, self.loop_skip)),
             ("the frame callback", lambda: hookpoints.wrap_frame_callback(self.translate)),
             ("fullgraph=True's returns", lambda: hookpoints.wrap_returns(self.whole)),
-            ("gbls's own code", lambda: hookpoints.skip_folder(WORKER_DIR)),
             ("inlining", self._hook_inlining),
             ("Dynamo-generated code", lambda: hookpoints.register_bytecode_hook(self.bytecode_hook)),
             ("recompilation", self._hook_recompiles),
@@ -269,6 +268,8 @@ class Capture:
 
     def translate(self, callback: Callable[..., Any], frame: Any, args: tuple[Any, ...], caller: Any) -> Any:
         """Dynamo's frame callback, told which compiled target's call the frame runs in."""
+        if frame.f_code.co_filename.startswith(WORKER_DIR):
+            return hookpoints.untranslated(callback, frame, args)
         if not is_user_file(frame.f_code.co_filename) and frame.f_code is not INLINE_WRAPPER:
             return callback(frame, *args)
         translation = Translation(frame.f_code)

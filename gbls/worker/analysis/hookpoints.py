@@ -22,8 +22,7 @@ The shapes, read from each release's source:
   (2.6), with the compile id, before every compilation; ``get_and_maybe_log_recompilation_reasons``
   (2.7+) or ``..._reason`` (2.6), the checks the compiled versions failed; where a check was
   installed, from ``guards.format_user_stack_trace`` (2.12+) while the reasons are made.
-- the files Dynamo never translates a frame of: ``trace_rules.SKIP_DIRS``, read through the regular
-  expression ``trace_rules._recompile_re`` makes of it (all).
+- a frame not to translate: ``config.disable``, which the frame callback reads first (all).
 - a frame's return: ``InstructionTranslator._return`` (all), which from 2.7 compiles a frame
   whose graph is empty only under ``fullgraph=True``, having realized its locals (and their guards).
 - columns: Dynamo's user stacks carry them from 2.13; before, they are taken from the
@@ -305,21 +304,13 @@ def wrap_frame_callback(translate: Translate) -> None:
     patches.replace(wrapper, "__call__", __call__)
 
 
-def skip_folder(folder: str) -> None:
-    """Dynamo translates no frame of ``folder`` (gbls's: its mapping of CUDA called from a compiled
-    call's eager parts, a signal handler), as it translates none of torch's: the program's
-    compilations, and their ids, are the program's alone."""
-    import torch._dynamo.trace_rules as trace_rules
-
-    where = "torch._dynamo.trace_rules"
-    skipped, compile_again = (
-        _find(trace_rules, "SKIP_DIRS", where),
-        _find(trace_rules, "_recompile_re", where),
-    )
-    if folder not in skipped:
-        patches.replace(trace_rules, "SKIP_DIRS", [*skipped, folder])
-        patches.on_restore(compile_again)  # once SKIP_DIRS is the user's again
-        compile_again()
+def untranslated(callback: Callable[..., Any], frame: Any, args: tuple[Any, ...]) -> Any:
+    """The frame callback's answer for a frame Dynamo is not to translate as a frame of its own
+    (gbls's: its mapping of CUDA called from a compiled call's eager parts), as for torch's own
+    files: the program's compilations, and their ids, are the program's alone. Inlined, the code is
+    still traced as before."""
+    with torch._dynamo.config.patch(disable=True):
+        return callback(frame, *args)
 
 
 def wrap_returns(whole: Callable[[types.CodeType], bool]) -> None:
