@@ -218,7 +218,7 @@ async def test_a_resume_frame_recompiles_as_a_frame_of_its_own(analyse_file: Ana
     staged = only(report, "staged")
     # The rest of staged after its break at line 7 is the frame that recompiles, each time n changes.
     assert (staged.direct, staged.frame.name, staged.resumes_at, staged.count) == (True, "staged", 7, 3)
-    assert staged.message.startswith("`staged` after its break at line 7 recompiled 3 times: guard `n == 1`")
+    assert staged.message.startswith("`staged` after its break at line 7 recompiled 3 times: guard `n == ")
     assert span_text(fixture, staged) in ("range(n)", "n") and staged.span.line == 8  # as for ``repeat``
     assert [brk.gb_id for brk in report.breaks] == ["GB0059"]
     (function,) = report.functions
