@@ -159,6 +159,145 @@ import torch
     return "\n\n\n".join(blocks) + "\n"
 
 
+LIBRARY = Path(__file__).parent / "library"
+LIBRARY_BLOCKS = 50
+LIBRARY_SHAPES = ((4,), (4, 4), (8, 4), (4, 8), (8, 8))
+LIBRARY_HEADER = '''"""gbls benchmark input: a library in HeavyBall's shape (written by bench/generate.py).
+
+{count} building blocks, each compiled by a decorator on its first call with dynamic=False (every new
+shape recompiles) and run as it is inside compiled code; tests/test_blocks.py runs them in
+{tests} tests."""
+
+import functools
+
+import torch
+
+dynamic = False
+
+
+def decorator(func, fullgraph=True):
+    compiled = None
+
+    @functools.wraps(func)
+    def _fn(*args, **kwargs):
+        if torch.compiler.is_compiling():
+            return func(*args, **kwargs)
+        nonlocal compiled
+        if compiled is None:
+            compiled = torch.compile(fullgraph=fullgraph, dynamic=dynamic)(func)
+        return compiled(*args, **kwargs)
+
+    return _fn
+
+
+def decorator_no_fullgraph(func):
+    return decorator(func, fullgraph=False)
+
+
+no_compile_qr = torch.compiler.disable(torch.linalg.qr)
+
+
+@decorator
+def compiled_einsum(expr, *args):
+    return torch.einsum(expr, *args)
+
+
+def orthogonal_(x):
+    if x.dim() == 2 and x.shape[0] == x.shape[1]:
+        return no_compile_qr(x).Q
+    return x / x.norm()
+
+
+def copy_(target, source):
+    target.copy_(source)
+'''
+
+
+def _library_block(i: int) -> str:
+    """Block ``i``: clean, an einsum traced inline, a disabled call in a helper, a helper re-entered
+    after a break, or an early return (an empty graph under fullgraph=True), in turn."""
+    kind = i % 5
+    if kind == 0:
+        return f"""
+@decorator
+def block{i}(xs, beta):
+    for x in xs:
+        x.mul_(beta).add_({i})
+    return xs
+"""
+    if kind == 1:
+        return f"""
+@decorator
+def block{i}(x):
+    flat = x.reshape(x.shape[0], -1)
+    return compiled_einsum("ij,kj->ik", flat, flat) * {i}
+"""
+    if kind == 2:
+        return f"""
+@decorator_no_fullgraph
+def block{i}(x):
+    y = orthogonal_(x.reshape(x.shape[0], -1) + {i})
+    return y.sum()
+"""
+    if kind == 3:
+        return f"""
+@decorator_no_fullgraph
+def block{i}(x):
+    y = x.sin() + {i}
+    print("block{i}")
+    copy_(x, y)
+    return x
+"""
+    return f"""
+@decorator
+def block{i}(x):
+    if x.dim() == 1:
+        return
+    x.mul_({i})
+"""
+
+
+def library(count: int = LIBRARY_BLOCKS) -> dict[str, str]:
+    """The library's files by their path in its folder: its blocks, the test file that runs them in
+    groups of five, one test per group and shape, and the pytest settings (one order, always)."""
+    groups = count // 5
+    tests = groups * len(LIBRARY_SHAPES)
+    blocks = LIBRARY_HEADER.format(count=count, tests=tests).strip()
+    blocks += "\n\n\n" + "\n\n\n".join(_library_block(i).strip() for i in range(count)) + "\n"
+    test = f'''"""The library's tests: {tests} of them, each running five blocks on one shape."""
+
+import pytest
+import torch
+from heavylib import blocks
+
+
+@pytest.mark.parametrize("shape", {list(LIBRARY_SHAPES)!r}, ids=str)
+@pytest.mark.parametrize("group", range({groups}))
+def test_a_group_of_blocks(group, shape):
+    x = torch.randn(shape)
+    first = 5 * group
+    getattr(blocks, f"block{{first}}")([x.clone()], 0.9)
+    for i in range(first + 1, first + 5):
+        getattr(blocks, f"block{{i}}")(x.clone())
+'''
+    return {
+        "heavylib/__init__.py": "",
+        "heavylib/blocks.py": blocks,
+        "tests/test_blocks.py": test,
+        "pytest.ini": "[pytest]\naddopts = -p no:randomly\n",
+    }
+
+
+def write_library() -> Path:
+    """Write the library's files that differ from what is on disk; return its folder."""
+    for name, text in library().items():
+        path = LIBRARY / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        if not path.exists() or path.read_text() != text:
+            path.write_text(text)
+    return LIBRARY
+
+
 def path_for(count: int) -> Path:
     return FILES / f"fns_{count:03d}.py"
 
@@ -177,6 +316,6 @@ def write(sizes: tuple[int, ...] = SIZES) -> list[Path]:
 
 
 if __name__ == "__main__":
-    for written in write():
+    for written in [*write(), write_library()]:
         print(written.relative_to(Path.cwd()) if written.is_relative_to(Path.cwd()) else written)
     sys.exit(0)

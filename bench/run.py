@@ -1,6 +1,7 @@
 """gbls benchmark: gbls against what users run today, side by side on the same files, in one run.
 
     python bench/run.py [--quick] [--out bench/results/latest.json] [--sizes 1,10,50] [--projects]
+    python bench/run.py --library [--quick]
 
 Measures, on files with 1, 10 and 50 compiled functions (bench/generate.py):
   1. ``TORCH_LOGS=graph_breaks python file.py`` (default inductor backend; cold and warm caches)
@@ -24,7 +25,10 @@ Measures, on files with 1, 10 and 50 compiled functions (bench/generate.py):
      imports included), ``gbls run train.py ARGS`` from cold, and in the editor the first
      diagnostics of model.py (opened alone: the configured run reaches it) and a save of model.py
      → its diagnostics again, in turn
- 12. the project's fresh window → first diagnostics in real VS Code (code-server in Chromium, the
+ 12. a library's test file (bench/library: 50 tests of 50 building blocks a decorator compiles with
+     dynamic=False, as HeavyBall's): ``python -m pytest tests`` on the eager backend, and ``gbls run
+     -m pytest tests`` from cold, in turn (``--library`` alone)
+ 13. the project's fresh window → first diagnostics in real VS Code (code-server in Chromium, the
      end-to-end test's project scenario, ``--vscode`` alone): cold, and a window reopened on the
      unchanged project (gbls's cache), from the reload and from the moment the workbench showed
 and, to see where the time goes, gbls's own pieces timed from this process (discovery,
@@ -599,6 +603,46 @@ def project_run(runs: int, log: Path, against: str = "") -> dict[str, Any]:
         if other is not None:
             subprocess.run(["git", "-C", str(ROOT), "worktree", "remove", "--force", str(other)], check=False)
     return found
+
+
+def library_tests(runs: int) -> dict[str, Any]:
+    """A library's test file, in turn: ``python -m pytest tests`` with every ``torch.compile`` on the
+    eager backend (the graph run as it is), and ``gbls run -m pytest tests`` from cold (bench/library:
+    50 tests of 50 building blocks compiled by a decorator with dynamic=False, as HeavyBall's), with
+    what gbls found there."""
+    folder = Path(tempfile.mkdtemp(prefix="gbls-bench-library-")) / "library"
+    shutil.copytree(generate.write_library(), folder)
+    found: dict[str, Any] = {"bare": [], "run": []}
+    try:
+        for round_ in range(runs):
+            say(f"library tests, round {round_ + 1}: python -m pytest on the eager backend, gbls run")
+            bare = [sys.executable, str(TORCH_SIDE), "bare-module", str(folder), "pytest", "-q", "tests"]
+            found["bare"].append(wall(bare, cwd=folder)[0])
+            run = [gbls_command(), "run", "--timeout", str(RUN_TIMEOUT), "--format", "json"]
+            seconds, out = wall([*run, "-m", "pytest", "-q", "tests"], cwd=folder)
+            found["run"].append(seconds)
+            document = json.loads(out)
+            functions = [f for file in document["files"] for f in file["functions"]]
+            found["found"] = {
+                "functions": len(functions),
+                "compilations": sum(frame["compilations"] for f in functions for frame in f["frames"]),
+                "recompilations": sum(r["count"] for file in document["files"] for r in file["recompiles"]),
+                "breaks": sum(len(file["breaks"]) for file in document["files"]),
+            }
+    finally:
+        shutil.rmtree(folder.parent, ignore_errors=True)
+    return found
+
+
+def library_tests_table(found: dict[str, Any]) -> str:
+    bare, run = (median(found[key]) or 0.0 for key in ("bare", "run"))
+    seen = found.get("found", {})
+    return (
+        f"{'library tests (medians)':<26}{'eager':>9}{'gbls run':>10}{'run/eager':>11}   found\n"
+        f"{'bench/library (50 tests)':<26}{bare:>8.1f}s{run:>9.1f}s{run / bare if bare else 0:>10.2f}x   "
+        f"{seen.get('functions', 0)} functions, {seen.get('compilations', 0)} compilations, "
+        f"{seen.get('recompilations', 0)} recompilations, {seen.get('breaks', 0)} breaks"
+    )
 
 
 def project_run_table(found: dict[str, Any]) -> str:
@@ -1179,6 +1223,8 @@ def report(data: dict[str, Any], rows: dict[str, dict[str, float | None]], names
             "",
             projects_table(data["projects"]),
             "",
+            library_tests_table(data["library_tests"]),
+            "",
             vscode_table(data["vscode"]),
             "",
             "targets (issue 7):",
@@ -1245,6 +1291,7 @@ def main(argv: list[str] | None = None) -> int:
         "--against", default="", help="with --project-run: a git revision of gbls whose runs to time beside"
     )
     parser.add_argument("--vscode", action="store_true", help="only the VS Code window row (code-server)")
+    parser.add_argument("--library", action="store_true", help="only the library-tests row")
     parser.add_argument(
         "--real-size",
         action="store_true",
@@ -1265,6 +1312,10 @@ def main(argv: list[str] | None = None) -> int:
         arguments.out.parent.mkdir(parents=True, exist_ok=True)
         found = real_size(1 if arguments.quick else 3)
         return one_row(arguments.out, "real_size", found, real_size_table(found))
+    if arguments.library:
+        arguments.out.parent.mkdir(parents=True, exist_ok=True)
+        found = library_tests(1 if arguments.quick else 3)
+        return one_row(arguments.out, "library_tests", found, library_tests_table(found))
     if arguments.vscode:
         arguments.out.parent.mkdir(parents=True, exist_ok=True)
         found = vscode_window(1 if arguments.quick else 3, arguments.out.with_suffix(".vscode.log"))
@@ -1313,6 +1364,7 @@ def main(argv: list[str] | None = None) -> int:
     data["lsp"] = language_server(paths, plan, log)
     data["projects"] = real_projects(plan.check_runs, arguments.out.with_suffix(".projects.log"))
     data["project_run"] = project_run(plan.check_runs, arguments.out.with_suffix(".project-run.log"))
+    data["library_tests"] = library_tests(plan.check_runs)
     data["vscode"] = vscode_window(1 if plan.quick else 3, arguments.out.with_suffix(".vscode.log"))
     say("gbls's pieces: discovery, worker round trip, report")
     data["pieces"] = asyncio.run(pieces(paths, plan.pieces_runs))

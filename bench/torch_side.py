@@ -7,6 +7,8 @@
                                                      one run per line ``PATH PROFILE`` on stdin
     python bench/torch_side.py bare FILE             the bare translation: ``python FILE`` in a fresh
                                                      process, torch.compile on a no-op backend
+    python bench/torch_side.py bare-run CWD SCRIPT ARGS   ``python SCRIPT ARGS`` so, from CWD
+    python bench/torch_side.py bare-module CWD MODULE ARGS  ``python -m MODULE ARGS`` so (pytest)
 
 The others print one JSON object on the last line of stdout. The module's own prints go to /dev/null.
 """
@@ -182,6 +184,20 @@ def real_floor(cwd: str, script: str, compilations: int, arguments: list[str]) -
     with contextlib.suppress(SystemExit), quiet(), compile_replaced(elided):
         runpy.run_path(script, run_name="__main__")
     return {"to_compilations": done[-1] if done else None, "translating": sum(translating)}
+
+
+def bare_module(cwd: str, module: str, arguments: list[str]) -> dict[str, Any]:
+    """Baseline for a library's tests: ``python -m MODULE ARGS`` from ``cwd`` (``pytest``), every
+    ``torch.compile`` on a no-op backend (the graph run as it is: the eager backend)."""
+    import runpy
+
+    start = time.perf_counter()
+    os.chdir(cwd)
+    sys.argv = [module, *arguments]
+    sys.path.insert(0, cwd)
+    with quiet(), compile_replaced(noop_backend), contextlib.suppress(SystemExit):
+        runpy.run_module(module, run_name="__main__", alter_sys=True)
+    return {"seconds_in_process": time.perf_counter() - start}
 
 
 def floor_server() -> None:
@@ -525,6 +541,9 @@ def main() -> None:
         return
     if command == "real-floor":
         print(json.dumps(real_floor(sys.argv[2], sys.argv[3], int(sys.argv[4]), sys.argv[5:])))
+        return
+    if command == "bare-module":
+        print(json.dumps(bare_module(sys.argv[2], sys.argv[3], sys.argv[4:])))
         return
     path = os.path.abspath(sys.argv[2])
     if command == "explain":

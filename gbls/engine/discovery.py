@@ -39,6 +39,10 @@ class CompiledSite:
     call_span: Span | None = None
     in_main_block: bool = False  # runs only when the file runs as a script (`if __name__ == ...`)
     scope: str = ""  # the function whose body holds the compile call; "" at module level
+    # The call compiles what its enclosing function is given (``torch.compile(...)(func)`` in a
+    # decorator, a factory, a ``compile_if_available`` helper): one compile site per function that
+    # goes through it, each on its own ``def``.
+    generic: bool = False
 
     @property
     def id(self) -> str:
@@ -67,6 +71,7 @@ class _Scope:
     names: tuple[str, ...] = ()  # the qualname parts, ``<locals>`` after a function
     function: str = ""  # the innermost function's qualname
     in_main: bool = False
+    parameters: frozenset[str] = frozenset()  # of the functions around, the closures' too
 
 
 def _span(node: ast.AST) -> Span:
@@ -88,10 +93,27 @@ def _is_main_guard(node: ast.If) -> bool:
     )
 
 
-def _name_span(node: ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef) -> Span:
+def name_span(node: ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef) -> Span:
     prefix = {ast.AsyncFunctionDef: "async def ", ast.ClassDef: "class "}.get(type(node), "def ")
     column = node.col_offset + len(prefix)
     return Span(node.lineno, column, node.lineno, column + len(node.name.encode()))
+
+
+def arguments_of(node: ast.FunctionDef | ast.AsyncFunctionDef) -> list[ast.arg]:
+    """Every parameter a ``def`` names, ``*args`` and ``**kwargs`` too."""
+    given = node.args
+    extra = [a for a in (given.vararg, given.kwarg) if a is not None]
+    return [*given.posonlyargs, *given.args, *given.kwonlyargs, *extra]
+
+
+def definitions(tree: ast.Module | None) -> dict[tuple[str, int], ast.FunctionDef | ast.AsyncFunctionDef]:
+    """Each ``def`` of a module by its name and its code object's first line (the first decorator's)."""
+    found: dict[tuple[str, int], ast.FunctionDef | ast.AsyncFunctionDef] = {}
+    for node in ast.walk(tree) if tree is not None else ():
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
+            first = node.decorator_list[0].lineno if node.decorator_list else node.lineno
+            found.setdefault((node.name, first), node)
+    return found
 
 
 def _walk_calls(nodes: Iterable[ast.AST]) -> Iterator[ast.Call]:
@@ -220,15 +242,20 @@ class _Finder:
             self._calls_in([*node.decorator_list, node.args], scope)
             qualname = ".".join([*scope.names, node.name])
             in_main = scope.in_main or (not scope.names and node.name in self.main_only)
-            self.visit_body(node.body, _Scope((*scope.names, node.name, "<locals>"), qualname, in_main))
+            given = scope.parameters | {argument.arg for argument in arguments_of(node)}
+            self.visit_body(
+                node.body, _Scope((*scope.names, node.name, "<locals>"), qualname, in_main, given)
+            )
             return
         if isinstance(node, ast.ClassDef):
             self._calls_in(node.decorator_list + node.bases, scope)
-            self.visit_body(node.body, _Scope((*scope.names, node.name), scope.function, scope.in_main))
+            self.visit_body(
+                node.body, _Scope((*scope.names, node.name), scope.function, scope.in_main, scope.parameters)
+            )
             return
         if isinstance(node, ast.If) and not scope.names and _is_main_guard(node):
             self._calls_in([node.test], scope)
-            self.visit_body(node.body, _Scope(scope.names, scope.function, True))
+            self.visit_body(node.body, _Scope(scope.names, scope.function, True, scope.parameters))
             self.visit_body(node.orelse, scope)
             return
         for child in ast.iter_child_nodes(node):
@@ -250,7 +277,7 @@ class _Finder:
                     kind="method" if in_class else "function",
                     line=node.lineno,
                     first_line=node.decorator_list[0].lineno,
-                    name_span=_name_span(node),
+                    name_span=name_span(node),
                     decorator_span=_span(decorator),
                     in_main_block=scope.in_main or node.name in self.main_only,
                     scope=scope.function,
@@ -285,11 +312,13 @@ class _Finder:
         return None
 
     def _site(self, argument: ast.expr, call: ast.Call, scope: _Scope) -> CompiledSite:
+        generic = isinstance(argument, ast.Name) and argument.id in scope.parameters
         name, qualname, kind, first_line = self._describe(argument)
         return CompiledSite(
             name=name,
             qualname=qualname,
-            kind=kind,
+            kind="function" if generic else kind,
+            generic=generic,
             line=call.lineno,
             first_line=first_line or call.lineno,
             name_span=_span(argument),

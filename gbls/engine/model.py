@@ -30,8 +30,9 @@ PYTORCH_CLASSES = ("dynamo_bug", "supportable", "difficult")
 # What identifies a break across publications, for code actions on a diagnostic: its function,
 # gb_type, the line and column of its root cause and of its split site (one cause, two call paths).
 BreakKey = tuple[str, str, int, int, int, int]
-# What identifies a recompilation report likewise: function, frame, line and column of its span.
-RecompileKey = tuple[str, str, int, int]
+# What identifies a recompilation report likewise: function, frame (a resume frame with the line it
+# resumes after), line and column of its span, and what its failed check is about.
+RecompileKey = tuple[str, str, int, int, str]
 
 RECOMPILE_CODE = "recompile"
 # A recompilation that hit the recompile limit: its SARIF rule, its type in a baseline.
@@ -98,6 +99,11 @@ class BreakReport:
     @property
     def function(self) -> str:
         return self.cause.function
+
+    @property
+    def functions(self) -> tuple[str, ...]:
+        """Every compiled function that reached it, ``function`` first."""
+        return self.cause.functions or (self.cause.function,)
 
     @property
     def gb_type(self) -> str:
@@ -223,7 +229,15 @@ class BreakReport:
             text += f"; nested graph break: {self.nested}"
         elif self.own_frame:
             text += f"; {self.own_frame}"
+        if self.also:
+            text += f"; {self.also}"
         return f"{self.raises}: {text}" if self.raises else text
+
+    @property
+    def also(self) -> str:
+        """``also reached from second, third``: the other compiled functions of one root cause, or ""."""
+        others = self.functions[1:]
+        return f"also reached from {', '.join(others)}" if others else ""
 
 
 def costliest_first(breaks: tuple[BreakReport, ...]) -> tuple[BreakReport, ...]:
@@ -235,6 +249,12 @@ def leading_guard(recompiles: tuple[Recompile, ...]) -> Guard | None:
     """The first failed check that says where it is, else the first: what a report of them is about."""
     guards = [recompile.guard for recompile in recompiles if recompile.guard is not None]
     return next((guard for guard in guards if guard.chain), guards[0] if guards else None)
+
+
+def what_failed(guard: Guard | None) -> str:
+    """What a failed check is about, as recompilations are grouped: its kind and what it checks (or
+    its text, when it names nothing); checks of different things are never one report."""
+    return f"{guard.kind}: {guard.subject or guard.text}" if guard else ""
 
 
 @dataclass(frozen=True)
@@ -255,6 +275,8 @@ class RecompileReport:
     why: str  # "the value of `mode` changes between calls", or "" when the check says nothing
     suppressed: bool = False
     provenance: Provenance | None = None  # imported from a real run's trace, not analysed here
+    # A resume frame of the function: the line of the break it resumes after (its own compilations).
+    resumes_at: int | None = None
 
     @property
     def guard(self) -> Guard | None:
@@ -287,12 +309,22 @@ class RecompileReport:
 
     @property
     def key(self) -> RecompileKey:
-        return (self.function, self.frame.name, self.span.line, self.span.column)
+        return (self.function, self.frame_name, self.span.line, self.span.column, what_failed(self.guard))
+
+    @property
+    def frame_name(self) -> str:
+        """``pick``, or ``staged after line 7`` for the resume frame after a break at line 7."""
+        after = f" after line {self.resumes_at}" if self.resumes_at is not None else ""
+        return f"{self.frame.name}{after}"
 
     @property
     def who(self) -> str:
-        """```pick` ``, or ```helper` (called from `g`)``: the frame, as its compiled function runs it."""
-        return f"`{self.function}`" if self.direct else f"`{self.frame.name}` (called from `{self.function}`)"
+        """```pick` ``, ```staged` after its break at line 7`` (a resume frame), or ```helper` (called
+        from `g`)``: the frame, as its compiled function runs it."""
+        after = f" after its break at line {self.resumes_at}" if self.resumes_at is not None else ""
+        if self.direct:
+            return f"`{self.function}`{after}"
+        return f"`{self.frame.name}`{after} (called from `{self.function}`)"
 
     @property
     def failed(self) -> str:
@@ -487,7 +519,7 @@ class FileReport:
 
     def breaks_of(self, qualname: str) -> tuple[BreakReport, ...]:
         """Every break of the compiled function ``qualname``, wherever it belongs."""
-        return tuple(b for b in self.breaks + self.elsewhere if b.function == qualname)
+        return tuple(b for b in self.breaks + self.elsewhere if qualname in b.functions)
 
     def find_recompile(self, key: RecompileKey) -> RecompileReport | None:
         return next((found for found in self.recompiles if found.key == key), None)

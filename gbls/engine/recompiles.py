@@ -10,12 +10,14 @@ the argument in the ``def`` line, when the check is on an argument; else on the 
 from __future__ import annotations
 
 import ast
+import re
 from collections.abc import Callable
 
 from ..worker.shared import directives
 from ..worker.shared.protocol import Code, Frame, Guard, Recompile
+from .discovery import arguments_of, definitions
 from .fixes.syntax import node_span
-from .model import RECOMPILE_CODE, FunctionReport, Location, RecompileReport, leading_guard
+from .model import RECOMPILE_CODE, FunctionReport, Location, RecompileReport, leading_guard, what_failed
 from .ranges import Span, span_of
 from .sources import parse
 
@@ -58,24 +60,30 @@ def recompile_reports(
     text: Text,
     own: Callable[[str], bool],
 ) -> tuple[RecompileReport, ...]:
-    groups: dict[tuple[str, Code, bool, str, str], list[Recompile]] = {}
+    groups: dict[tuple[str, Code, int | None, bool, str], list[Recompile]] = {}
     for recompile in recompiles:
-        guard = recompile.guard
-        changed = (guard.kind, guard.subject or guard.text) if guard else ("", "")
-        groups.setdefault((recompile.function, recompile.frame, recompile.direct, *changed), []).append(
-            recompile
+        key = (
+            recompile.function,
+            recompile.frame,
+            recompile.resumes_at,
+            recompile.direct,
+            what_failed(recompile.guard),
         )
+        groups.setdefault(key, []).append(recompile)
     by_name = {function.qualname: function for function in functions}
     reports = []
-    for (function, frame, direct, _, _), members in groups.items():
+    for (function, frame, resumes_at, direct, _), members in groups.items():
         guard = leading_guard(tuple(members))
-        where, span, guard_at = _place(path, frame, direct, guard, by_name.get(function), text, own)
+        where, span, guard_at = _place(
+            path, frame, resumes_at, direct, guard, by_name.get(function), text, own
+        )
         ignored = directives.suppressions(text(where))
         reports.append(
             RecompileReport(
                 function=function,
                 frame=frame,
                 direct=direct,
+                resumes_at=resumes_at,
                 recompiles=tuple(members),
                 path=where,
                 span=span,
@@ -90,13 +98,15 @@ def recompile_reports(
 def _place(
     path: str,
     frame: Code,
+    resumes_at: int | None,
     direct: bool,
     guard: Guard | None,
     function: FunctionReport | None,
     text: Text,
     own: Callable[[str], bool],
 ) -> tuple[str, Span, Location | None]:
-    """The workspace file and span a recompilation sits on, and where its guard was installed."""
+    """The workspace file and span a recompilation sits on, and where its guard was installed: for a
+    resume frame with no such place, the line of the break it resumes after."""
     subject = guard.subject if guard else ""
     chain = [
         Location(f.path, f.function, _frame_span(f, text(f.path), subject))
@@ -107,11 +117,17 @@ def _place(
     if mine:
         return mine[-1].path, mine[-1].span, guard_at
     source = text(frame.path) if own(frame.path) else ""
-    definition = _definition(parse(source), frame) if source else None
+    if resumes_at is not None and source:
+        return frame.path, span_of(source, resumes_at, None, None), guard_at
+    definition = definitions(parse(source)).get((frame.name, frame.line)) if source else None
     if definition is not None:
-        for argument in _arguments(definition):
-            if argument.arg == subject:
-                return frame.path, _name_span(source, argument.lineno, argument.col_offset, subject), guard_at
+        for argument in arguments_of(definition):
+            if argument.arg == re.split(r"[.\[]", subject, maxsplit=1)[0] and "." not in subject:
+                return (
+                    frame.path,
+                    _name_span(source, argument.lineno, argument.col_offset, argument.arg),
+                    guard_at,
+                )
         column = _name_column(source, definition)
         if (not direct or function is None) and column is not None:
             return frame.path, _name_span(source, definition.lineno, column, frame.name), guard_at
@@ -135,22 +151,6 @@ def _frame_span(frame: Frame, source: str, subject: str) -> Span:
             ):
                 return node_span(node, lines)
     return span_of(source, frame.line, None, None)
-
-
-def _definition(tree: ast.Module | None, frame: Code) -> ast.FunctionDef | ast.AsyncFunctionDef | None:
-    """The def of a frame, by its name and its code object's first line (the first decorator's)."""
-    for node in ast.walk(tree) if tree is not None else ():
-        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef) and node.name == frame.name:
-            first = node.decorator_list[0].lineno if node.decorator_list else node.lineno
-            if first == frame.line:
-                return node
-    return None
-
-
-def _arguments(definition: ast.FunctionDef | ast.AsyncFunctionDef) -> list[ast.arg]:
-    parameters = definition.args
-    extra = [a for a in (parameters.vararg, parameters.kwarg) if a is not None]
-    return [*parameters.posonlyargs, *parameters.args, *parameters.kwonlyargs, *extra]
 
 
 def _name_column(source: str, definition: ast.FunctionDef | ast.AsyncFunctionDef) -> int | None:

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import ast
 import dataclasses
+import functools
 import io
 import os
 import stat
@@ -23,11 +24,11 @@ from ..worker.shared import directives
 from ..worker.shared.lines import split_lines
 from ..worker.shared.protocol import ERROR, OK, Break, Failure, Frame, Function, Graph, Result
 from ..worker.shared.workspace import in_workspace
-from .discovery import CompiledSite
+from .discovery import CompiledSite, definitions, name_span
 from .model import BreakReport, CudaOnlyReport, CutReport, FileReport, FunctionReport, Location
 from .ranges import Span, byte_to_char, line_text, span_of
 from .recompiles import recompile_reports
-from .sources import TextOf
+from .sources import TextOf, parse
 
 # Far past any real source, far below what LSP positions hold (2**31 - 1).
 POSITION_LIMIT = 10_000_000
@@ -394,7 +395,17 @@ def _functions(
 ) -> tuple[FunctionReport, ...]:
     by_id = {site.id: site for site in sites}
     reports: list[FunctionReport] = []
-    used: set[str] = set()
+    # A generic call (a decorator's) is its functions' compile site: each is on its own def.
+    used = {
+        site.id
+        for site in sites
+        if site.generic
+        and any(
+            f.call_path == path and site.line <= f.call_line <= site.end_line
+            for f in result.functions
+            if f.analysed
+        )
+    }
     for function in result.functions:
         if function.site:
             if function.site in used:
@@ -417,6 +428,12 @@ def _functions(
             reports.append(_function_report(path, source, stub, site, (), breaks, suppressed, text, own))
     reports.sort(key=lambda report: (report.path, report.span.line))
     return tuple(reports)
+
+
+@functools.lru_cache(maxsize=8)
+def _definitions(source: str) -> dict[tuple[str, int], Span]:
+    """The span of each ``def``'s name in ``source`` (byte columns), by the name and its code's first line."""
+    return {key: name_span(node) for key, node in definitions(parse(source)).items()}
 
 
 def _function_report(
@@ -452,13 +469,18 @@ def _function_report(
         code = line_text(split_lines(text(where) or ""), line)
         start = len(code) - len(code.lstrip())
         span = Span(line, start, line, len(code))
+        # On its own def: the name where it is written, not its first decorator's line.
+        source_there = text(where) or ""
+        found = _definitions(source_there).get((function.name, line)) if where == function.path else None
+        if found is not None:
+            line, span = found.line, char_span(source_there, found)
     return FunctionReport(
         target=function,
         path=where,
         line=line,
         graphs=graphs,
-        breaks=sum(1 for b in breaks if b.function == function.qualname),
-        suppressed=sum(1 for b in suppressed if b.function == function.qualname),
+        breaks=sum(1 for b in breaks if function.qualname in b.functions),
+        suppressed=sum(1 for b in suppressed if function.qualname in b.functions),
         span=span,
         decorator=decorator,
         call=call,

@@ -53,7 +53,7 @@ def by_file(report: FileReport) -> dict[str, FileView]:
                 b
                 for b in report.breaks
                 if b.path != path
-                and any(f.path == path and f.qualname == b.function for f in report.functions)
+                and any(f.path == path and f.qualname in b.functions for f in report.functions)
             ),
             recompiles=tuple(r for r in report.recompiles if r.path == path),
             notes=report.notes if path == report.path else (),
@@ -113,9 +113,21 @@ def combined(views: list[FileView]) -> FileView:
 
 def _reached(functions: list[FunctionReport]) -> list[FunctionReport]:
     """``functions`` but those one analysis could not run that another ran (a library method its
-    file's own analysis could not call, which the project's tests called)."""
+    file's own analysis could not call, which the project's tests called), and the compile calls
+    that functions went through in another analysis (a decorator's, which compiles each)."""
     ran = {(f.path, f.qualname) for f in functions if f.analysed}
-    return [f for f in functions if f.analysed or (f.path, f.qualname) not in ran]
+    calls = {(f.target.call_path, f.target.call_line) for f in functions if f.analysed}
+    return [
+        f for f in functions if f.analysed or ((f.path, f.qualname) not in ran and not went_through(f, calls))
+    ]
+
+
+def went_through(site: FunctionReport, calls: set[tuple[str, int]]) -> bool:
+    """Whether any of ``calls`` (where torch.compile ran: path, line) is ``site``'s compile call."""
+    call = site.call
+    return call is not None and any(
+        (site.path, line) in calls for line in range(call.line, call.end_line + 1)
+    )
 
 
 def _break_key(brk: BreakReport) -> Hashable:

@@ -138,12 +138,30 @@ def render(
                         "elided": [
                             {"frame": e.frame, "compile_id": e.compile_id, "work": e.work} for e in f.elided
                         ],
+                        "frames": [
+                            {
+                                "frame": c.frame,
+                                "path": c.path,
+                                "line": c.line,
+                                "resumes_at": c.resumes_at,
+                                "own": c.own,
+                                "compile_ids": list(c.compile_ids),
+                                "compilations": c.compilations,
+                            }
+                            for c in f.target.frames
+                        ],
+                        "compiled_at": (
+                            {"path": f.target.call_path, "line": f.target.call_line}
+                            if f.target.call_path and f.target.call_line
+                            else None
+                        ),
                     }
                     for f in report.functions
                 ],
                 "breaks": [
                     {
                         "function": b.function,
+                        "functions": list(b.functions),
                         "gb_type": b.gb_type,
                         "gb_id": b.gb_id,
                         "url": b.url,
@@ -246,6 +264,7 @@ def _recompile_json(found: RecompileReport, fix: Fix | None) -> dict[str, Any]:
     return {
         "function": found.function,
         "frame": found.frame.name,
+        "resumes_at": found.resumes_at,
         "count": found.count,
         "problem": not found.settled,
         "suppressed": found.suppressed,

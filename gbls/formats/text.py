@@ -110,6 +110,8 @@ def message_of(brk: BreakReport) -> str:
         where += f"; nested graph break: {brk.nested}"
     elif brk.own_frame:
         where += f"; {brk.own_frame}"
+    if brk.also:
+        where += f"; {brk.also}"
     if brk.cause.processes:
         where += f"; {', '.join(brk.cause.processes)}"
     count = f" (hit {brk.count} times)" if brk.count > 1 else ""

@@ -186,9 +186,15 @@ def _break_of(data: Any, report_of: ReportOf) -> tuple[FileReport, BreakReport] 
 def _recompile_of(data: Any, report_of: ReportOf) -> tuple[FileReport, RecompileReport] | None:
     """The recompilation report a gbls diagnostic's ``data`` names, as its file's current view has it."""
     named = _named(data, ("recompile",), report_of)
-    if named is None or len(named[1]) != 4:
+    if named is None or len(named[1]) != 5:
         return None
-    key: RecompileKey = (str(named[1][0]), str(named[1][1]), int(named[1][2]), int(named[1][3]))
+    key: RecompileKey = (
+        str(named[1][0]),
+        str(named[1][1]),
+        int(named[1][2]),
+        int(named[1][3]),
+        str(named[1][4]),
+    )
     found = named[0].find_recompile(key)
     return (named[0], found) if found else None
 

@@ -229,6 +229,8 @@ def function_markdown(function: FunctionReport, report: FileReport, where: Where
     if function.suppressed:
         counts += f" · {function.suppressed} suppressed"
     lines.append(counts)
+    if len(function.target.frames) > 1:
+        lines.append("**Compilations**, frame by frame as torch counts them: " + _frames_told(function))
     if target_processes := function.target.processes:
         lines.append(f"Compiled in {', '.join(target_processes)} of the program.")
     if not breaks and len(function.graphs) == 1:
@@ -257,6 +259,20 @@ def function_markdown(function: FunctionReport, report: FileReport, where: Where
         lines.append(f"⚠ Dynamo gives up on the rest of this function: after {after} it runs in eager mode.")
     lines += [_recompile_summary(found) for found in report.recompiles_of(function.qualname)]
     return "\n\n".join(lines)
+
+
+def _frames_told(function: FunctionReport) -> str:
+    """``g``: 2 compilations · ``g`` after its break at line 7: 3 compilations · ``helper`` (called
+    from ``g``): 1 compilation"""
+    told = []
+    for frame in function.target.frames:
+        name = f"`{frame.frame}`"
+        if frame.resumes_at is not None:
+            name += f" after its break at line {frame.resumes_at}"
+        if not frame.own:
+            name += f" (called from `{function.name}`)"
+        told.append(f"{name}: {_plural(frame.compilations, 'compilation')}")
+    return " · ".join(told)
 
 
 def function_report(

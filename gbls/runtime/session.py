@@ -60,7 +60,16 @@ class Document:
 def static_targets(sites: tuple[CompiledSite, ...]) -> tuple[StaticTarget, ...]:
     return tuple(
         StaticTarget(
-            s.id, s.name, s.qualname, s.kind, s.line, s.first_line, s.in_main_block, s.end_line, s.scope
+            s.id,
+            s.name,
+            s.qualname,
+            s.kind,
+            s.line,
+            s.first_line,
+            s.in_main_block,
+            s.end_line,
+            s.scope,
+            s.generic,
         )
         for s in sites
     )

@@ -20,11 +20,13 @@ from gbls.runtime.session import analyse
 from gbls.runtime.workerclient import Worker
 from gbls.settings import Settings
 from gbls.worker.analysis import hookpoints
-from gbls.worker.shared.frames import base_name
+from gbls.worker.shared.frames import base_name, resume_line
 from gbls.worker.shared.messages import NESTED_BREAK_SEPARATOR, message_key, parse_break_text, shipped_ids
 from gbls.worker.shared.protocol import Message
 
 from ..support import FIXTURES
+from ..support.torchlog import logged_breaks, logged_compiles
+from ..support.worker import Analyse
 from .test_engine import GENERATORS
 
 REGISTRY = os.path.join(os.path.dirname(dynamo_exc.__file__), "graph_break_registry.json")
@@ -172,3 +174,20 @@ def test_inputs_are_described_without_running_the_programs_code() -> None:
         "LoudInt",
         "[Loud]",
     )
+
+
+async def test_a_frame_no_compile_call_gbls_knows_of_is_listed_as_a_function_of_its_own(
+    analyse_file: Analyse,
+) -> None:
+    """``torch._dynamo.optimize`` (which gbls does not replace) translates ``scale``: its frames,
+    their compile ids and its break are torch's, never dropped."""
+    fixture = FIXTURES / "engine" / "optimized.py"
+    report = await analyse_file(fixture)
+    (function,) = report.functions
+    assert (function.qualname, function.analysed) == ("scale", True)
+    ours = [(c, frame.frame, frame.resumes_at) for frame in function.target.frames for c in frame.compile_ids]
+    logged = logged_compiles(fixture)
+    theirs = [(c.compile_id, base_name(c.function), resume_line(c.function)) for c in logged]
+    assert sorted(ours) == sorted(theirs) and ours
+    roots = {(e.at[1], e.gb_types[0] if e.gb_types else "") for e in logged_breaks(fixture)}
+    assert {(b.root.span.line, b.gb_type if all(g for _, g in roots) else "") for b in report.breaks} == roots

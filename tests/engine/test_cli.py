@@ -93,10 +93,23 @@ def test_json_output(runs: Runs) -> None:
         "suppressed": 0,
         "compilations": 1,
         "elided": [],
+        "frames": [
+            {
+                "frame": "fused",
+                "path": str(ENGINE / "clean.py"),
+                "line": 4,
+                "resumes_at": None,
+                "own": True,
+                "compile_ids": ["0/0"],
+                "compilations": 1,
+            }
+        ],
+        "compiled_at": {"path": str(ENGINE / "clean.py"), "line": 4},
     }
     assert clean["recompiles"] == []
     (brk,) = deep["breaks"]
     assert (brk["function"], brk["gb_id"], brk["count"], brk["gaps"]) == ("g", "GB0059", 1, [])
+    assert brk["functions"] == ["g"]
     assert brk["url"].endswith("/gb/gb0059.html")
     # On the print, where the cause is: 1-based columns, end exclusive; g splits at `normalize(y)`.
     assert brk["range"] == {"start": {"line": 5, "column": 5}, "end": {"line": 5, "column": 28}}

@@ -415,14 +415,24 @@ async def test_frames_dropped_to_eager_are_reported_as_such(analyse_file: Analys
     assert (generator.span.line, span_text(fixture, generator)) == (13, "generate")
 
 
-async def test_helper_reached_from_two_compiled_functions_breaks_each(analyse_file: Analyse) -> None:
+async def test_helper_reached_from_two_compiled_functions_is_one_root_cause(analyse_file: Analyse) -> None:
     fixture = ENGINE / "two_callers.py"
     report = await analyse_file(fixture)
-    # One print, a break of each compiled function there, each with its own split.
-    assert [(b.function, b.via, b.span.line, b.splits_at.span.line, b.count) for b in report.breaks] == [
-        ("first", ("middle", "shared"), 5, 15, 1),
-        ("second", ("middle", "shared"), 5, 21, 1),
+    # One print, one break: the first function's split, the second's chain one of its paths.
+    (brk,) = report.breaks
+    assert (brk.function, brk.functions, brk.via, brk.span.line, brk.splits_at.span.line, brk.count) == (
+        "first",
+        ("first", "second"),
+        ("middle", "shared"),
+        5,
+        15,
+        1,
+    )
+    assert [[(loc.function, loc.span.line) for loc in path] for path in brk.paths] == [
+        [("second", 21), ("middle", 10), ("shared", 5)]
     ]
+    assert [(f.qualname, f.breaks) for f in report.functions] == [("first", 1), ("second", 1)]
+    assert brk.message.endswith("(via middle → shared); also reached from second")
     assert_agrees_with_torch(report, fixture)
 
 

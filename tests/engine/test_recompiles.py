@@ -2,27 +2,22 @@
 
 from __future__ import annotations
 
-import re
 from pathlib import Path
 
 import torch
 
 from gbls.engine.model import FileReport, FunctionReport, RecompileReport
-from gbls.worker.shared.frames import base_name
+from gbls.worker.shared.frames import base_name, resume_line
 from gbls.worker.shared.protocol import Recompile
 
 from ..support import FIXTURES
-from ..support.torchlog_recompiles import COLUMNS, LoggedRecompile, logged_recompiles
+from ..support.torchlog import logged_compiles
+from ..support.torchlog_recompiles import COLUMNS, LoggedRecompile, logged_recompiles, said_as_torch
 from ..support.worker import Analyse
 
 RECOMPILES = FIXTURES / "recompiles"
 # The config that limits recompilations: renamed in torch 2.7.
 LIMIT = "recompile_limit" if hasattr(torch._dynamo.config, "recompile_limit") else "cache_size_limit"
-
-
-def unscoped(check: str) -> str:
-    """A check as torch printed it, locals and globals by their names (as gbls shows them)."""
-    return re.sub(r"\b[LG]\['([^']+)'\]", r"\1", check)
 
 
 def own_frame(function: FunctionReport) -> str:
@@ -58,7 +53,7 @@ def assert_agrees_with_torch(report: FileReport, fixture: Path) -> None:
         for recompile, entry in zip(ours, theirs, strict=True):
             guard, reason = recompile.guard, entry.reasons[0]
             assert guard is not None
-            assert (guard.failed, guard.text) == (reason.failed, unscoped(reason.text))
+            assert guard.failed == reason.failed and said_as_torch(guard.text, reason.text), guard.text
             if reason.stack:
                 assert (guard.chain[-1].path, guard.chain[-1].line) == reason.stack[-1][:2]
             elif reason.located:
@@ -72,7 +67,28 @@ def assert_agrees_with_torch(report: FileReport, fixture: Path) -> None:
         ]
         assert [(r.compile_id, r.limit, r.limit_value) for r in ours if r.limit] == limits
         if function.analysed:
-            assert function.compilations == 1 + len(theirs) - len(limits), function.qualname
+            assert_counted_as_torch(function, fixture)
+
+
+def assert_counted_as_torch(function: FunctionReport, fixture: Path) -> None:
+    """A function's compilations as torch counts them: frame by frame (its own code, each resume
+    frame by the line it resumes after), each with the compile ids of torch's metrics for that code,
+    and its total their sum, those a recompile limit refused left out."""
+    # Translations as torch's metrics record them, and those a recompile limit refused (no metric).
+    begun = [(c.compile_id, c.function, c.path) for c in logged_compiles(fixture)]
+    refused = [(e.compile_id, e.function, e.path) for e in logged_recompiles(fixture).limits]
+    own = [frame for frame in function.target.frames if frame.own]
+    for frame in own:
+        theirs = [
+            (compile_id, compile_id in {r[0] for r in refused})
+            for compile_id, name, path in begun + refused
+            if path == str(fixture)
+            and (base_name(name), resume_line(name)) == (frame.frame, frame.resumes_at)
+        ]
+        theirs.sort(key=lambda found: [int(part) for part in found[0].split("/")])
+        assert list(frame.compile_ids) == [compile_id for compile_id, _ in theirs], (function.qualname, frame)
+        assert frame.compilations == sum(1 for _, limited in theirs if not limited)
+    assert function.compilations == sum(frame.compilations for frame in own)
 
 
 def placed(fixture: Path, function: str) -> bool:
@@ -196,11 +212,16 @@ async def test_the_limit_on_shapes(analyse_file: Analyse) -> None:
     assert_agrees_with_torch(report, fixture)
 
 
-async def test_a_resume_function_recompiles_as_its_function(analyse_file: Analyse) -> None:
+async def test_a_resume_frame_recompiles_as_a_frame_of_its_own(analyse_file: Analyse) -> None:
     fixture = RECOMPILES / "resumed.py"
     report = await analyse_file(fixture)
     staged = only(report, "staged")
-    assert staged.direct and staged.frame.name == "staged" and staged.count == 3
+    # The rest of staged after its break at line 7 is the frame that recompiles, each time n changes.
+    assert (staged.direct, staged.frame.name, staged.resumes_at, staged.count) == (True, "staged", 7, 3)
+    assert staged.message.startswith("`staged` after its break at line 7 recompiled 3 times: guard `n == ")
     assert span_text(fixture, staged) in ("range(n)", "n") and staged.span.line == 8  # as for ``repeat``
     assert [brk.gb_id for brk in report.breaks] == ["GB0059"]
+    (function,) = report.functions
+    frames = [(frame.frame, frame.resumes_at, frame.compilations) for frame in function.target.frames]
+    assert frames == [("staged", None, 1), ("staged", 7, 4)] and function.compilations == 5
     assert_agrees_with_torch(report, fixture)

@@ -87,3 +87,33 @@ async def test_shapes_that_go_dynamic_after_one_recompilation_get_no_diagnostic(
         assert "2 compilations" in text and "automatic dynamic shapes" in text and "No problem" in text
     finally:
         await close(client, path)
+
+
+async def test_a_resume_frame_s_compilations_are_its_own_in_the_hover_and_the_lens(
+    client: LanguageClient,
+) -> None:
+    """``staged``'s rest after its print is a frame of its own, which recompiles for each ``n``: the
+    diagnostic says so on the line of the break, the hover counts each frame, the lens their sum."""
+    path = RECOMPILES / "resumed.py"
+    uri = uri_of(path)
+    diagnostics = await open_and_wait(client, path)
+    try:
+        (diagnostic,) = [d for d in diagnostics if d.code == "recompile"]
+        assert diagnostic.message.startswith("`staged` after its break at line 7 recompiled 3 times")
+        hover = await client.text_document_hover_async(
+            lsp.HoverParams(lsp.TextDocumentIdentifier(uri), lsp.Position(4, 5))
+        )
+        assert hover is not None
+        text = hover.contents.value  # type: ignore[union-attr]
+        assert (
+            "**Compilations**, frame by frame as torch counts them: `staged`: 1 compilation · "
+            "`staged` after its break at line 7: 4 compilations"
+        ) in text
+        lenses = await client.text_document_code_lens_async(
+            lsp.CodeLensParams(lsp.TextDocumentIdentifier(uri))
+        )
+        assert [lens.command.title.split(" · ")[0] for lens in lenses or [] if lens.command] == [
+            "gbls: 5 compilations"
+        ]
+    finally:
+        await close(client, path)

@@ -210,17 +210,27 @@ def test_merge_counts_compilations_and_keeps_each_recompilation() -> None:
     events: list[Event] = [
         _target(0, "g"),
         _compile(0, "0/0"),
-        _compile(0, "1/0", line=7),  # its resume function: the same compilation of g
+        _compile(0, "1/0", line=7, resumes_at=7),  # its resume frame after a break at line 7
         _compile(0, "0/1", "0/0", dynamic=True),
         _compile(0, "0/2", "0/1", limit="recompile_limit", limit_value=2),
         _compile(0, "2/0", own=False, frame="helper", line=9),  # a callee it re-entered
+        _compile(0, "1/1", "1/0", line=7, resumes_at=7),
     ]
     found = merge(events, ANALYSED)
     (function,) = found.functions
-    assert function.compilations == 2  # the first, and 0/1; the limit refused 0/2
-    assert [(r.compile_id, r.frame, r.dynamic, r.limit) for r in found.recompiles] == [
-        ("0/1", Code("/f.py", 1, "g"), True, ""),
-        ("0/2", Code("/f.py", 1, "g"), False, "recompile_limit"),
+    # Each frame as torch counts it: g's first and 0/1 (the limit refused 0/2), its resume frame's two.
+    assert function.compilations == 4
+    assert [
+        (c.frame, c.line, c.resumes_at, c.own, c.compile_ids, c.compilations) for c in function.frames
+    ] == [
+        ("g", 1, None, True, ("0/0", "0/1", "0/2"), 2),
+        ("g", 1, 7, True, ("1/0", "1/1"), 2),
+        ("helper", 9, None, False, ("2/0",), 1),
+    ]
+    assert [(r.compile_id, r.frame, r.resumes_at, r.dynamic, r.limit) for r in found.recompiles] == [
+        ("0/1", Code("/f.py", 1, "g"), None, True, ""),
+        ("0/2", Code("/f.py", 1, "g"), None, False, "recompile_limit"),
+        ("1/1", Code("/f.py", 1, "g"), 7, False, ""),
     ]
 
 

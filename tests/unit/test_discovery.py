@@ -87,6 +87,29 @@ code = compile("1", "<s>", "eval")
     ]
 
 
+def test_a_decorator_s_or_a_factory_s_compile_call_is_generic() -> None:
+    """It compiles what its enclosing function is given: no one function of its own."""
+    utils = FIXTURES / "runs" / "optlib" / "optlib" / "utils.py"
+    found = [(site.name, site.kind, site.scope, site.generic) for site in find_compiled(utils.read_text())]
+    assert found == [
+        ("func", "function", "decorator.<locals>._fn", True),  # torch.compile(...)(func), in a closure
+        ("func", "function", "compile_if_available", True),  # a functools.partial of torch.compile
+    ]
+    source = """
+import torch
+
+
+def helper(x):
+    return x
+
+
+def compile_it(fn, **options):
+    local = helper
+    return torch.compile(fn, **options), torch.compile(local)
+"""
+    assert [(site.name, site.generic) for site in find_compiled(source)] == [("fn", True), ("local", False)]
+
+
 def test_a_file_that_does_not_import_torch_compiles_nothing() -> None:
     assert sites("import re\nx = re.compile('a')\nmodel.compile()\n") == []
 

@@ -57,7 +57,7 @@ from .compilations import (
     takes_symbolic_sizes,
 )
 from .fakes import checked_forward
-from .frames import collapse, is_user_file
+from .frames import WORKER_DIR, collapse, is_user_file
 from .messages import Messages
 from .stopping import Stopper
 from .targets import INLINE_WRAPPER, Registry, Target, is_compiled_call_impl, runs_own_code
@@ -134,6 +134,7 @@ class Capture:
             ("frame-level error handling", lambda: hookpoints.wrap_error_messages(guard, self.error_break)),
             ("the frame a break in a loop drops", lambda: hookpoints.wrap_loop_skips(guard, self.loop_skip)),
             ("the frame callback", lambda: hookpoints.wrap_frame_callback(self.translate)),
+            ("fullgraph=True's returns", lambda: hookpoints.wrap_returns(self.whole)),
             ("inlining", self._hook_inlining),
             ("Dynamo-generated code", lambda: hookpoints.register_bytecode_hook(self.bytecode_hook)),
             ("recompilation", self._hook_recompiles),
@@ -173,6 +174,18 @@ class Capture:
 
         hookpoints.wrap_recompile_limit(self.guarded, compiling)
         self.recompilations.places_guards = hookpoints.wrap_recompile_reasons(self.guarded, recompiling)
+
+    def whole(self, code: types.CodeType) -> bool:
+        """Whether ``code`` is the frame Dynamo translates now, of a target with ``fullgraph=True``."""
+        translation = self.current()
+        target = translation.target if translation is not None else None
+        return (
+            translation is not None
+            and target is not None
+            and target.fullgraph
+            and code is translation.code
+            and runs_own_code(code, target)
+        )
 
     def current(self) -> Translation | None:
         """The frame Dynamo is translating now, if it belongs to a compiled target's call."""
@@ -261,6 +274,8 @@ class Capture:
 
     def translate(self, callback: Callable[..., Any], frame: Any, args: tuple[Any, ...], caller: Any) -> Any:
         """Dynamo's frame callback, told which compiled target's call the frame runs in."""
+        if frame.f_code.co_filename.startswith(WORKER_DIR):
+            return hookpoints.untranslated(callback, frame, args)
         if not is_user_file(frame.f_code.co_filename) and frame.f_code is not INLINE_WRAPPER:
             return callback(frame, *args)
         translation = Translation(frame.f_code)
@@ -382,6 +397,10 @@ class Capture:
         target = self.registry.target_of(code, frame)
         if target is None:
             target, translation.prefix = eager_chain(stack, code, self.registry)
+        if target is None and code.co_name.startswith(RESUME_PREFIX):
+            target = self.registry.resumed(frame)
+        if target is None and is_user_file(code.co_filename):
+            target = self.registry.adopt(code)
         translation.target = target
         in_file = [f for f in stack if self.own(f.f_code.co_filename) and f is not frame]
         translation.caller = position(in_file[-1], self.registry) if in_file else None

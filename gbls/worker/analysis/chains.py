@@ -1,9 +1,10 @@
-"""The eager call chain above a frame Dynamo translates: from the code Dynamo generated for the
-compiled target it runs under down to the frame, each frame where it is (its instruction's columns).
+"""The eager call chain above a frame Dynamo translates: from the compiled target's call it runs
+under (the code Dynamo generated for the target, or the target's own frame where Dynamo gave up on
+it and ran it eagerly) down to the frame, each frame where it is (its instruction's columns).
 
-A callee Dynamo could not inline runs as a frame of its own, called by the target's generated code;
-so does a resume function of such a callee after its own break. Its breaks are the target's, on
-the chain from the target's line that leads to them.
+A callee Dynamo could not inline runs as a frame of its own, called by the target's generated code
+or by its eager frame; so does a resume function of such a callee after its own break. Its breaks
+and its compilations are the target's, on the chain from the target's line that leads to them.
 """
 
 from __future__ import annotations
@@ -19,15 +20,18 @@ from .targets import Registry, Target
 def eager_chain(
     stack: list[types.FrameType], translated: types.CodeType, registry: Registry
 ) -> tuple[Target | None, list[RawFrame]]:
-    """The target whose generated code is on ``stack`` (the translated frame's callers, outermost
-    first), and the chain of frames from that code down to the translated frame's caller."""
-    for index, caller in enumerate(stack):
-        target = registry.of_generated(caller.f_code)
-        if target is not None:
-            chain = [f for f in stack[index:] if _in_chain(f.f_code, registry)]
-            placed = _placed_from(chain, translated, registry)
-            return target, [position(f, registry) for f in chain[placed:]]
-    return None, []
+    """The target whose call entered the translated frame, and the chain of frames from there down
+    to the translated frame's caller: the innermost target running on ``stack`` (the translated
+    frame's callers, outermost first), code generated for it or its own run eagerly
+    (``Registry.running``), the chain from the outermost frame that runs it (its own call's)."""
+    running = [registry.running(frame) for frame in stack]
+    target = next((found for found in reversed(running) if found is not None), None)
+    if target is None:
+        return None, []
+    start = running.index(target)
+    chain = [f for f in stack[start:] if _in_chain(f.f_code, registry)]
+    placed = _placed_from(chain, translated, registry)
+    return target, [position(f, registry) for f in chain[placed:]]
 
 
 def position(frame: types.FrameType, registry: Registry) -> RawFrame:

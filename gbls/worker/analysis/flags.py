@@ -13,6 +13,9 @@ found by feature detection (never by version number), as ``hookpoints`` finds th
   it, is read at each break (``fullgraph=True`` is the target's, popped by ``Capture.compile``).
 - The class of each hint (``graph_break_hints``): whether the break is the user's, fundamental,
   something Dynamo could support, caused by an earlier break, a Dynamo bug.
+- What ``fullgraph=True`` decides besides raising at a break: whether a frame whose graph is empty
+  compiles (``hookpoints.wrap_returns``), kept for the target's frames: the compilations are the
+  program's.
 - The escape hatches this torch has, for the fixes offered only where they exist.
 """
 

@@ -22,6 +22,9 @@ The shapes, read from each release's source:
   (2.6), with the compile id, before every compilation; ``get_and_maybe_log_recompilation_reasons``
   (2.7+) or ``..._reason`` (2.6), the checks the compiled versions failed; where a check was
   installed, from ``guards.format_user_stack_trace`` (2.12+) while the reasons are made.
+- a frame not to translate: ``config.disable``, which the frame callback reads first (all).
+- a frame's return: ``InstructionTranslator._return`` (all), which from 2.7 compiles a frame
+  whose graph is empty only under ``fullgraph=True``, having realized its locals (and their guards).
 - columns: Dynamo's user stacks carry them from 2.13; before, they are taken from the
   translators' current instructions when the ``Unsupported`` is made (on Python 3.10, which has
   no column table, from the syntax of their lines: ``columns``).
@@ -299,6 +302,36 @@ def wrap_frame_callback(translate: Translate) -> None:
         return translate(functools.partial(original, self), frame, args, sys._getframe(1))
 
     patches.replace(wrapper, "__call__", __call__)
+
+
+def untranslated(callback: Callable[..., Any], frame: Any, args: tuple[Any, ...]) -> Any:
+    """The frame callback's answer for a frame Dynamo is not to translate as a frame of its own
+    (gbls's: its mapping of CUDA called from a compiled call's eager parts), as for torch's own
+    files: the program's compilations, and their ids, are the program's alone. Inlined, the code is
+    still traced as before."""
+    with torch._dynamo.config.patch(disable=True):
+        return callback(frame, *args)
+
+
+def wrap_returns(whole: Callable[[types.CodeType], bool]) -> None:
+    """``fullgraph=True`` is reported, not enforced (a break goes on as a split), but what it decides
+    when a frame returns is kept: a frame whose graph is empty compiles, its locals realized first
+    (their guards are the program's). The translator of a frame ``whole`` names (a fullgraph target's)
+    is one graph while it returns."""
+    translator = symbolic_convert.InstructionTranslator
+    original = _find(translator, "_return", "torch._dynamo.symbolic_convert.InstructionTranslator")
+
+    @functools.wraps(original)
+    def _return(self: Any, inst: Any) -> Any:
+        if self.one_graph or not whole(self.f_code):
+            return original(self, inst)
+        self.one_graph = True
+        try:
+            return original(self, inst)
+        finally:
+            self.one_graph = False
+
+    patches.replace(translator, "_return", _return)
 
 
 def produced_code(result: Any) -> bool:

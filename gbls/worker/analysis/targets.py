@@ -15,6 +15,7 @@ import torch._dynamo.external_utils as external_utils
 
 from ..log import log
 from ..shared.events import Event, SiteEvent, TargetEvent
+from ..shared.frames import RESUME_PREFIX, base_name
 from ..shared.protocol import StaticTarget, TargetKind
 from .frames import code_of, is_user_file, resumes
 
@@ -166,6 +167,24 @@ class Registry:
         self.emit(target.event(disabled))
         return target
 
+    def adopt(self, code: types.CodeType) -> Target:
+        """A target for a frame Dynamo translated in no compiled call the analysis knows of (compiled
+        by a name gbls does not replace: ``torch._dynamo.optimize``): its compilations are listed as
+        a function's of their own, never dropped."""
+        name = base_name(code.co_name)
+        qualname = getattr(code, "co_qualname", code.co_name).rsplit(".", 1)
+        stand_in = types.SimpleNamespace(__name__=name, __qualname__=".".join([*qualname[:-1], name]))
+        target = Target(
+            self.first + len(self.targets), stand_in, Described("function", code, code, None), False
+        )
+        target.process = self.process()
+        self.targets.append(target)
+        self.by_code.setdefault(id(code), (code, []))[1].append(target)
+        target.site = self.site_of(target)
+        log(f"target {target.number}: frame {code.co_name} ({target.path}:{target.line}), no compile call")
+        self.emit(target.event(disabled=False))
+        return target
+
     def also_compiled_at(self, target: Target, path: str, line: int) -> None:
         """``torch.compile`` of what a target already is, at another compile site: one compiled
         function for Dynamo (one code, one cache), and that site is it too."""
@@ -186,10 +205,11 @@ class Registry:
         """The compile site of the source that ``target`` is (the one rule matching the two), or "".
 
         The site whose compile call ran it (the call's lines in the analysed file), else the
-        decorated ``def`` of the analysed file that is its code.
+        decorated ``def`` of the analysed file that is its code; never a generic call (``went_through``).
         """
         taken = {other.site for other in self.targets if other is not target}
-        free = [site for site in self.sites if site.id not in taken]
+        # A generic call (a decorator's) is no one function's site: each is on its own def.
+        free = [site for site in self.sites if site.id not in taken and not site.generic]
         compiled_there = [
             site
             for site in free
@@ -207,6 +227,16 @@ class Registry:
         chosen = compiled_there or its_code
         return chosen[0].id if chosen else ""
 
+    def went_through(self, site: StaticTarget) -> list[Target]:
+        """The targets a compile call of the analysed file compiled: those of a generic one (a
+        decorator's ``torch.compile(...)(func)``), each its own function."""
+        return [
+            target
+            for target in self.targets
+            if target.call_path == self.path
+            and site.line <= target.call_line <= max(site.end_line, site.line)
+        ]
+
     def target_of(self, code: types.CodeType, frame: Any) -> Target | None:
         """The target ``frame`` is the own call of: the code it enters by, and for a code several
         targets share (modules of one class, one decorator's wrapper), the one its ``self`` is."""
@@ -218,6 +248,23 @@ class Registry:
         # One code for several targets (modules of one class, one decorator's wrapper): by ``self``.
         first = code.co_varnames[0] if code.co_argcount else ""
         return choose(candidates, frame.f_locals.get(first) if first else None)
+
+    def running(self, frame: types.FrameType) -> Target | None:
+        """The target whose call ``frame`` (a caller of a translated frame) runs: code Dynamo
+        generated for it, or its own code or one of its resume functions run eagerly (a frame
+        Dynamo gave up on: its callees are still translated, as parts of that target's call)."""
+        code = frame.f_code
+        generated = self.of_generated(code)
+        if generated is not None:
+            return generated
+        if code.co_name.startswith(RESUME_PREFIX):
+            return self.resumed(frame)
+        return self.target_of(code, frame) if self.with_code(code) or code is INLINE_WRAPPER else None
+
+    def resumed(self, frame: types.FrameType) -> Target | None:
+        """The target whose code the resume function ``frame`` runs the rest of, if any."""
+        found = [t for t in self.targets if t.code is not None and resumes(t.code, frame.f_code)]
+        return choose(found, frame.f_locals.get("self"))
 
 
 def is_compiled_call_impl(model: Any) -> bool:

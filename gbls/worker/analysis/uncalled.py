@@ -83,6 +83,9 @@ class Runner:
 
         ``stopped``: the module failed before its end; ``cut``: the budget ended it, still running.
         """
+        if static.generic:
+            self._run_generic(static, stopped)
+            return
         where = f"in {static.scope}()" if static.scope else "at module level"
         reason = f"its torch.compile call ({where}) did not run during the analysis"
         remedy = self.remedy(static)
@@ -131,6 +134,30 @@ class Runner:
         target = self.capture.registry.target_for(obj)
         if target is not None and not target.called:
             self.run(target)
+
+    def _run_generic(self, static: StaticTarget, stopped: bool) -> None:
+        """A call that compiles what its function is given (``torch.compile(...)(func)`` in a
+        decorator): the functions that went through it are its compile sites, each analysed as its
+        own; when none did, nothing says what it compiles, and it is not analysed."""
+        if self.capture.registry.went_through(static):
+            return
+        where = f"in {static.scope}()" if static.scope else "at module level"
+        reason = (
+            f"the module stopped before any function went through its torch.compile call ({where})"
+            if stopped
+            else f"no function went through its torch.compile call ({where}) during the analysis"
+        )
+        self.attempts.emit_raw(
+            StaticEvent(
+                site=static.id,
+                qualname=static.qualname,
+                path=self.path,
+                line=static.line,
+                kind=static.kind,
+                reason=f"{reason}; it compiles `{static.name}`, the function its enclosing code is given: "
+                "a run of the program or of the tests that call those functions analyses each of them",
+            )
+        )
 
     def _resolve(self, dotted: str) -> Any:
         obj: Any = self.namespace

@@ -49,6 +49,7 @@ from .protocol import (
     SPLIT,
     Break,
     Code,
+    Compiled,
     Effect,
     Elided,
     Frame,
@@ -235,6 +236,7 @@ def _recompiles(compilations: list[FrameEvent], targets: dict[int, TargetEvent])
                 dynamic=e.dynamic,
                 limit=e.limit,
                 limit_value=e.limit_value,
+                resumes_at=e.resumes_at,
             )
         )
     return tuple(found)
@@ -277,10 +279,7 @@ def _functions(
     for event in events:
         if isinstance(event, SiteEvent):
             aliases.setdefault(event.target, []).append(event.site)
-    compiled: dict[int, int] = {}  # the first compilation, and each recompilation that compiled
-    for event in compilations:
-        if event.own and not event.limit and (event.recompile or event.target not in compiled):
-            compiled[event.target] = compiled.get(event.target, 0) + 1
+    frames = _frames(compilations, targets)
     for number, target in targets.items():
         call = calls.get(number)
         verdict = verdicts.get(number)
@@ -310,13 +309,49 @@ def _functions(
             call_line=target.call_line,
             call_path=target.call_path,
             called_at=call.called_at if call else None,
-            compilations=compiled.get(number, 0),
+            compilations=sum(frame.compilations for frame in frames.get(number, ()) if frame.own),
             inlined=inside,
             processes=processes.get(number, ()),
+            frames=frames.get(number, ()),
         )
         # Every compile site of one compiled function (compiled twice: one code, one cache) is it.
         functions += [function] + [replace(function, site=site) for site in aliases.get(number, [])]
     return tuple(functions)
+
+
+def _frames(
+    compilations: list[FrameEvent], targets: dict[int, TargetEvent]
+) -> dict[int, tuple[Compiled, ...]]:
+    """Each target's frames as torch counts them, each with its compile ids: its own code, each of its
+    resume frames (by the break it resumes after), then each callee it re-entered, in order of
+    their first compilation."""
+    # A resume frame's code starts at its break: its function is where its function's own frame is.
+    starts = {(e.path, e.frame): e.line for e in compilations if e.resumes_at is None}
+    found: dict[int, dict[tuple[bool, str, str, int | None], list[FrameEvent]]] = {}
+    for event in compilations:
+        key = (event.own, event.path, event.frame, event.resumes_at)
+        found.setdefault(event.target, {}).setdefault(key, []).append(event)
+    frames: dict[int, tuple[Compiled, ...]] = {}
+    for number, by_frame in found.items():
+        target = targets[number]
+        listed = [
+            Compiled(
+                frame=frame,
+                path=target.path if own else path,
+                line=target.line if own else starts.get((path, frame), events[0].line),
+                resumes_at=resumes_at,
+                own=own,
+                compile_ids=tuple(e.compile_id for e in events),
+                refused=sum(1 for e in events if e.limit),
+            )
+            for (own, path, frame, resumes_at), events in by_frame.items()
+        ]
+        order = {
+            c: (not c.own, (c.resumes_at or 0) if c.own else 0, _compile_order(c.compile_ids[0]))
+            for c in listed
+        }
+        frames[number] = tuple(sorted(listed, key=order.__getitem__))
+    return frames
 
 
 def _breaks(
@@ -392,8 +427,37 @@ def _breaks(
                 compile_ids=tuple(sorted((c for c in group.compiles if c), key=_compile_order)),
             )
         )
+    breaks = _one_per_root(breaks)
     breaks.sort(key=lambda b: (b.function, b.chain[0].line, b.chain[0].column or 0, b.gb_type))
     return tuple(breaks)
+
+
+def _one_per_root(breaks: list[Break]) -> list[Break]:
+    """One break per root cause, whichever compiled functions reached it (a disabled call in a helper
+    that two of them call): the costliest function's (of those alike, the outermost's: the longest
+    chain), its count that function's, with the others' functions, chains and compilations beside it."""
+    by_root: dict[tuple[str, Frame], list[Break]] = {}
+    for brk in breaks:
+        by_root.setdefault((brk.gb_type, brk.chain[-1]), []).append(brk)
+    merged = []
+    for same in by_root.values():
+        first, *others = sorted(same, key=lambda b: (_cost(b), -len(b.chain), b.function))
+        merged.append(
+            replace(
+                first,
+                functions=tuple(dict.fromkeys(b.function for b in (first, *others))),
+                raises=first.raises or next((b.raises for b in others if b.raises), ""),
+                paths=first.paths + tuple(path for b in others for path in (b.chain, *b.paths)),
+                processes=tuple(sorted({p for b in same for p in b.processes}, key=in_order)),
+                compile_ids=tuple(sorted({c for b in same for c in b.compile_ids}, key=_compile_order)),
+            )
+        )
+    return merged
+
+
+def _cost(brk: Break) -> int:
+    """0 for a break whose function's frame runs entirely in eager mode, 1 after a line, 2 a split."""
+    return 2 if brk.effect != EAGER else 1 if brk.eager_from is not None else 0
 
 
 def _compile_order(compile_id: str) -> tuple[int, ...]:

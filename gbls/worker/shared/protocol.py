@@ -166,6 +166,9 @@ class Break:
     processes: tuple[str, ...] = ()
     # The compilations that hit it (its function's own, else the re-entered callees'), in order.
     compile_ids: tuple[str, ...] = ()
+    # Every compiled function that reached it, ``function`` first: one root cause, however many
+    # compiled functions traced their way to it (the others' chains are among ``paths``).
+    functions: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -215,6 +218,28 @@ class Recompile:
     # "cache_size_limit"), and its value; from then on the frame runs its compiled versions or eagerly.
     limit: str = ""
     limit_value: int = 0
+    # A resume frame of ``frame``'s function: the line of the break it resumes after. Dynamo compiles
+    # the rest of a function after a break as a frame of its own, with compilations of its own.
+    resumes_at: int | None = None
+
+
+@dataclass(frozen=True)
+class Compiled:
+    """One frame Dynamo translated in a compiled function's calls, and each of its compilations."""
+
+    frame: str  # the function it runs, as the user wrote it
+    path: str
+    line: int  # its code's first line; a resume frame's function's
+    # A resume frame: the line of the break it resumes after (the rest of its function, compiled apart).
+    resumes_at: int | None = None
+    own: bool = True  # the function's own frame or a resume frame of it; False: a callee it re-entered
+    # Dynamo's compile id of each time it translated the frame, in order: "3/0", "3/1", ...
+    compile_ids: tuple[str, ...] = ()
+    refused: int = 0  # how many of them a recompile limit stopped before they compiled
+
+    @property
+    def compilations(self) -> int:
+        return len(self.compile_ids) - self.refused
 
 
 @dataclass(frozen=True)
@@ -235,7 +260,9 @@ class Function:
     reached: tuple[Code, ...] = ()
     # The ``StaticTarget.id`` of the compile site it is, or "" when the source shows none.
     site: str = ""
-    # How many times Dynamo compiled it: 1, plus one per recompilation of its own frames that compiled.
+    # How many times Dynamo compiled its own frames (its code, and each resume frame of it after a
+    # break), as torch counts them: each frame's first compilation and recompilations, none a recompile
+    # limit stopped. ``frames`` has each frame's, and the callees it re-entered.
     compilations: int = 0
     # Where torch.compile ran for it (0: nowhere the analysis could see), for code outside the file.
     call_line: int = 0
@@ -247,6 +274,9 @@ class Function:
     processes: tuple[str, ...] = ()
     # Where the program's own code first called it (a library's own compiled function).
     called_at: Frame | None = None
+    # Each frame Dynamo translated in its calls, with its compile ids: its own, its resume frames, then
+    # the callees it re-entered from their eager parts.
+    frames: tuple[Compiled, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -309,6 +339,7 @@ class StaticTarget:
     in_main_block: bool = False  # runs only when the file runs as a script
     end_line: int = 0  # the compile call's last line
     scope: str = ""  # the function whose body holds the compile call; "" at module level
+    generic: bool = False  # it compiles what its enclosing function is given (a decorator's call)
 
 
 @dataclass(frozen=True)

@@ -24,7 +24,7 @@ from .protocol import Guard, GuardKind
 REASON = re.compile(r"^(\S+?): (.*)$")  # "0/0: <check>", "!1/0/3: <check>"
 COMMENT = re.compile(r"^(.*?)\s{2,}#\s?(.*)$")  # the check, padded, then "# <source line>  # <where>"
 SCOPED = re.compile(r"\b([LG])\['([^'\]]+)'\]")  # L['mode'] (a local), G['ACT'] (a global)
-NAME = r"[A-Za-z_][\w.]*"
+NAME = r"[A-Za-z_]\w*(?:\.\w+|\[\d+\])*"  # mode, self.scale, grad[0], states[1].weight
 TENSOR = re.compile(rf"^tensor '({NAME})' (.+?) mismatch")
 SIZES = re.compile(rf"({NAME})\.(?:size|stride)\(\)")
 CALLS: dict[str, GuardKind] = {"___check_type_id": "type", "___check_obj_id": "identity", "len": "length"}
@@ -46,7 +46,7 @@ def parse(reason: str) -> Guard:
     check = check.split("; ", 1)[0]  # recompiles_verbose lists every failed check
     text = SCOPED.sub(lambda match: match.group(2), check).strip()
     kind, subject = classify(text)
-    root = subject.split(".", 1)[0]
+    root = re.split(r"[.\[]", subject, maxsplit=1)[0]
     return Guard(
         text=text,
         failed=failed,
