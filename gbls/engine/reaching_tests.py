@@ -4,10 +4,11 @@ A library method compiled with ``@torch.compile`` is often called by nothing but
 pytest tests. When neither a configured run nor the file's own analysis ran it, gbls runs the tests
 that reach it (``python -m pytest tests/test_x.py::test_up ...`` from the project's folder) before it
 says "not analysed". Which tests is decided here, for ``gbls check`` and the editor alike, from the
-files' syntax only: in the ``test_*.py`` and ``*_test.py`` files whose imports name the module, the
-tests that use what they import from it (or import it themselves, or call a helper of the file that
-does), each by its id: one test of a 197-test file runs within one analysis's budget, the whole file
-does not. A file none of whose tests says so (a fixture brings the module) runs whole.
+files' syntax only: in the ``test_*.py`` and ``*_test.py`` files whose imports name the module (or
+a workspace module that imports it), the tests that use what they import from those (or import them
+themselves, or call a helper of the file that does), each by its id: one test of a 197-test file
+runs within one analysis's budget, the whole file does not. A file none of whose tests says so (a
+fixture brings the module), or all of whose tests do, runs whole.
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ import os
 
 from ..worker.shared.protocol import Run
 from . import runs
-from .imports import imported_names
+from .imports import imported_names, workspace_imports
 from .sources import MOST_FILES, TextOf, python_files
 
 MOST_TESTS = 8  # test files run for one analysis: the run has one analysis's time budget
@@ -45,8 +46,16 @@ def tests_of(paths: list[str], folder: str, text_of: TextOf) -> list[str]:
     under ``folder`` the tests that use one of their modules (``path::test``, ``path::Class::test``,
     or a whole file), in path order: at most ``MOST_TESTS``."""
     found = sorted(path for path in paths if is_test_file(path))[:MOST_TESTS]
-    wanted = {module_name(path) for path in paths} - {""}
-    for candidate in filter(is_test_file, python_files([folder], MOST_FILES)):
+    files = list(python_files([folder], MOST_FILES))
+    # A test reaches a file through the modules that import it too: a library's optimizers, which
+    # call its compiled utilities; its package, when the package's own imports reach the file.
+    through = [
+        other
+        for other in files
+        if not is_test_file(other) and set(paths) & set(workspace_imports(other, [folder], text_of))
+    ]
+    wanted = {module_name(path) for path in [*paths, *through]} - {""}
+    for candidate in filter(is_test_file, files):
         source = text_of(candidate) or ""
         if candidate in found or not wanted & set(imported_names(source, "")):
             continue
@@ -108,7 +117,7 @@ def _reaching(path: str, source: str, wanted: set[str]) -> list[str]:
                 bound.add(helper.name)
                 growing = True
     chosen = [f"{path}::{name}" for name, test in tests if _uses(test, bound, wanted)]
-    return chosen or [path]
+    return chosen if chosen and len(chosen) < len(tests) else [path]  # all of them: the file
 
 
 def test_run(folder: str, tests: list[str]) -> Run:

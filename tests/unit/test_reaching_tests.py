@@ -39,10 +39,10 @@ def test_tests_that_name_the_module_anywhere_in_them_are_found(tmp_path: Path) -
         },
     )
     found = reaching_tests.tests_of([str(tmp_path / "src/lib/ops.py")], str(tmp_path), read_source)
-    # A test that says so itself is named by its id; a file none of whose tests does runs whole.
+    # A file none of whose tests says so, or all of whose tests do (test_body.py's one), runs whole.
     assert [str(Path(path).relative_to(tmp_path)) for path in found] == [
         "tests/ops_test.py",
-        "tests/test_body.py::test_x",
+        "tests/test_body.py",
         "tests/test_from_package.py",
         "tests/unit/test_plain.py",
     ]
@@ -120,3 +120,28 @@ def test_a_test_file_is_its_own_test(tmp_path: Path) -> None:
     write(tmp_path, {"ops.py": "", "test_ops.py": "import ops\n", "test_more.py": "import test_ops\n"})
     found = reaching_tests.tests_of([str(tmp_path / "test_ops.py")], str(tmp_path), read_source)
     assert found == [str(tmp_path / "test_ops.py"), str(tmp_path / "test_more.py")]
+
+
+def test_a_test_reaches_a_file_through_the_modules_that_import_it(tmp_path: Path) -> None:
+    """The optimizers call the compiled utilities: a test of an optimizer reaches them, as one of the
+    utilities does; a test of something else does not."""
+    write(
+        tmp_path,
+        {
+            "lib/__init__.py": "from lib.optimizers import Adam\n",
+            "lib/optimizers.py": "from lib.utils import step\n",
+            "lib/utils.py": "",
+            "lib/other.py": "",
+            "tests/test_lib.py": (
+                "from lib import Adam\nfrom lib.utils import step\nfrom lib.other import thing\n\n"
+                "def test_adam():\n    Adam()\n\n"
+                "def test_step():\n    step()\n\n"
+                "def test_thing():\n    thing()\n"
+            ),
+        },
+    )
+    found = reaching_tests.tests_of([str(tmp_path / "lib/utils.py")], str(tmp_path), read_source)
+    assert [str(Path(test).relative_to(tmp_path)) for test in found] == [
+        "tests/test_lib.py::test_adam",
+        "tests/test_lib.py::test_step",
+    ]
