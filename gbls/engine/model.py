@@ -19,6 +19,7 @@ from typing import Literal
 from ..worker.shared import protocol
 from ..worker.shared.protocol import EAGER, Break, Code, Elided, Feature, Function, Graph, Guard, Recompile
 from ..worker.shared.workspace import library_of
+from . import words
 from .ranges import Span
 
 # How each setting that makes a break raise is written in the user's code.
@@ -94,10 +95,30 @@ class BreakReport:
     features: tuple[Feature, ...] = ()
     paths: tuple[tuple[Location, ...], ...] = ()  # every other chain to the same root cause
     provenance: Provenance | None = None  # imported from a real run's trace, not analysed here
+    call: str = ""  # the root cause as written ("np.random.rand()"), "" where Python gives no columns
 
     @property
     def function(self) -> str:
         return self.cause.function
+
+    @property
+    def explanation(self) -> str:
+        """Dynamo's explanation in the user's words (``words``): its function, not its resume
+        function; the call the user wrote, not its ATen operator."""
+        return words.said(self.cause.explanation, self.call)
+
+    @property
+    def context(self) -> str:
+        return words.said(self.cause.context, self.call)
+
+    @property
+    def hints(self) -> tuple[str, ...]:
+        return tuple(words.said(hint, self.call) for hint in self.cause.hints)
+
+    @property
+    def eager_reason(self) -> str:
+        """For an EAGER break: the break Dynamo raised when it gave up on the frame, in user words."""
+        return words.said(self.cause.eager_reason, self.call)
 
     @property
     def gb_type(self) -> str:
@@ -216,7 +237,7 @@ class BreakReport:
         if self.via:
             text += f" (via {' → '.join(self.via)})"
         if self.eager:
-            reason = self.cause.eager_reason
+            reason = self.eager_reason
             why = f": {reason.split(':')[0]}" if reason else ""
             text += f"; {self.function} {self.eager}{why}"
         if self.nested:
@@ -255,6 +276,10 @@ class RecompileReport:
     why: str  # "the value of `mode` changes between calls", or "" when the check says nothing
     suppressed: bool = False
     provenance: Provenance | None = None  # imported from a real run's trace, not analysed here
+    # Where the checked value was computed, when Dynamo passed it across a graph break (the call the
+    # function broke at: ``np.random.rand()``).
+    origin: Location | None = None
+    guarded: str = ""  # the code at ``guard_at`` as written (``range(n)``), "" where unknown
 
     @property
     def guard(self) -> Guard | None:

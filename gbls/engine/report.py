@@ -25,7 +25,7 @@ from ..worker.shared.protocol import ERROR, OK, Break, Failure, Frame, Function,
 from ..worker.shared.workspace import in_workspace
 from .discovery import CompiledSite
 from .model import BreakReport, CudaOnlyReport, CutReport, FileReport, FunctionReport, Location
-from .ranges import Span, byte_to_char, line_text, span_of
+from .ranges import Span, byte_to_char, line_text, span_of, written
 from .recompiles import recompile_reports
 from .sources import TextOf
 
@@ -97,7 +97,12 @@ def checked(path: str, source: str, result: Result) -> Result:
     recompiles = []
     for recompile in result.recompiles:
         code = recompile.frame
-        frames = [Frame(code.path, code.name, code.line), *(recompile.guard.chain if recompile.guard else ())]
+        guard = recompile.guard
+        frames = [
+            Frame(code.path, code.name, code.line),
+            *(guard.chain if guard else ()),
+            *((guard.origin,) if guard and guard.origin else ()),
+        ]
         found = [problem for problem in (_frame_problem(f, path, lines) for f in frames) if problem]
         if found:
             problems += found
@@ -281,6 +286,8 @@ def _break_report(
         if chain
         else ""
     )
+    root = chain[-1] if chain and brk.chain[-1].column is not None else None
+    call = written(text(root.path) or "", root.span) if root else ""
     # Where the workspace called the compiled code (``model(batch)`` in train.py), when the chain
     # does not pass there.
     called_at = None
@@ -304,6 +311,7 @@ def _break_report(
             called_at=called_at,
             features=result.features,
             paths=paths,
+            call=call,
         )
     # The code is not in the workspace (a library model compiled here), or Dynamo refused the whole
     # function before its first instruction: the break sits on the compile site.
@@ -328,6 +336,7 @@ def _break_report(
         called_at=called_at,
         features=result.features,
         paths=paths,
+        call=call,
     )
 
 

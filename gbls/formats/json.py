@@ -147,9 +147,9 @@ def render(
                         "gb_type": b.gb_type,
                         "gb_id": b.gb_id,
                         "url": b.url,
-                        "explanation": b.cause.explanation,
-                        "hints": list(b.cause.hints),
-                        "context": b.cause.context,
+                        "explanation": b.explanation,
+                        "hints": list(b.hints),
+                        "context": b.context,
                         "effect": b.effect,
                         "eager_from": b.cause.eager_from,
                         "range": _range(b.span),
@@ -259,6 +259,7 @@ def _recompile_json(found: RecompileReport, fix: Fix | None) -> dict[str, Any]:
                 "global": guard.is_global,
                 "hint": guard.hint,
                 "location": _frame(found.guard_at) if found.guard_at else None,
+                "origin": _frame(found.origin) if found.origin else None,
             }
             if guard
             else None

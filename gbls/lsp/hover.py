@@ -59,12 +59,12 @@ def break_markdown(
     words, and Dynamo's explanation), the chain down to the cause, how the function splits;
     ``unfixed``: why there is no quick fix; ``full`` (the report): Dynamo's other hints too.
     Without them a hover fits VS Code's at its default size, under the diagnostic's own lines."""
-    hints = [prose(hint) for hint in brk.cause.hints]
+    hints = [prose(hint) for hint in brk.hints]
     todo = prose(fix) if fix else (hints.pop(0) if hints else "")
     code = f"[{brk.code}]({brk.url})" if brk.url else brk.code
     hits = f", hit {brk.count} times" if brk.count > 1 else ""
     # What broke, in torch's words (the diagnostic above says it in gbls's), then why.
-    why = f"**{brk.gb_type}** ({code}{hits}): {explanation(brk.cause.explanation, where)}"
+    why = f"**{brk.gb_type}** ({code}{hits}): {explanation(brk.explanation, where)}"
     parts = [f"**To do:** {todo.rstrip('.')}. {why}" if todo else why]
     if not fix and unfixed:
         parts.append(f"No quick fix: {unfixed}.")
@@ -83,7 +83,7 @@ def break_markdown(
             f"break in it), and this break splits `{callee}`'s graph."
         )
     if brk.eager:
-        reason = brk.cause.eager_reason or "Dynamo skipped the frame"
+        reason = brk.eager_reason or "Dynamo skipped the frame"
         parts.append(f"⚠ `{brk.function}` {brk.eager}: {prose(reason)}")
     if len(brk.chain) > 1 or brk.root.path != where.here:
         steps = [f"`{where.named(at)}` ({where.link(at.path, at.span.line)})" for at in brk.chain]

@@ -8,8 +8,9 @@ from pathlib import Path
 import torch
 
 from gbls.engine.model import FileReport, FunctionReport, RecompileReport
+from gbls.worker.shared import reasons
 from gbls.worker.shared.frames import base_name
-from gbls.worker.shared.protocol import Recompile
+from gbls.worker.shared.protocol import Guard, Recompile
 
 from ..support import FIXTURES
 from ..support.torchlog_recompiles import COLUMNS, LoggedRecompile, logged_recompiles
@@ -20,9 +21,12 @@ RECOMPILES = FIXTURES / "recompiles"
 LIMIT = "recompile_limit" if hasattr(torch._dynamo.config, "recompile_limit") else "cache_size_limit"
 
 
-def unscoped(check: str) -> str:
-    """A check as torch printed it, locals and globals by their names (as gbls shows them)."""
-    return re.sub(r"\b[LG]\['([^']+)'\]", r"\1", check)
+def in_words(check: str, guard: Guard) -> str:
+    """A check as torch printed it, as gbls says it: locals and globals by their names, Dynamo's
+    helpers as the Python they compute, a value held across a break (``___stack0``) as the code gbls
+    names (which ``test_words`` checks against torch's own resume functions)."""
+    unscoped = re.sub(r"\b[LG]\['([^']+)'\]", r"\1", check)
+    return reasons.HELD.sub(lambda _: guard.subject, reasons.readable(unscoped))
 
 
 def own_frame(function: FunctionReport) -> str:
@@ -58,7 +62,7 @@ def assert_agrees_with_torch(report: FileReport, fixture: Path) -> None:
         for recompile, entry in zip(ours, theirs, strict=True):
             guard, reason = recompile.guard, entry.reasons[0]
             assert guard is not None
-            assert (guard.failed, guard.text) == (reason.failed, unscoped(reason.text))
+            assert (guard.failed, guard.text) == (reason.failed, in_words(reason.text, guard))
             if reason.stack:
                 assert (guard.chain[-1].path, guard.chain[-1].line) == reason.stack[-1][:2]
             elif reason.located:

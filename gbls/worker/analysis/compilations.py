@@ -20,7 +20,7 @@ import torch._dynamo
 from ..shared import reasons
 from ..shared.frames import RawFrame, base_name
 from ..shared.protocol import Frame, Guard
-from . import hookpoints
+from . import hookpoints, resumed
 from .frames import collapse, raw_frame
 from .targets import Target
 
@@ -66,7 +66,7 @@ class Recompilations:
         translation.recompile = True
         if not found:
             return
-        guard = reasons.parse(found[0])
+        guard = resumed.in_user_words(reasons.parse(found[0]), translation.code)
         if stacks and "\nUser stack trace:" in found[0]:
             frames = list(translation.prefix) + [raw_frame(summary) for summary in stacks[0]]
             guard = replace(guard, chain=collapse(frames))

@@ -1,0 +1,82 @@
+"""gbls says what it found in the user's words: nothing it produces on the fixtures the engine
+tests analyse (``gbls check``'s text and JSON, diagnostics, hovers, the break report, code lenses,
+code actions) names Dynamo's internals: a value kept across a break (``___stack0``), a guard's
+helper (``___check_obj_id``), a resume function (``torch_dynamo_resume_in_step_at_10``) or an ATen
+operator (``aten.nonzero.default``)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from gbls.worker.shared.frames import base_name, resume_line
+
+from ..support import FIXTURES
+from ..support.said import internal_names
+from ..support.torchlog import logged_script
+from ..support.torchlog_recompiles import logged_recompiles
+from ..support.worker import Analyse
+from .test_engine import assert_agrees_with_torch, assert_same_roots
+from .test_recompiles import in_words
+
+# The fixture folders the engine layer analyses, file by file.
+FOLDERS = (
+    "cuda",
+    "engine",
+    "fidelity",
+    "fixes",
+    "guards",
+    "hatches",
+    "hover",
+    "incremental",
+    "nested",
+    "raising",
+    "recompiles",
+    "scripts",
+    "testing",
+    "values",
+    "words",
+)
+FILES = sorted(
+    path
+    for folder in FOLDERS
+    for path in (FIXTURES / folder).rglob("*.py")
+    if "compile" in path.read_text(encoding="utf-8", errors="replace")
+)
+
+
+@pytest.mark.parametrize("path", FILES, ids=lambda path: str(path.relative_to(FIXTURES)))
+async def test_nothing_gbls_says_names_dynamos_internals(analyse_file: Analyse, path: Path) -> None:
+    report = await analyse_file(path)
+    assert internal_names([report], str(path.parent)) == []
+
+
+async def test_a_value_held_across_a_break_is_the_call_torch_resumed_after(analyse_file: Analyse) -> None:
+    """A guard on ``___stack0`` of ``torch_dynamo_resume_in_step_at_14`` is on what the call at
+    line 14 returned: the break torch logs there is the call gbls names, at the place gbls shows."""
+    fixture = FIXTURES / "words" / "noisy_step.py"
+    report = await analyse_file(fixture)
+    logged = logged_script(fixture).main
+    assert_same_roots(report, logged)
+    assert_agrees_with_torch(report, fixture, logged)  # the break at `np.random.rand()`, as torch logs it
+    (brk,) = report.breaks
+    (found,) = report.recompiles
+    resumed = [entry for entry in logged_recompiles(fixture).recompiles if entry.path == str(fixture)]
+    assert [r.compile_id for r in found.recompiles] == [entry.compile_id for entry in resumed]
+    for recompile, entry in zip(found.recompiles, resumed, strict=True):
+        # torch compiled the rest of `step` again, after line 12, for the value on its stack there.
+        assert (base_name(entry.function), resume_line(entry.function)) == ("step", brk.span.line)
+        reason, guard = entry.reasons[0], recompile.guard
+        assert guard is not None and "___stack0" in reason.text
+        assert (guard.subject, guard.text) == (brk.call, in_words(reason.text, guard))
+        assert guard.origin is not None and (guard.origin.function, guard.origin.line) == (
+            "step",
+            brk.span.line,
+        )
+    assert brk.call == "np.random.rand()" and found.origin is not None and found.origin.span == brk.span
+    held = f"held across the graph break at line {brk.span.line} of `step`"
+    assert found.why == f"the value of `np.random.rand()`, {held}, changes between calls"
+    # The break's own text names the call, not the operator Dynamo traced it as.
+    assert brk.explanation.startswith("`np.random.rand()` has a non-Tensor output")
+    assert "aten." in brk.cause.explanation  # as torch wrote it: the words are gbls's
