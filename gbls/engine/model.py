@@ -122,7 +122,8 @@ class BreakReport:
 
     @property
     def gb_type(self) -> str:
-        return self.cause.gb_type
+        """Dynamo's name for the kind of break; before torch 2.7 its one line of text, in user words."""
+        return words.said(self.cause.gb_type, self.call)
 
     @property
     def gb_id(self) -> str | None:

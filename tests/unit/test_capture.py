@@ -244,6 +244,7 @@ def test_guard_helpers_are_said_as_the_python_they_compute() -> None:
         "0/0: ___odict_getitem(L['d'], 'a') == 2": "d['a'] == 2",
         "0/0: ___tuple_iterator_len(L['it']) == 3": "len(list(it)) == 3",
         "0/0: ___some_new_helper(L['a'], (1, 2))": "some_new_helper(a, (1, 2))",  # unknown: by its name
+        "1/1: ___as_tensor(L['k']).item() == 0.5": "k == 0.5",  # torch 2.6's check of a float's value
     }
     assert {reason: reasons.parse(reason).text for reason in said} == said
 

@@ -41,6 +41,7 @@ HELD = re.compile(r"___stack(\d+)|__resume_frame_values\[(\d+)\]")
 UNNAMED = "(a value held across the graph break)"
 BUILTIN = re.compile(r"__builtins_dict___\d+\['(\w+)'\]")  # G['__builtins_dict___4']['float']: float
 HELPER = re.compile(r"___(\w+)\(")
+AS_NUMBER = re.compile(r"___as_tensor\(([\w.\[\]']+)\)\.item\(\)")
 # Dynamo's guard helpers as Python: each one's arguments into what it computes.
 HELPERS = {
     "check_obj_id": "id({0}) == {1}",
@@ -106,8 +107,10 @@ def held(guard: Guard, names: Mapping[int, tuple[str, Frame | None]]) -> Guard:
 
 
 def _unscoped(check: str) -> str:
-    """A check with locals and globals by their names (``L['mode']``: ``mode``), builtins too."""
-    return BUILTIN.sub(r"\1", SCOPED.sub(lambda match: match.group(2), check)).strip()
+    """A check with locals and globals by their names (``L['mode']``: ``mode``), builtins too, and a
+    number's value as itself (torch 2.6 checks ``___as_tensor(x).item()``)."""
+    text = BUILTIN.sub(r"\1", SCOPED.sub(lambda match: match.group(2), check)).strip()
+    return AS_NUMBER.sub(r"\1", text)
 
 
 def readable(check: str) -> str:
