@@ -34,6 +34,10 @@ BreakKey = tuple[str, str, int, int, int, int]
 # What identifies a recompilation report likewise: function, frame, line and column of its span.
 RecompileKey = tuple[str, str, int, int]
 
+# A call of ``torch._dynamo.graph_break()``: its GB id, and its gb_type on torch without ids.
+GRAPH_BREAK_CALL = "GB0025"
+GRAPH_BREAK_TYPE = "Call to `torch._dynamo.graph_break()`"
+
 RECOMPILE_CODE = "recompile"
 # A recompilation that hit the recompile limit: its SARIF rule, its type in a baseline.
 LIMIT_CODE = "recompile-limit"
@@ -204,7 +208,20 @@ class BreakReport:
         cause is in torch), ``library`` (the cause is in an installed package: ``library``), or ``user``."""
         if any(kind in PYTORCH_CLASSES for kind in self.cause.classes) or self.library == "torch":
             return "pytorch"
+        if self.torch_asks:
+            return "pytorch"
         return "library" if self.library else "user"
+
+    @property
+    def torch_asks(self) -> str:
+        """For a ``torch._dynamo.graph_break()`` that torch's own code calls (``torch.optim``'s step asks
+        for one), not the user's: ``torch's own graph_break(), inside `opt.step()``` (the chain folds
+        torch's frames, so its root is the user's call into torch); else ""."""
+        asked = self.cause.gb_id == GRAPH_BREAK_CALL or self.cause.gb_type.startswith(GRAPH_BREAK_TYPE)
+        written = self.call or self.reason
+        if not asked or not written or "graph_break" in written:
+            return ""
+        return f"torch's own graph_break(), inside `{written}`"
 
     @property
     def who(self) -> str:
@@ -245,6 +262,8 @@ class BreakReport:
             text += f"; nested graph break: {self.nested}"
         elif self.own_frame:
             text += f"; {self.own_frame}"
+        if self.torch_asks:
+            text += f"; {self.torch_asks}"
         return f"{self.raises}: {text}" if self.raises else text
 
 
@@ -353,6 +372,9 @@ class FunctionReport:
     decorator: Span | None
     call: Span | None
     elided: tuple[Elided, ...] = ()  # its graphs whose values the analysis did not compute
+    # The branch its compile call is in, which the run did not take ("`if is_speculative:` (line 58)
+    # was false"): not analysed, and no failure: the run is another.
+    untaken: str = ""
 
     @property
     def code_path(self) -> str:
@@ -507,6 +529,8 @@ class FileReport:
     cuda_only: tuple[CudaOnlyReport, ...] = ()  # calls not run, CUDA being mapped to the CPU
     cut: CutReport | None = None  # the program was still running when the budget ended
     elided: tuple[Elided, ...] = ()  # the analysis's graphs whose values it did not compute
+    # The files whose analyses (a run's: its script) found what a view of another file shows.
+    reached_from: tuple[str, ...] = ()
 
     def find(self, key: BreakKey) -> BreakReport | None:
         return next((brk for brk in self.breaks + self.splits if brk.key == key), None)

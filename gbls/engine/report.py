@@ -28,6 +28,7 @@ from .model import BreakReport, CudaOnlyReport, CutReport, FileReport, FunctionR
 from .ranges import Span, byte_to_char, line_text, span_of, written
 from .recompiles import recompile_reports
 from .sources import TextOf
+from .untaken import untaken
 
 # Far past any real source, far below what LSP positions hold (2**31 - 1).
 POSITION_LIMIT = 10_000_000
@@ -414,16 +415,22 @@ def _functions(
         report = _function_report(path, source, function, site, graphs, breaks, suppressed, text, own)
         elided = tuple(e for e in result.elided if e.function == function.qualname)
         reports.append(dataclasses.replace(report, elided=elided))
+    ran = [by_id[f.site].line for f in result.functions if f.analysed and f.site in by_id]
     for site in sites:
         if site.id not in used:
+            branch = ""
             if result.cut is not None:
                 reason = f"the program was cut after {result.cut.seconds:g} s, before it reached it"
+            elif result.status != OK:
+                reason = "the analysis stopped before reaching it"
             else:
-                reason = "the analysis stopped before reaching it" if result.status != OK else "it never ran"
+                branch = untaken(source, site.line, ran)
+                reason = f"not compiled in this run: {branch}" if branch else "it never ran"
             stub = Function(
                 site.name, site.qualname, path, site.first_line, site.kind, reason=reason, site=site.id
             )
-            reports.append(_function_report(path, source, stub, site, (), breaks, suppressed, text, own))
+            report = _function_report(path, source, stub, site, (), breaks, suppressed, text, own)
+            reports.append(dataclasses.replace(report, untaken=branch))
     reports.sort(key=lambda report: (report.path, report.span.line))
     return tuple(reports)
 

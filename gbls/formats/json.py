@@ -126,6 +126,7 @@ def render(
                         "line": f.line,
                         "analysed": f.analysed,
                         "reason": f.reason,
+                        "untaken": f.untaken or None,
                         "inputs": f.target.inputs,
                         "input_source": f.target.input_source,
                         "inlined": f.target.inlined or None,

@@ -73,7 +73,8 @@ def break_markdown(
     # The user's own code goes without saying (the JSON and SARIF have its classes): the hover stays short.
     if brk.owner != "user" or "caused_by_earlier_break" in brk.cause.classes:
         kinds = ", ".join(CLASSES[kind] for kind in brk.cause.classes if kind in CLASSES)
-        parts.append(f"Who can act: {brk.who}" + (f" · torch classes it as {kinds}" if kinds else ""))
+        asks = f" · {brk.torch_asks}" if brk.torch_asks else ""
+        parts.append(f"Who can act: {brk.who}{asks}" + (f" · torch classes it as {kinds}" if kinds else ""))
     if brk.nested:
         parts.append(f"Nested graph break: the graph {brk.nested}.")
     elif brk.own_frame:

@@ -112,7 +112,7 @@ def assert_same_roots(report: FileReport, logged: list[LoggedBreak]) -> None:
 def gave_up_at(fixture: Path, brk: BreakReport) -> list[LoggedCompile]:
     """The compilations whose metrics say Dynamo gave up on the frame at the break's root, for its reason."""
     root = (brk.root.path, brk.root.span.line)
-    said = {printed(brk.cause.explanation), printed(brk.gb_type)}
+    said = {printed(brk.cause.explanation), printed(brk.cause.gb_type)}
     return [
         compile
         for compile in logged_compiles(fixture)

@@ -6,6 +6,7 @@ operator (``aten.nonzero.default``)."""
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
@@ -80,3 +81,30 @@ async def test_a_value_held_across_a_break_is_the_call_torch_resumed_after(analy
     # The break's own text names the call, not the operator Dynamo traced it as.
     assert "`np.random.rand()`" in brk.explanation and "aten." not in brk.explanation
     assert "aten." in brk.cause.explanation  # as torch wrote it: the words are gbls's
+
+
+async def test_a_graph_break_torch_asks_for_says_whose_it_is(analyse_file: Analyse) -> None:
+    """torch's optimizer calls ``torch._dynamo.graph_break()`` in its own code: the break is on the
+    user's ``optimizer.step()``, said as torch's own, for PyTorch to act on."""
+    fixture = FIXTURES / "words" / "optimizer_step.py"
+    report = await analyse_file(fixture)
+    logged = logged_script(fixture).main
+    # Each break torch logged, at its last line of the user's code (gbls folds torch's own frames).
+    # (torch logs the break once more as it translates its own optimizer's frame: no line of the user's.)
+    users = [[frame for frame in entry.stack if frame.path == str(fixture)] for entry in logged]
+    mine = {(frames[-1].path, frames[-1].line) for frames in users if frames}
+    assert {(brk.root.path, brk.root.span.line) for brk in report.breaks} == mine
+    (asked,) = [brk for brk in report.breaks if brk.torch_asks]
+    assert (asked.call, asked.owner) == ("optimizer.step()", "pytorch")
+    assert asked.torch_asks == "torch's own graph_break(), inside `optimizer.step()`"
+    assert asked.message.endswith(f"; {asked.torch_asks}")
+    # torch's log of the same break goes on below the user's line, into torch's own optimizer.
+    (entry,) = [
+        e
+        for e in logged
+        if e.stack and e.stack[-1].path.endswith(os.path.join("torch", "optim", "optimizer.py"))
+    ]
+    user = [frame for frame in entry.stack if frame.path == str(fixture)]
+    assert (user[-1].path, user[-1].line) == (str(fixture), asked.span.line)
+    # The user's own calls into torch that Dynamo refuses are theirs to change.
+    assert all(not brk.torch_asks and brk.owner == "user" for brk in report.breaks if brk is not asked)
