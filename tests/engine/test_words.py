@@ -1,6 +1,6 @@
 """gbls says what it found in the user's words: nothing it produces on the fixtures the engine
-tests analyse (``gbls check``'s text and JSON, diagnostics, hovers, the break report, code lenses,
-code actions) names Dynamo's internals: a value kept across a break (``___stack0``), a guard's
+tests analyse, files and runs (``gbls check``'s text and JSON, diagnostics, hovers, the break
+report, code lenses, code actions) names Dynamo's internals: a value kept across a break (``___stack0``), a guard's
 helper (``___check_obj_id``), a resume function (``torch_dynamo_resume_in_step_at_10``) or an ATen
 operator (``aten.nonzero.default``)."""
 
@@ -11,7 +11,12 @@ from pathlib import Path
 
 import pytest
 
+from gbls.engine.sources import read_source
+from gbls.runtime.session import analyse, entry_of
+from gbls.runtime.workerclient import Worker
+from gbls.settings import Settings
 from gbls.worker.shared.frames import base_name, resume_line
+from gbls.worker.shared.protocol import Run
 
 from ..support import FIXTURES
 from ..support.said import internal_names
@@ -47,10 +52,33 @@ FILES = sorted(
 )
 
 
+# The runs the engine layer analyses, as their users start them: (folder, script, arguments, variables).
+RUNS = [
+    ("fastgen", "generate.py", ("--compile",), ()),
+    ("fastgen", "generate.py", ("--compile", "--draft", "--compile_prefill"), ()),
+    ("twofile", "train.py", (), ()),
+    ("echoed", "check_args.py", ("--label", "two words"), (("MODE", "a b"),)),
+]
+
+
 @pytest.mark.parametrize("path", FILES, ids=lambda path: str(path.relative_to(FIXTURES)))
 async def test_nothing_gbls_says_names_dynamos_internals(analyse_file: Analyse, path: Path) -> None:
     report = await analyse_file(path)
     assert internal_names([report], str(path.parent)) == []
+
+
+@pytest.mark.parametrize("folder, script, arguments, env", RUNS, ids=lambda value: str(value))
+async def test_nothing_gbls_says_of_a_run_names_dynamos_internals(
+    worker: Worker, folder: str, script: str, arguments: tuple[str, ...], env: tuple[tuple[str, str], ...]
+) -> None:
+    where = FIXTURES / "runs" / folder
+    run = Run(script, str(where / script), "", arguments, str(where), env)
+    path = entry_of(run)
+    report = await analyse(
+        worker, path, read_source(path) or "", Settings(), str(where), read_source, run=run
+    )
+    assert report.status == "ok", report.message
+    assert internal_names([report], str(where)) == []
 
 
 async def test_a_value_held_across_a_break_is_the_call_torch_resumed_after(analyse_file: Analyse) -> None:
