@@ -206,6 +206,9 @@ def split_story(function: FunctionReport, breaks: BreakReport | tuple[BreakRepor
 def function_markdown(function: FunctionReport, report: FileReport, where: Where) -> str:
     kind = {"module": "compiled module", "method": "compiled method"}.get(function.kind, "compiled function")
     lines = [f"**`{function.qualname}`** · {kind}"]
+    if function.untaken:  # what the run is: inputs would not make it so
+        lines.append(f"{prose(function.reason[0].upper() + function.reason[1:])}.")
+        return "\n\n".join(lines)
     if not function.analysed:
         lines.append(f"Not analysed: {prose(function.reason)}.")
         if report.cut is None:  # inputs cannot help a function the program was cut before

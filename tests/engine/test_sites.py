@@ -27,6 +27,7 @@ def gbls(*arguments: str, cwd: Path = ROOT) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
         [sys.executable, "-m", "gbls", arguments[0], "--no-cache", *arguments[1:]],
         cwd=cwd,
+        env=dict(os.environ, PYTHONPATH=str(ROOT)),  # this checkout's gbls, wherever it runs from
         capture_output=True,
         text=True,
         timeout=600,
