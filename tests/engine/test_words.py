@@ -1,8 +1,8 @@
 """gbls says what it found in the user's words: nothing it produces on the fixtures the engine
 tests analyse, files and runs (``gbls check``'s text and JSON, diagnostics, hovers, the break
-report, code lenses, code actions) names Dynamo's internals: a value kept across a break (``___stack0``), a guard's
-helper (``___check_obj_id``), a resume function (``torch_dynamo_resume_in_step_at_10``) or an ATen
-operator (``aten.nonzero.default``)."""
+report, code lenses, code actions) names Dynamo's internals: a value kept across a break
+(``___stack0``), a guard's helper (``___check_obj_id``), a resume function
+(``torch_dynamo_resume_in_step_at_10``) or an ATen operator (``aten.nonzero.default``)."""
 
 from __future__ import annotations
 
