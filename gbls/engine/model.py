@@ -205,10 +205,9 @@ class BreakReport:
     @property
     def owner(self) -> str:
         """Who can act on it: ``pytorch`` (its hints say Dynamo could trace the code or is wrong, or the
-        cause is in torch), ``library`` (the cause is in an installed package: ``library``), or ``user``."""
-        if any(kind in PYTORCH_CLASSES for kind in self.cause.classes) or self.library == "torch":
-            return "pytorch"
-        if self.torch_asks:
+        cause is in torch, or torch asks for it), ``library`` (the cause is in an installed package: ``library``), or ``user``."""
+        pytorch = any(kind in PYTORCH_CLASSES for kind in self.cause.classes) or self.library == "torch"
+        if pytorch or self.torch_asks:  # a cause in torch, or a break torch's own code asks for
             return "pytorch"
         return "library" if self.library else "user"
 
@@ -373,7 +372,7 @@ class FunctionReport:
     call: Span | None
     elided: tuple[Elided, ...] = ()  # its graphs whose values the analysis did not compute
     # The branch its compile call is in, which the run did not take ("`if is_speculative:` (line 58)
-    # was false"): not analysed, and no failure: the run is another.
+    # was false"): not analysed, and no failure: another run takes that branch.
     untaken: str = ""
 
     @property
