@@ -205,7 +205,8 @@ class BreakReport:
     @property
     def owner(self) -> str:
         """Who can act on it: ``pytorch`` (its hints say Dynamo could trace the code or is wrong, or the
-        cause is in torch, or torch asks for it), ``library`` (the cause is in an installed package: ``library``), or ``user``."""
+        cause is in torch, or torch asks for it), ``library`` (the cause is in an installed package:
+        ``library``), or ``user``."""
         pytorch = any(kind in PYTORCH_CLASSES for kind in self.cause.classes) or self.library == "torch"
         if pytorch or self.torch_asks:  # a cause in torch, or a break torch's own code asks for
             return "pytorch"
