@@ -267,6 +267,7 @@ def print_reports(
     for note in dict.fromkeys(note for report in reports for note in report.notes):
         print(f"gbls: {note}", file=sys.stderr)
     unreached = common.unreached(reports, named or [], why)
+    analysed = reports  # before the baseline leaves out what it holds
     baselined = None
     if reporting.baseline:
         baselined = against_baseline(reports, reporting)
@@ -280,7 +281,7 @@ def print_reports(
     elif reporting.format == "github":
         sys.stdout.write(github.render(reports, unreached))
     else:
-        sys.stdout.write(text.render(reports, fixes, baselined, runs, unreached))
+        sys.stdout.write(text.render(reports, fixes, baselined, runs, unreached, analysed))
     if reporting.sarif_file:
         with open(reporting.sarif_file, "w", encoding="utf-8") as handle:
             handle.write(sarif.render(reports, unreached))

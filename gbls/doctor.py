@@ -137,18 +137,17 @@ def cache_lines(cache_dir: str, folder: str) -> list[str]:
     return [f"cache: {where} ({origin}): " + (f"{count}, {size / 1024:.0f} KiB" if entries else "empty")]
 
 
-def _run_line(run: Run, origin: str) -> str:
-    target = ["-m", run.module] if run.module else [os.path.relpath(run.script, run.cwd)]
-    env = "".join(f" {name}={value}" for name, value in run.env)
-    return f"  {run.name}: python {' '.join([*target, *run.args])} (in {run.cwd}{env}) — {origin}"
+def _run_line(run: Run, origin: str, folder: str) -> str:
+    """The run as a command that does it when pasted in ``folder``, and the file that configures it."""
+    return f"  {run.name}: {runs.shell_command(run, folder)} — {origin}"
 
 
 def run_lines(folder: str) -> list[str]:
     """The runs ``folder`` configures, each with the file that says so, and what could not be read."""
     pyproject, launch = runs.from_pyproject(folder), runs.from_launch_json(folder)
     both = f"{runs.PYPROJECT} and {runs.LAUNCH}"
-    lines = [_run_line(run, both if run in launch.runs else runs.PYPROJECT) for run in pyproject.runs]
-    lines += [_run_line(run, runs.LAUNCH) for run in launch.runs if run not in pyproject.runs]
+    lines = [_run_line(run, both if run in launch.runs else runs.PYPROJECT, folder) for run in pyproject.runs]
+    lines += [_run_line(run, runs.LAUNCH, folder) for run in launch.runs if run not in pyproject.runs]
     lines += [f"  problem: {problem}" for problem in (*pyproject.problems, *launch.problems)]
     if not lines:
         return [f"runs: none configured in {folder} ([[tool.gbls.run]] in {runs.PYPROJECT}, {runs.LAUNCH})"]

@@ -95,7 +95,11 @@ def _recompile(recompile: Recompile, maps: dict[str, Lines]) -> Recompile:
     return dataclasses.replace(
         recompile,
         frame=_code(recompile.frame, maps),
-        guard=dataclasses.replace(guard, chain=tuple(_frame(f, maps) for f in guard.chain))
+        guard=dataclasses.replace(
+            guard,
+            chain=tuple(_frame(f, maps) for f in guard.chain),
+            origin=_frame(guard.origin, maps) if guard.origin else None,
+        )
         if guard
         else None,
     )
@@ -109,6 +113,7 @@ def shifted_recompile(report: RecompileReport, maps: dict[str, Lines]) -> Recomp
         recompiles=tuple(_recompile(r, maps) for r in report.recompiles),
         span=_span(report.span, maps.get(report.path, {})),
         guard_at=_location(report.guard_at, maps) if report.guard_at else None,
+        origin=_location(report.origin, maps) if report.origin else None,
     )
 
 

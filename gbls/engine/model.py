@@ -19,6 +19,7 @@ from typing import Literal
 from ..worker.shared import protocol
 from ..worker.shared.protocol import EAGER, Break, Code, Elided, Feature, Function, Graph, Guard, Recompile
 from ..worker.shared.workspace import library_of
+from . import words
 from .ranges import Span
 
 # How each setting that makes a break raise is written in the user's code.
@@ -33,6 +34,10 @@ BreakKey = tuple[str, str, int, int, int, int]
 # What identifies a recompilation report likewise: function, frame (a resume frame with the line it
 # resumes after), line and column of its span, and what its failed check is about.
 RecompileKey = tuple[str, str, int, int, str]
+
+# A call of ``torch._dynamo.graph_break()``: its GB id, and its gb_type on torch without ids.
+GRAPH_BREAK_CALL = "GB0025"
+GRAPH_BREAK_TYPE = "Call to `torch._dynamo.graph_break()`"
 
 RECOMPILE_CODE = "recompile"
 # A recompilation that hit the recompile limit: its SARIF rule, its type in a baseline.
@@ -95,6 +100,7 @@ class BreakReport:
     features: tuple[Feature, ...] = ()
     paths: tuple[tuple[Location, ...], ...] = ()  # every other chain to the same root cause
     provenance: Provenance | None = None  # imported from a real run's trace, not analysed here
+    call: str = ""  # the root cause as written ("np.random.rand()"), "" where Python gives no columns
 
     @property
     def function(self) -> str:
@@ -106,8 +112,28 @@ class BreakReport:
         return self.cause.functions or (self.cause.function,)
 
     @property
+    def explanation(self) -> str:
+        """Dynamo's explanation in the user's words (``words``): its function, not its resume
+        function; the call the user wrote, not its ATen operator."""
+        return words.said(self.cause.explanation, self.call)
+
+    @property
+    def context(self) -> str:
+        return words.said(self.cause.context, self.call)
+
+    @property
+    def hints(self) -> tuple[str, ...]:
+        return tuple(words.said(hint, self.call) for hint in self.cause.hints)
+
+    @property
+    def eager_reason(self) -> str:
+        """For an EAGER break: the break Dynamo raised when it gave up on the frame, in user words."""
+        return words.said(self.cause.eager_reason, self.call)
+
+    @property
     def gb_type(self) -> str:
-        return self.cause.gb_type
+        """Dynamo's name for the kind of break; before torch 2.7 its one line of text, in user words."""
+        return words.said(self.cause.gb_type, self.call)
 
     @property
     def gb_id(self) -> str | None:
@@ -185,10 +211,23 @@ class BreakReport:
     @property
     def owner(self) -> str:
         """Who can act on it: ``pytorch`` (its hints say Dynamo could trace the code or is wrong, or the
-        cause is in torch), ``library`` (the cause is in an installed package: ``library``), or ``user``."""
-        if any(kind in PYTORCH_CLASSES for kind in self.cause.classes) or self.library == "torch":
+        cause is in torch, or torch asks for it), ``library`` (the cause is in an installed package:
+        ``library``), or ``user``."""
+        pytorch = any(kind in PYTORCH_CLASSES for kind in self.cause.classes) or self.library == "torch"
+        if pytorch or self.torch_asks:  # a cause in torch, or a break torch's own code asks for
             return "pytorch"
         return "library" if self.library else "user"
+
+    @property
+    def torch_asks(self) -> str:
+        """For a ``torch._dynamo.graph_break()`` that torch's own code calls (``torch.optim``'s step asks
+        for one), not the user's: ``torch's own graph_break(), inside `opt.step()``` (the chain folds
+        torch's frames, so its root is the user's call into torch); else ""."""
+        asked = self.cause.gb_id == GRAPH_BREAK_CALL or self.cause.gb_type.startswith(GRAPH_BREAK_TYPE)
+        written = self.call or self.reason
+        if not asked or not written or "graph_break" in written:
+            return ""
+        return f"torch's own graph_break(), inside `{written}`"
 
     @property
     def who(self) -> str:
@@ -222,7 +261,7 @@ class BreakReport:
         if self.via:
             text += f" (via {' → '.join(self.via)})"
         if self.eager:
-            reason = self.cause.eager_reason
+            reason = self.eager_reason
             why = f": {reason.split(':')[0]}" if reason else ""
             text += f"; {self.function} {self.eager}{why}"
         if self.nested:
@@ -231,6 +270,8 @@ class BreakReport:
             text += f"; {self.own_frame}"
         if self.also:
             text += f"; {self.also}"
+        if self.torch_asks:
+            text += f"; {self.torch_asks}"
         return f"{self.raises}: {text}" if self.raises else text
 
     @property
@@ -277,6 +318,10 @@ class RecompileReport:
     provenance: Provenance | None = None  # imported from a real run's trace, not analysed here
     # A resume frame of the function: the line of the break it resumes after (its own compilations).
     resumes_at: int | None = None
+    # Where the checked value was computed, when Dynamo passed it across a graph break (the call the
+    # function broke at: ``np.random.rand()``).
+    origin: Location | None = None
+    guarded: str = ""  # the code at ``guard_at`` as written (``range(n)``), "" where unknown
 
     @property
     def guard(self) -> Guard | None:
@@ -359,6 +404,9 @@ class FunctionReport:
     decorator: Span | None
     call: Span | None
     elided: tuple[Elided, ...] = ()  # its graphs whose values the analysis did not compute
+    # The branch its compile call is in, which the run did not take ("`if is_speculative:` (line 58)
+    # was false"): not analysed, and no failure: another run takes that branch.
+    untaken: str = ""
 
     @property
     def code_path(self) -> str:
@@ -513,6 +561,8 @@ class FileReport:
     cuda_only: tuple[CudaOnlyReport, ...] = ()  # calls not run, CUDA being mapped to the CPU
     cut: CutReport | None = None  # the program was still running when the budget ended
     elided: tuple[Elided, ...] = ()  # the analysis's graphs whose values it did not compute
+    # The files whose analyses (a run's: its script) found what a view of another file shows.
+    reached_from: tuple[str, ...] = ()
 
     def find(self, key: BreakKey) -> BreakReport | None:
         return next((brk for brk in self.breaks + self.splits if brk.key == key), None)

@@ -58,6 +58,17 @@ def line_text(lines: Sequence[str], line: int) -> str:
     return lines[line - 1] if 0 < line <= len(lines) else ""
 
 
+def written(source: str, span: Span) -> str:
+    """The code of ``span`` in ``source`` as written, on one line."""
+    lines = _lines(source)
+    if not 0 < span.line <= span.end_line <= len(lines):
+        return ""
+    if span.line == span.end_line:
+        return lines[span.line - 1][span.column : span.end_column]
+    parts = [lines[span.line - 1][span.column :], *lines[span.line : span.end_line - 1]]
+    return " ".join(" ".join([*parts, lines[span.end_line - 1][: span.end_column]]).split())
+
+
 def span_of(source: str, line: int, column: int | None, end_column: int | None) -> Span:
     """The exact span of the instruction at ``line``/``column`` (byte columns) in ``source``."""
     lines = _lines(source)

@@ -18,7 +18,7 @@ from ..worker.shared.protocol import Code, Frame, Guard, Recompile
 from .discovery import arguments_of, definitions
 from .fixes.syntax import node_span
 from .model import RECOMPILE_CODE, FunctionReport, Location, RecompileReport, leading_guard, what_failed
-from .ranges import Span, span_of
+from .ranges import Span, span_of, written
 from .sources import parse
 
 Text = Callable[[str], str]
@@ -38,6 +38,11 @@ def describe(guard: Guard | None) -> str:
     if guard is None:
         return ""
     subject = f"`{guard.subject}`"
+    if guard.origin is not None and guard.subject:
+        at = guard.origin
+        what = WHAT.get(guard.kind, "the value of {}") if guard.kind != "identity" else "the object {}"
+        held = f"held across the graph break at line {at.line} of `{at.function}`"
+        return f"{what.format(subject)}, {held}, changes between calls"
     if guard.kind == "value" and guard.subject:
         if guard.is_global:
             return f"the global {subject} changes between calls"
@@ -77,6 +82,7 @@ def recompile_reports(
         where, span, guard_at = _place(
             path, frame, resumes_at, direct, guard, by_name.get(function), text, own
         )
+        origin = guard.origin if guard else None
         ignored = directives.suppressions(text(where))
         reports.append(
             RecompileReport(
@@ -90,6 +96,10 @@ def recompile_reports(
                 guard_at=guard_at,
                 why=describe(guard),
                 suppressed=directives.is_suppressed(ignored, span.line, RECOMPILE_CODE.upper()),
+                origin=Location(origin.path, origin.function, _frame_span(origin, text(origin.path), ""))
+                if origin
+                else None,
+                guarded=written(text(guard_at.path), guard_at.span) if guard_at else "",
             )
         )
     return tuple(sorted(reports, key=lambda r: (r.path, r.span.line, r.span.column, r.function)))
@@ -197,10 +207,18 @@ def remedies(found: RecompileReport) -> list[str]:
     if kind == "shape":
         tips += [
             "Compile with `dynamic=True`, or mark the dimension that varies as dynamic before the call: "
-            f"`torch._dynamo.mark_dynamic({guard.subject if guard else 'x'}, 0)`.",
+            f"`torch._dynamo.mark_dynamic({_input(guard)}, 0)`.",
             "With `dynamic=False` every new size compiles again; without `dynamic`, a size is dynamic after "
             "its first change (automatic dynamic shapes), but a branch on a size still compiles once per "
             "outcome.",
+        ]
+    elif guard is not None and guard.origin is not None and kind == "value" and "(" in guard.subject:
+        at = guard.origin
+        tips += [
+            f"{subject} gives `{at.function}` a Python number at its graph break on line {at.line}, and "
+            f"the rest of `{at.function}` is compiled for that value: compute it as a tensor instead, with "
+            "the torch function that does the same; a tensor's value stays in the graph, unguarded.",
+            f"Or remove the graph break at line {at.line}: traced, the value stays inside the graph.",
         ]
     elif kind == "value" and guard is not None and guard.is_global:
         tips += [
@@ -213,12 +231,27 @@ def remedies(found: RecompileReport) -> list[str]:
             "For integer attributes of an `nn.Module`: set "
             "`torch._dynamo.config.allow_unspec_int_on_nn_module = True`, so that they are dynamic.",
         ]
+    elif found_literal == "number" and _loops(found.guarded):
+        tips += [
+            f"{subject} sets how many times `{found.guarded}` loops: Dynamo unrolls the loop, so the graph "
+            f"is specialized on the value of {subject}; a tensor would not help (`range()` needs an int).",
+            "Compile the loop's body instead, and loop in Python around it: one compilation for every "
+            f"{subject}.",
+            f"Or, when {subject} takes only a few values, keep them few: each compiles once.",
+        ]
+    elif found_literal == "number" and _branches(found.guarded):
+        tips += [
+            f"{subject} decides a branch (`{found.guarded}`): the graph is specialized on it, a new value "
+            "compiles again where the branch can go another way.",
+            "Decide in Python, before the call, and pass the compiled function the outcome (a bool: at most "
+            "two compilations); or compute both sides with `torch.where`.",
+        ]
     elif found_literal == "number":
         tips += [
             f"Pass {subject} as a tensor (`torch.tensor(...)`): Dynamo guards a tensor's shape and dtype, "
             "not its value.",
             "A number that is only used as a size is dynamic after its first change (automatic dynamic "
-            "shapes) unless `dynamic=False`; one used in `range()` or in an `if` is specialized anyway.",
+            "shapes) unless `dynamic=False`.",
         ]
     elif found_literal in ("string", "bool") or kind == "identity":
         tips += [
@@ -235,3 +268,21 @@ def remedies(found: RecompileReport) -> list[str]:
     if found.limit is not None:
         tips.append(LAST_RESORT.format(limit=found.limit.limit))
     return tips
+
+
+def _input(guard: Guard | None) -> str:
+    """What ``mark_dynamic`` marks: the checked input by its name, else an input ``x``."""
+    subject = guard.subject if guard else ""
+    return subject if subject.replace(".", "").replace("_", "").isalnum() else "x"
+
+
+def _loops(guarded: str) -> bool:
+    """Whether the guarded code is a ``range()`` (the check is on what it loops over)."""
+    return guarded.startswith("range(")
+
+
+def _branches(guarded: str) -> bool:
+    """Whether the guarded code is a comparison (a branch's condition: ``n > 3``)."""
+    tree = parse(guarded)
+    body = tree.body if tree is not None else []
+    return len(body) == 1 and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Compare)

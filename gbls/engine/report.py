@@ -26,9 +26,10 @@ from ..worker.shared.protocol import ERROR, OK, Break, Failure, Frame, Function,
 from ..worker.shared.workspace import in_workspace
 from .discovery import CompiledSite, definitions, name_span
 from .model import BreakReport, CudaOnlyReport, CutReport, FileReport, FunctionReport, Location
-from .ranges import Span, byte_to_char, line_text, span_of
+from .ranges import Span, byte_to_char, line_text, span_of, written
 from .recompiles import recompile_reports
 from .sources import TextOf, parse
+from .untaken import untaken
 
 # Far past any real source, far below what LSP positions hold (2**31 - 1).
 POSITION_LIMIT = 10_000_000
@@ -98,7 +99,12 @@ def checked(path: str, source: str, result: Result) -> Result:
     recompiles = []
     for recompile in result.recompiles:
         code = recompile.frame
-        frames = [Frame(code.path, code.name, code.line), *(recompile.guard.chain if recompile.guard else ())]
+        guard = recompile.guard
+        frames = [
+            Frame(code.path, code.name, code.line),
+            *(guard.chain if guard else ()),
+            *((guard.origin,) if guard and guard.origin else ()),
+        ]
         found = [problem for problem in (_frame_problem(f, path, lines) for f in frames) if problem]
         if found:
             problems += found
@@ -282,6 +288,8 @@ def _break_report(
         if chain
         else ""
     )
+    root = chain[-1] if chain and brk.chain[-1].column is not None else None
+    call = written(text(root.path) or "", root.span) if root else ""
     # Where the workspace called the compiled code (``model(batch)`` in train.py), when the chain
     # does not pass there.
     called_at = None
@@ -305,6 +313,7 @@ def _break_report(
             called_at=called_at,
             features=result.features,
             paths=paths,
+            call=call,
         )
     # The code is not in the workspace (a library model compiled here), or Dynamo refused the whole
     # function before its first instruction: the break sits on the compile site.
@@ -329,6 +338,7 @@ def _break_report(
         called_at=called_at,
         features=result.features,
         paths=paths,
+        call=call,
     )
 
 
@@ -416,16 +426,22 @@ def _functions(
         report = _function_report(path, source, function, site, graphs, breaks, suppressed, text, own)
         elided = tuple(e for e in result.elided if e.function == function.qualname)
         reports.append(dataclasses.replace(report, elided=elided))
+    ran = [by_id[f.site].line for f in result.functions if f.analysed and f.site in by_id]
     for site in sites:
         if site.id not in used:
+            branch = ""
             if result.cut is not None:
                 reason = f"the program was cut after {result.cut.seconds:g} s, before it reached it"
+            elif result.status != OK:
+                reason = "the analysis stopped before reaching it"
             else:
-                reason = "the analysis stopped before reaching it" if result.status != OK else "it never ran"
+                branch = untaken(source, site.line, ran)
+                reason = f"not compiled in this run: {branch}" if branch else "it never ran"
             stub = Function(
                 site.name, site.qualname, path, site.first_line, site.kind, reason=reason, site=site.id
             )
-            reports.append(_function_report(path, source, stub, site, (), breaks, suppressed, text, own))
+            report = _function_report(path, source, stub, site, (), breaks, suppressed, text, own)
+            reports.append(dataclasses.replace(report, untaken=branch))
     reports.sort(key=lambda report: (report.path, report.span.line))
     return tuple(reports)
 

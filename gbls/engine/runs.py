@@ -64,6 +64,20 @@ def command_line(
     return Run(name=name, script=script, args=tuple(args), cwd=where, env=tuple(env.items()))
 
 
+def shell_command(run: Run, here: str) -> str:
+    """The run as a command that does it when pasted in a shell in ``here``: ``cd DIR && NAME=VALUE
+    python SCRIPT ARGS``, each word quoted as the shell needs."""
+    script = os.path.relpath(run.script, run.cwd) if _inside(run.script, run.cwd) else run.script
+    words = [
+        *(f"{name}={shlex.quote(value)}" for name, value in run.env),
+        shlex.join(["python", *(["-m", run.module] if run.module else [script]), *run.args]),
+    ]
+    if os.path.abspath(run.cwd) != os.path.abspath(here):
+        folder = os.path.relpath(run.cwd, here) if _inside(run.cwd, here) else run.cwd
+        words.insert(0, f"cd {shlex.quote(folder)} &&")
+    return " ".join(words)
+
+
 def configured(folder: str, current_file: str = "") -> Runs:
     """The runs of ``folder``'s pyproject.toml, then its launch configurations; ``current_file``: what
     ``${file}`` means (the editor's file), or "" where there is none (such a configuration is left out)."""

@@ -61,6 +61,7 @@ def by_file(report: FileReport) -> dict[str, FileView]:
             cuda_only=report.cuda_only if path == report.path else (),
             cut=report.cut,
             elided=report.elided,
+            reached_from=(report.path,) if path != report.path else (),
         )
     return files
 
@@ -108,6 +109,7 @@ def combined(views: list[FileView]) -> FileView:
         cuda_only=_unique([c for view in views for c in view.cuda_only], lambda call: (call.call, call.span)),
         cut=next((view.cut for view in views if view.cut is not None), None),
         elided=tuple(dict.fromkeys(e for view in views for e in view.elided)),
+        reached_from=tuple(dict.fromkeys(path for view in views for path in view.reached_from)),
     )
 
 

@@ -126,6 +126,7 @@ def render(
                         "line": f.line,
                         "analysed": f.analysed,
                         "reason": f.reason,
+                        "untaken": f.untaken or None,
                         "inputs": f.target.inputs,
                         "input_source": f.target.input_source,
                         "inlined": f.target.inlined or None,
@@ -165,9 +166,9 @@ def render(
                         "gb_type": b.gb_type,
                         "gb_id": b.gb_id,
                         "url": b.url,
-                        "explanation": b.cause.explanation,
-                        "hints": list(b.cause.hints),
-                        "context": b.cause.context,
+                        "explanation": b.explanation,
+                        "hints": list(b.hints),
+                        "context": b.context,
                         "effect": b.effect,
                         "eager_from": b.cause.eager_from,
                         "range": _range(b.span),
@@ -278,6 +279,7 @@ def _recompile_json(found: RecompileReport, fix: Fix | None) -> dict[str, Any]:
                 "global": guard.is_global,
                 "hint": guard.hint,
                 "location": _frame(found.guard_at) if found.guard_at else None,
+                "origin": _frame(found.origin) if found.origin else None,
             }
             if guard
             else None

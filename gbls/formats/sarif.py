@@ -62,9 +62,7 @@ def render(reports: list[FileReport], missed: dict[str, str] | None = None) -> s
                 {
                     "ruleId": brk.code,
                     "level": "error" if brk.raises else "warning",
-                    "message": {
-                        "text": f"{brk.message}. {brk.cause.explanation}{imported_from(brk.provenance)}"
-                    },
+                    "message": {"text": f"{brk.message}. {brk.explanation}{imported_from(brk.provenance)}"},
                     **_properties(brk, brk.provenance),
                     "locations": [_physical(report.path, brk.span)],
                     "relatedLocations": [

@@ -14,6 +14,8 @@ def lens_title(
     function: FunctionReport, breaks: int, limit_hit: bool = False, cut: float | None = None
 ) -> str:
     """``cut``: the budget after which the program was cut, if it was."""
+    if function.untaken:
+        return f"gbls: {function.reason}"
     if not function.analysed:
         return f"gbls: not analysed: {function.reason}"
     if function.target.inlined:

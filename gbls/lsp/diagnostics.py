@@ -173,7 +173,9 @@ def file_diagnostics(
                 lsp.Diagnostic(
                     range=to_range(function.span, lines),
                     message=(
-                        f"{function.qualname} not analysed: {function.reason}. Declare inputs with "
+                        f"{function.qualname}: {function.reason}"  # what the run is: no advice
+                        if function.untaken
+                        else f"{function.qualname} not analysed: {function.reason}. Declare inputs with "
                         "`# gbls: example(...)` above it."
                         # Inputs cannot help a function the program never reached, failed or cut.
                         if "gbls: example" not in function.reason and not report.message and not report.cut

@@ -59,12 +59,12 @@ def break_markdown(
     words, and Dynamo's explanation), the chain down to the cause, how the function splits;
     ``unfixed``: why there is no quick fix; ``full`` (the report): Dynamo's other hints too.
     Without them a hover fits VS Code's at its default size, under the diagnostic's own lines."""
-    hints = [prose(hint) for hint in brk.cause.hints]
+    hints = [prose(hint) for hint in brk.hints]
     todo = prose(fix) if fix else (hints.pop(0) if hints else "")
     code = f"[{brk.code}]({brk.url})" if brk.url else brk.code
     hits = f", hit {brk.count} times" if brk.count > 1 else ""
     # What broke, in torch's words (the diagnostic above says it in gbls's), then why.
-    why = f"**{brk.gb_type}** ({code}{hits}): {explanation(brk.cause.explanation, where)}"
+    why = f"**{brk.gb_type}** ({code}{hits}): {explanation(brk.explanation, where)}"
     parts = [f"**To do:** {todo.rstrip('.')}. {why}" if todo else why]
     if not fix and unfixed:
         parts.append(f"No quick fix: {unfixed}.")
@@ -73,7 +73,8 @@ def break_markdown(
     # The user's own code goes without saying (the JSON and SARIF have its classes): the hover stays short.
     if brk.owner != "user" or "caused_by_earlier_break" in brk.cause.classes:
         kinds = ", ".join(CLASSES[kind] for kind in brk.cause.classes if kind in CLASSES)
-        parts.append(f"Who can act: {brk.who}" + (f" · torch classes it as {kinds}" if kinds else ""))
+        asks = f" · {brk.torch_asks}" if brk.torch_asks else ""
+        parts.append(f"Who can act: {brk.who}{asks}" + (f" · torch classes it as {kinds}" if kinds else ""))
     if brk.nested:
         parts.append(f"Nested graph break: the graph {brk.nested}.")
     elif brk.own_frame:
@@ -83,7 +84,7 @@ def break_markdown(
             f"break in it), and this break splits `{callee}`'s graph."
         )
     if brk.eager:
-        reason = brk.cause.eager_reason or "Dynamo skipped the frame"
+        reason = brk.eager_reason or "Dynamo skipped the frame"
         parts.append(f"⚠ `{brk.function}` {brk.eager}: {prose(reason)}")
     if len(brk.chain) > 1 or brk.root.path != where.here:
         steps = [f"`{where.named(at)}` ({where.link(at.path, at.span.line)})" for at in brk.chain]
@@ -205,6 +206,9 @@ def split_story(function: FunctionReport, breaks: BreakReport | tuple[BreakRepor
 def function_markdown(function: FunctionReport, report: FileReport, where: Where) -> str:
     kind = {"module": "compiled module", "method": "compiled method"}.get(function.kind, "compiled function")
     lines = [f"**`{function.qualname}`** · {kind}"]
+    if function.untaken:  # what the run is: inputs would not make it so
+        lines.append(f"{prose(function.reason[0].upper() + function.reason[1:])}.")
+        return "\n\n".join(lines)
     if not function.analysed:
         lines.append(f"Not analysed: {prose(function.reason)}.")
         if report.cut is None:  # inputs cannot help a function the program was cut before

@@ -2,11 +2,16 @@
 its Python code cells in order, as Jupyter runs them top to bottom; every range of the results is
 then moved back into its cell.
 
-IPython's own syntax is not Python: a line magic, a shell command or a help request (``%time``,
-``!pip install``, ``x = !ls``, ``obj?``) becomes ``pass``, indented as it was (a block it was alone
-in stays a block), and a cell magic's cell is left out, but for the cell magics that run their body
-as Python (``%%time``). Each cell keeps its lines, so each line of the program is one line of one
-cell, with the same columns: moving a range is moving its lines.
+IPython's own syntax is not Python; each line of it becomes what IPython runs of it, as Python. A
+magic that runs its code as Python (``%time x = f()``, ``%timeit -n 3 f()``, ``y = %time f()``)
+keeps that code, at its columns: the magic becomes ``if 1:`` (or spaces, after an ``=``), so that
+``x`` is defined for the next cell as in Jupyter. Any other line magic, a shell command or a help
+request (``%matplotlib inline``, ``!pip install``, ``obj?``) becomes ``pass``, indented as it was (a
+block it was alone in stays a block); ``x = !ls`` gives ``x`` the command's output lines, none here
+(gbls runs no shell command). A cell magic that runs its body as Python (``%%time``) keeps its body;
+another's body is another language's (``%%bash``) and is left out. Each cell keeps its lines, so
+each line of the program is one line of one cell, with the same columns: moving a range is moving
+its lines.
 
 The analysis runs the program with the notebook's path as its file, and its folder first on
 ``sys.path``, as Jupyter started in that folder would; ``__name__`` is ``"__main__"``, as in Jupyter,
@@ -34,19 +39,63 @@ SYNC = lsp.NotebookDocumentSyncOptions(
     notebook_selector=[lsp.NotebookDocumentFilterWithNotebook(notebook="jupyter-notebook")], save=True
 )
 CELL_SCHEME = "vscode-notebook-cell"
-PYTHON_CELL_MAGICS = {"time", "timeit", "capture"}  # they run the cell's body as Python
+PYTHON_CELL_MAGICS = {"time", "timeit", "prun", "capture"}  # they run the cell's body as Python
+# The line magics that run the rest of their line as Python, and their options (IPython's
+# ``parse_options`` specs: a letter with ``:`` takes a value, ``%timeit -n 10 -r 3 f(x)``); ``%time``
+# takes none.
+PYTHON_LINE_MAGICS = {"time": None, "timeit": "n:qr:tcp:o", "prun": "D:l:rs:T:q"}
 _MAGIC = re.compile(r"\s*([%!?]|[\w.]+\s*=\s*[%!])|\s*[\w.]+\?{1,2}\s*$")
+_ASSIGNED = re.compile(r"(\s*[\w.]+\s*=\s*)([%!])(.*)$")  # "x = %time f()", "files = !ls"
+# A statement that cannot follow ``if 1:`` on its line.
+_COMPOUND = re.compile(r"(async\s+)?(for|while|if|with|try|def|class)\b")
 
 
 def python_of(cell: str) -> list[str]:
-    """The cell's lines as Python: IPython's magics and shell commands made ``pass``."""
+    """The cell's lines as Python, as IPython runs them (``python_line``)."""
     lines = split_lines(cell)
     first = lines[0].strip() if lines else ""
     if first.startswith("%%"):
         if (first[2:].split() or [""])[0] not in PYTHON_CELL_MAGICS:
             return [""] * len(lines)  # its body is another language's (%%bash), or a file's (%%writefile)
         lines[0] = ""
-    return [line[: len(line) - len(line.lstrip())] + "pass" if _MAGIC.match(line) else line for line in lines]
+    return [python_line(line) for line in lines]
+
+
+def python_line(line: str) -> str:
+    """One line as Python: the code a magic runs as Python kept at its columns, an assigned shell
+    command's output none, any other magic, shell command or help request ``pass``."""
+    if not _MAGIC.match(line):
+        return line
+    text = line.rstrip()
+    indent = line[: len(line) - len(line.lstrip())]
+    assigned = _ASSIGNED.match(text)
+    if assigned:
+        target, escape, rest = assigned.groups()
+        code = _magic_code(rest) if escape == "%" else ""
+        if not code:  # IPython gives a shell command's output lines, another magic's own result
+            return target + ("[]" if escape == "!" else "None")
+        return target.ljust(len(text) - len(code)) + code
+    code = _magic_code(text.lstrip()[1:]) if text.lstrip().startswith("%") else ""
+    if not code:
+        return indent + "pass"
+    if _COMPOUND.match(code):  # it cannot follow ``if 1:``: the columns after the magic move left
+        return indent + code
+    return (indent + "if 1:").ljust(len(text) - len(code)) + code
+
+
+def _magic_code(text: str) -> str:
+    """The Python that the line magic ``text`` (``timeit -n 3 f(x)``, without its ``%``) runs: the
+    rest of its line, after its options; "" for a magic that runs none."""
+    name, _, rest = text.partition(" ")
+    if name not in PYTHON_LINE_MAGICS:
+        return ""
+    spec = PYTHON_LINE_MAGICS[name]
+    words = rest.split(" ")
+    while spec is not None and words and (not words[0] or words[0].startswith("-")):
+        word = words.pop(0)
+        if len(word) == 2 and f"{word[1]}:" in spec and words:  # "-n 10": its value is the next word
+            words.pop(0)
+    return " ".join(words).strip()
 
 
 @dataclass(frozen=True)

@@ -139,11 +139,11 @@ def _indented(text: str) -> str:
 
 def describe_break(report: FileReport, brk: BreakReport) -> str:
     lines = [f"{_at(report.path, brk.span)}: {brk.code} {brk.message} [in {brk.function}]"]
-    if brk.cause.explanation:
-        lines.append(_indented(brk.cause.explanation))
+    if brk.explanation:
+        lines.append(_indented(brk.explanation))
     lines.append("  from the compiled function to the root cause:")
     lines += [f"    {_at(loc.path, loc.span)} in {loc.function}" for loc in brk.chain]
-    lines += [_indented(f"hint: {hint}") for hint in brk.cause.hints]
+    lines += [_indented(f"hint: {hint}") for hint in brk.hints]
     if brk.url:
         lines.append(f"  {brk.url}")
     return "\n".join(lines)

@@ -444,7 +444,8 @@ class Translator:
     ) -> Guard:
         """The check the newest compiled version failed, where torch says it was installed: the
         stack that follows it (2.12+), else the line its comment names (2.10+)."""
-        guard = reasons.parse(reason)
+        # A trace keeps no code: the values Dynamo held across a break are not named.
+        guard = reasons.held(reasons.parse(reason), {})
         _, _, stack = reason.partition("\nUser stack trace:\n")
         written = tuple(replace(f, path=self.relocate(f.path)) for f in frames_of(stack.split("\n")))
         if any(not self.holds(frame) for frame in written):

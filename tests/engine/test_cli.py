@@ -105,6 +105,7 @@ def test_json_output(runs: Runs) -> None:
             }
         ],
         "compiled_at": {"path": str(ENGINE / "clean.py"), "line": 4},
+        "untaken": None,
     }
     assert clean["recompiles"] == []
     (brk,) = deep["breaks"]
@@ -151,7 +152,11 @@ def test_github_annotations_with_an_explicit_interpreter(runs: Runs) -> None:
 
 def test_exit_codes(runs: Runs) -> None:
     assert runs["clean"].returncode == 0
-    assert runs["clean"].stdout.strip() == "Found 0 graph breaks in 1 file."
+    assert runs["clean"].stdout.splitlines() == [
+        "Compile sites:",
+        "  tests/fixtures/engine/clean.py:5:5  fused  compiled once, 1 graph, no graph break",
+        "Found no graph break in tests/fixtures/engine/clean.py; 1 compile site, analysed.",
+    ]
     broken = runs["broken"]
     assert broken.returncode == 2
     assert "syntax_error.py:5:13: error: SyntaxError: expected ':'" in broken.stdout
@@ -164,7 +169,12 @@ def test_a_compile_site_not_analysed_fails_ci_and_names_the_remedy(runs: Runs) -
     lines = result.stdout.splitlines()
     assert lines[0].startswith("tests/fixtures/engine/main_decorated.py:5:5: not analysed: project: ")
     assert "turn on the runMain setting (`gbls check --run-main`)" in lines[0]
-    assert lines[-1] == "Found 0 graph breaks in 1 file; 1 compiled function not analysed."
+    assert lines[-3] == "Compile sites:" and lines[-2].startswith(
+        "  tests/fixtures/engine/main_decorated.py:5:5  project  not analysed: no synthesized input worked"
+    )
+    assert lines[-1] == (
+        "Found no graph break in tests/fixtures/engine/main_decorated.py; 1 compile site, not analysed."
+    )
 
 
 def test_gbls_runs_from_tmp(runs: Runs) -> None:
@@ -174,8 +184,9 @@ def test_gbls_runs_from_tmp(runs: Runs) -> None:
     demo = ROOT / "examples" / "demo.py"
     # Relative to the working directory where it lies below it (a checkout cloned under /tmp).
     shown = demo.relative_to("/tmp") if demo.is_relative_to("/tmp") else demo
-    assert result.stdout.splitlines()[-3] == (
+    assert (
         f"{shown}:39:16: GB0036 [*] Dynamic shape operator (torch.nonzero) [in Head]"
+        in result.stdout.splitlines()
     )
 
 
@@ -198,7 +209,11 @@ def test_a_function_that_hits_the_recompile_limit_fails_the_check(runs: Runs) ->
         "tests/fixtures/recompiles/switch.py:6:8: recompile `pick` recompiled 8 times: guard `mode == 'a'` "
         "failed (the value of `mode` changes between calls); it hit the recompile limit (8), so from then on "
         "`pick` runs in eager mode whenever none of its compiled versions fits the call",
-        "Found 0 graph breaks in 1 file; 1 recompiling function (1 hit the recompile limit).",
+        "Compile sites:",
+        "  tests/fixtures/recompiles/switch.py:5:5  pick  compiled 8 times, 8 graphs, no graph break, "
+        "8 recompilations (guard `mode == 'a'` failed), hit the recompile limit (8)",
+        "Found no graph break in tests/fixtures/recompiles/switch.py; 1 compile site, analysed; "
+        "1 recompiling function (1 hit the recompile limit).",
     ]
     assert result.stdout.strip() in (ROOT / "docs" / "recompilations.md").read_text()
 
@@ -223,6 +238,7 @@ def test_recompilations_in_json_below_the_limit_do_not_fail_the_check(runs: Runs
         "global": False,
         "hint": "",
         "location": None,
+        "origin": None,
     }
     assert fixed["fix"]["message"] == "Compile `fixed` with dynamic=True (one graph for every size)"
     assert fixed["url"].startswith("https://docs.pytorch.org/") and "recompilation" in fixed["url"]

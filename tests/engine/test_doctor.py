@@ -63,7 +63,7 @@ def test_doctor_says_what_this_setup_gives(tmp_path: Path) -> None:
     assert any(line.startswith(f"cache: {cache} (--cache-dir): 1 analysis, ") for line in lines), lines
     assert lines[-2:] == [
         f"runs of {TRAINER}:",
-        f"  train: python train.py --config configs/small.json --compile (in {TRAINER})"
+        "  train: python train.py --config configs/small.json --compile"
         " — pyproject.toml and .vscode/launch.json",
     ]
 

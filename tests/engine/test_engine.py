@@ -45,7 +45,7 @@ def assert_agrees_with_torch(
     registry = hookpoints.registry_ids() or {}
     for brk in report.breaks:
         # A GB id this torch's registry does not have is gbls's, and the break says so.
-        from_table = brk.gb_id is not None and registry.get(brk.gb_type) != brk.gb_id
+        from_table = brk.gb_id is not None and registry.get(brk.cause.gb_type) != brk.gb_id
         assert from_table == any("GB id is from gbls's table" in gap for gap in brk.cause.gaps), brk
         where = Where(str(fixture), str(fixture.parent))
         assert all(gap in break_markdown(brk, None, where) for gap in brk.cause.gaps)  # the hover says it
@@ -112,7 +112,7 @@ def assert_same_roots(report: FileReport, logged: list[LoggedBreak]) -> None:
 def gave_up_at(fixture: Path, brk: BreakReport) -> list[LoggedCompile]:
     """The compilations whose metrics say Dynamo gave up on the frame at the break's root, for its reason."""
     root = (brk.root.path, brk.root.span.line)
-    said = {printed(brk.cause.explanation), printed(brk.gb_type)}
+    said = {printed(brk.cause.explanation), printed(brk.cause.gb_type)}
     return [
         compile
         for compile in logged_compiles(fixture)
@@ -126,7 +126,7 @@ def same_break(brk: BreakReport, entry: LoggedBreak) -> bool:
     if entry.gb_ids:
         return brk.gb_id in entry.gb_ids
     if entry.gb_types:
-        return brk.gb_type in entry.gb_types
+        return brk.cause.gb_type in entry.gb_types
     if entry.skipped and not entry.text:
         return True  # torch said only that it gave up on the frame there (2.10)
     return printed(brk.cause.explanation) == printed(entry.text)

@@ -17,7 +17,7 @@ from lsprotocol import types as lsp
 
 from gbls.engine import views
 from gbls.engine.model import BreakReport, FileReport
-from gbls.formats import text
+from gbls.formats import common, text
 from gbls.lsp.diagnostics import file_diagnostics
 from gbls.lsp.hover import break_markdown
 from gbls.lsp.markdown import Where
@@ -227,7 +227,10 @@ async def test_a_break_under_fullgraph_raises(analyse_file: Analyse, tmp_path: P
         (9, lsp.DiagnosticSeverity.Error),
         (15, lsp.DiagnosticSeverity.Warning),
     ]
-    assert text.render([report], {}).endswith("Found 2 graph breaks (1 raises at run time) in 1 file.\n")
+    said = text.render([report], {}).splitlines()[-1]
+    assert said.startswith(
+        f"Found 2 graph breaks (1 raises at run time) in {common.relative(str(fixture))}; "
+    )
     await assert_breaks_as_without_the_flag(report, fixture, tmp_path / "fullgraph.py")
 
 

@@ -117,3 +117,28 @@ async def test_an_edited_cell_is_analysed_again(client: LanguageClient) -> None:
         assert await waiting == []
     finally:
         await close_notebook(client, NOTEBOOK, list(published))
+
+
+MAGICS = FIXTURES / "lsp" / "magics.ipynb"
+# Its cells: 1 Markdown; 2 the compiled `scale`, whose line 4 prints; 3 `%time x = torch.randn(8)`;
+# 4 `y = %time scale(x)`, `%timeit` of it, a shell command's output, and a print of both.
+
+
+async def test_a_timed_line_runs_as_jupyter_runs_it(client: LanguageClient) -> None:
+    published = await open_notebook(client, MAGICS)
+    scale = cell_uri(MAGICS, 1)
+    try:
+        # `x` is defined by the timed line, as in Jupyter: the next cell's call compiles `scale`, and
+        # nothing fails (no NameError, no syntax error on the magics).
+        assert {uri: [(d.code, d.range.start.line) for d in found] for uri, found in published.items()} == {
+            scale: [("GB0059", 6)],
+            cell_uri(MAGICS, 2): [],
+            cell_uri(MAGICS, 3): [],
+        }
+        hover = await client.text_document_hover_async(
+            lsp.HoverParams(lsp.TextDocumentIdentifier(scale), lsp.Position(4, 5))
+        )
+        assert hover is not None and isinstance(hover.contents, lsp.MarkupContent)
+        assert "NameError" not in hover.contents.value
+    finally:
+        await close_notebook(client, MAGICS, list(published))

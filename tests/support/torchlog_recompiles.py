@@ -18,6 +18,8 @@ from pathlib import Path
 
 import torch
 
+from gbls.worker.shared import reasons
+
 from .torchlog import MARKER, folder_log
 
 # Whether torch's user stacks of guards carry columns (2.13+, on a Python with column tables).
@@ -76,9 +78,10 @@ ADDRESS = re.compile(r"\d{8,}")
 
 
 def said_as_torch(ours: str, printed: str) -> bool:
-    """Whether gbls's text of a check is the one torch printed: locals and globals by their names, a
-    resume function's values by any name that is not torch's, any object address."""
-    unscoped = re.sub(r"\b[LG]\['([^']+)'\]", r"\1", printed)
+    """Whether gbls's text of a check is the one torch printed: locals and globals by their names,
+    Dynamo's helpers as the Python they compute, a resume function's values by any name that is not
+    torch's, any object address."""
+    unscoped = reasons.readable(printed)
     parts = re.split(f"({INTERNAL.pattern}|{ADDRESS.pattern})", unscoped)
     pattern = "".join(
         ".+" if INTERNAL.fullmatch(part) else r"\d+" if ADDRESS.fullmatch(part) else re.escape(part)

@@ -163,7 +163,7 @@ SYMBOLIC = (
             "0/1: ___check_obj_id(mode, 139624605101008), type=<class '__main__.Mode'>  # if mode is Mode.A:"
             "  # f.py:11 in pick",
             Guard(
-                "___check_obj_id(mode, 139624605101008), type=<class '__main__.Mode'>",
+                "id(mode) == 139624605101008, type=<class '__main__.Mode'>",
                 "0/1",
                 "identity",
                 "mode",
@@ -174,7 +174,7 @@ SYMBOLIC = (
             Guard("GLOBAL_STATE changed: grad_mode", "1/0", "global_state"),
         ),
         ("2/0: len(L['xs']) == 3", Guard("len(xs) == 3", "2/0", "length", "xs")),
-        ("2/0: ___check_type_id(L['x'], 94123)", Guard("___check_type_id(x, 94123)", "2/0", "type", "x")),
+        ("2/0: ___check_type_id(L['x'], 94123)", Guard("id(type(x)) == 94123", "2/0", "type", "x")),
         ("Unable to find recompilation reasons", Guard("Unable to find recompilation reasons", "", "other")),
     ],
 )
@@ -245,3 +245,31 @@ def test_a_recompilation_against_a_discarded_attempt_is_gbls_s_not_the_module_s(
     found = merge(events, ANALYSED)
     assert [r.compile_id for r in found.recompiles] == ["0/2"]
     assert found.functions[0].compilations == 2
+
+
+def test_guard_helpers_are_said_as_the_python_they_compute() -> None:
+    said = {
+        "0/0: ___dict_contains('k', G['D'])": "'k' in D",
+        "0/0: ___check_obj_id(G['__builtins_dict___4']['float'], 1403)": "id(float) == 1403",
+        "0/0: ___odict_getitem(L['d'], 'a') == 2": "d['a'] == 2",
+        "0/0: ___tuple_iterator_len(L['it']) == 3": "len(list(it)) == 3",
+        "0/0: ___some_new_helper(L['a'], (1, 2))": "some_new_helper(a, (1, 2))",  # unknown: by its name
+        "1/1: ___as_tensor(L['k']).item() == 0.5": "k == 0.5",  # torch 2.6's check of a float's value
+    }
+    assert {reason: reasons.parse(reason).text for reason in said} == said
+
+
+def test_values_held_across_a_break_are_named_or_said_unnamed() -> None:
+    raw = reasons.parse("1/0: tensor '___stack1' size mismatch at index 0. expected 3, actual 4")
+    assert (raw.kind, raw.subject) == ("shape", "___stack1")
+    at = Frame("/w/f.py", "step", 12, 8, 24)
+    named = reasons.held(raw, {1: ("np.random.rand()", at), 2: ("noise", None)})
+    assert (named.text, named.subject, named.origin) == (
+        "tensor 'np.random.rand()' size mismatch at index 0. expected 3, actual 4",
+        "np.random.rand()",
+        at,
+    )
+    boxed = reasons.held(reasons.parse("1/0: L['__resume_frame_values'][2] == 3"), {2: ("noise", None)})
+    assert (boxed.text, boxed.subject, boxed.origin) == ("noise == 3", "noise", None)
+    unnamed = reasons.held(raw, {})  # a trace keeps no code
+    assert unnamed.subject == reasons.UNNAMED and "___" not in unnamed.text

@@ -34,17 +34,32 @@ def notebook(*cells: tuple[str, str]) -> Program:
 
 def test_magics_and_shell_commands_are_pass_line_for_line() -> None:
     cell = "%matplotlib inline\nfiles = !ls\nfor f in files:\n    !echo {f}\ntorch.compile?\nx = 1  # 100%"
-    assert python_of(cell) == ["pass", "pass", "for f in files:", "    pass", "pass", "x = 1  # 100%"]
+    assert python_of(cell) == ["pass", "files = []", "for f in files:", "    pass", "pass", "x = 1  # 100%"]
     # A cell magic that runs its body as Python keeps it; another's cell is left out, its lines kept.
     assert python_of("%%time\nf(x)\n") == ["", "f(x)"]
     assert python_of("%%bash\nls -l\necho done") == ["", "", ""]
+
+
+def test_a_magic_that_runs_python_keeps_its_code_at_its_columns() -> None:
+    # What IPython runs of each: the statement (defining `x` for the next cell), the expression's value.
+    assert python_of("%time x = torch.randn(8)") == ["if 1: x = torch.randn(8)"]
+    assert python_of("y = %time f(x)") == ["y =       f(x)"]
+    # %timeit's and %prun's options are not code; %time has none.
+    timed = python_of("for _ in r:\n    %timeit -n 10 -r 3 f(x)  ")
+    assert timed == ["for _ in r:", "    if 1:              f(x)"]
+    assert python_of("%prun -s cumulative f(x)") == ["if 1:               f(x)"]
+    assert python_of("%time -x.sum()") == ["if 1: -x.sum()"]
+    # A compound statement cannot follow `if 1:`: it moves left, the one line whose columns change.
+    assert python_of("%time for i in r: f(i)") == ["for i in r: f(i)"]
+    # Any other magic runs no Python of the cell's; its result is IPython's own.
+    assert python_of("%time\nnames = %who_ls") == ["pass", "names = None"]
 
 
 def test_the_program_is_the_python_cells_in_order() -> None:
     found = notebook(
         ("markdown", "# Title"), ("code", "import torch\n%time f()"), ("bash", "ls"), ("code", "g()\n")
     )
-    assert found.source == "import torch\npass\ng()\n"
+    assert found.source == "import torch\nif 1: f()\ng()\n"
     assert [(cell.number, cell.start, cell.lines) for cell in found.cells] == [(2, 0, 2), (4, 2, 1)]
     assert found.cell_line(3) == (4, 1)  # the program's line 3 is the first of the fourth cell
     assert found.cell_line(4) is None

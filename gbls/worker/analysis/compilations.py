@@ -8,7 +8,6 @@ version failed, read by ``reasons``), whether a recompile limit refused it, and,
 
 from __future__ import annotations
 
-import dis
 import re
 import types
 from collections.abc import Callable
@@ -19,9 +18,9 @@ import torch
 import torch._dynamo
 
 from ..shared import reasons
-from ..shared.frames import RawFrame, base_name, resume_line
+from ..shared.frames import RawFrame, base_name
 from ..shared.protocol import Frame, Guard
-from . import hookpoints
+from . import hookpoints, resumed
 from .frames import collapse, raw_frame
 from .targets import Target
 
@@ -67,13 +66,12 @@ class Recompilations:
         translation.recompile = True
         if not found:
             return
-        guard = reasons.parse(found[0])
+        guard = resumed.in_user_words(reasons.parse(found[0]), translation.code)
         if stacks and "\nUser stack trace:" in found[0]:
             frames = list(translation.prefix) + [raw_frame(summary) for summary in stacks[0]]
             guard = replace(guard, chain=collapse(frames))
         else:
             guard = replace(guard, chain=self._commented_location(found[0], translation))
-        guard = in_user_words(guard, translation.code)
         if not guard.chain and not self.places_guards and not self.said_unplaced:
             self.said_unplaced = True
             self.note(
@@ -92,56 +90,6 @@ class Recompilations:
         paths = {translation.code.co_filename, target.path, *(path for path, _, _ in target.reached)}
         found = sorted(path for path in paths if path.endswith(ending))
         return (Frame(found[0], base_name(function), line),) if found else ()
-
-
-# What a resume function calls the values of its frame: its stack's (``___stack0``), or all of them
-# in one list (``__resume_frame_values[2]``, torch 2.13) that it stores in the function's locals.
-STACK_VALUE = re.compile(r"___stack(\d+)")
-FRAME_VALUES = "__resume_frame_values"
-FRAME_VALUE = re.compile(rf"\b{FRAME_VALUES}\[(\d+)\]")
-
-
-def in_user_words(guard: Guard, code: types.CodeType) -> Guard:
-    """A resume function's guard with the values of its frame named as the function names them: the
-    local a value is stored in, and a value the break left on the stack by where it was (the top
-    one, what the line computed: the result of the call that broke)."""
-    line = resume_line(code.co_name)
-    if line is None:
-        return guard
-    names = frame_value_names(code)
-    # Its frame values are the stack's, then the locals'; unboxed, the stack's are ``___stackN``.
-    arguments = code.co_varnames[: code.co_argcount]
-    stacked = min(names) if names else sum(1 for name in arguments if STACK_VALUE.fullmatch(name))
-
-    def stack_value(index: int) -> str:
-        if index == stacked - 1:
-            return f"(the result of line {line})"
-        return f"(value {index} on the stack at line {line})"
-
-    def named(text: str) -> str:
-        text = FRAME_VALUE.sub(lambda m: names.get(int(m.group(1))) or stack_value(int(m.group(1))), text)
-        return STACK_VALUE.sub(lambda m: stack_value(int(m.group(1))), text)
-
-    return replace(guard, text=named(guard.text), subject=named(guard.subject))
-
-
-def frame_value_names(code: types.CodeType) -> dict[int, str]:
-    """The local each of a resume function's boxed frame values goes to: its prologue loads
-    ``__resume_frame_values[i]`` and stores it in the local (stack values stay on the stack)."""
-    names: dict[int, str] = {}
-    window: list[dis.Instruction] = []
-    for instruction in dis.get_instructions(code):
-        window = [*window[-3:], instruction]
-        if (
-            len(window) == 4
-            and (window[0].opname, window[0].argval) == ("LOAD_FAST", FRAME_VALUES)
-            and window[1].opname == "LOAD_CONST"
-            and isinstance(window[1].argval, int)
-            and window[2].opname in ("BINARY_SUBSCR", "BINARY_OP")
-            and instruction.opname == "STORE_FAST"
-        ):
-            names.setdefault(window[1].argval, str(instruction.argval))
-    return names
 
 
 def newest_metric() -> Any:

@@ -19,7 +19,7 @@ import typing
 from dataclasses import dataclass, field
 from typing import Any, Final, Literal, TypeVar, Union
 
-PROTOCOL_VERSION = 11
+PROTOCOL_VERSION = 12
 
 # The fixed values of the wire, each checked by ``from_dict`` like any other field.
 # A program still running when the budget ends is cut, not failed: its result is "ok", with its ``Cut``.
@@ -202,6 +202,9 @@ class Guard:
     hint: str = ""  # Dynamo's own advice, when it gives one
     # Where Dynamo installed it, outermost frame first; empty when this torch does not say.
     chain: tuple[Frame, ...] = ()
+    # Where the value it checks was computed, when Dynamo passed it across a graph break: the call the
+    # function broke at (``subject`` is that call as written: ``np.random.rand()``).
+    origin: Frame | None = None
 
 
 @dataclass(frozen=True)

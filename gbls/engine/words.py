@@ -1,0 +1,45 @@
+"""Dynamo's text about a break in the user's words.
+
+Dynamo explains a break with its own names: the resume function it runs the rest of a function as
+(``torch_dynamo_resume_in_scale_at_7``, in the code a data-dependent branch's condition is computed
+by), the ATen operator a data-dependent call became (``aten._local_scalar_dense.default`` for
+``np.random.rand()``, ``.item()``, ``float(x)``; ``aten.nonzero.default``). The user wrote a function
+and a call: a resume function is its function, resumed after the break at its line, and the
+operator is the call at the break's root, as written, else the torch function it is.
+"""
+
+from __future__ import annotations
+
+import re
+
+from ..worker.shared.frames import RESUME
+
+RESUMED = re.compile(RESUME.pattern.rstrip("$"))
+# "Operator `aten.nonzero.default`", or the operator alone (a break's context).
+OPERATOR = re.compile(r"(?:Operator )?`?\baten\.(\w+)(?:\.(\w+))?`?")
+# The operators whose torch function is not their name.
+TORCH_NAMES = {"_local_scalar_dense": "a tensor's value read as a Python number (`.item()`)"}
+
+
+def resumed(text: str) -> str:
+    """``torch_dynamo_resume_in_scale_at_7`` as ``scale (resumed after line 7)``."""
+    return RESUMED.sub(lambda found: f"{found.group(1)} (resumed after line {found.group(2)})", text)
+
+
+def operators(text: str, call: str) -> str:
+    """Each ATen operator in ``text`` as ``call`` (the code the break's root is, as written), else as
+    the torch function it is."""
+
+    def named(found: re.Match[str]) -> str:
+        if call:
+            return f"`{call}`"
+        name = found.group(1)
+        return TORCH_NAMES.get(name, f"`torch.{name.lstrip('_')}`")
+
+    return OPERATOR.sub(named, text)
+
+
+def said(text: str, call: str) -> str:
+    """Dynamo's ``text`` about a break with its names as the user wrote them; ``call``: the break's
+    root cause as written ("" where Python gives no columns)."""
+    return operators(resumed(text), call)
