@@ -108,7 +108,7 @@ def state(
         return f"not analysed: {function.reason}"
     if function.target.inlined:
         return f"traced inline in `{function.target.inlined}`"
-    parts = [_times("compiled", function.compilations)] if function.compilations else []
+    parts = [_compiled(function)] if function.compilations else []
     parts.append(_count(len(function.graphs), "graph"))
     breaks = len(report.breaks_of(function.qualname))
     held = breaks - len(shown.breaks_of(function.qualname))
@@ -127,6 +127,25 @@ def state(
     if report.cut is not None:
         parts.append(f"run cut at {report.cut.seconds:g} s")
     return ", ".join(parts)
+
+
+def _compiled(function: FunctionReport) -> str:
+    """``compiled once``; for a function a break splits, its frames (its code, and its rest after each
+    break, which Dynamo compiles apart): ``2 frames compiled (its code, and its rest after the break
+    at line 8)``, ``5 compilations of 2 frames (…)`` where they recompiled."""
+    own = [frame for frame in function.target.frames if frame.own]
+    count = function.compilations
+    if len(own) <= 1:
+        return _times("compiled", count)
+    after = sorted(frame.resumes_at for frame in own if frame.resumes_at is not None)
+    several = "s" * (len(after) > 1)
+    rest = f"its code, and its rest after the break{several} at line{several} {', '.join(map(str, after))}"
+    head = (
+        f"{len(own)} frames compiled"
+        if count == len(own)
+        else f"{_count(count, 'compilation')} of {len(own)} frames"
+    )
+    return f"{head} ({rest})"
 
 
 def summary(reports: list[FileReport], baselined: Applied | None, missed: dict[str, str] | None) -> str:
