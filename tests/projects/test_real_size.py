@@ -132,3 +132,27 @@ async def test_a_program_that_lives_in_its_compiled_calls_is_stopped_in_its_own_
         (scorer,) = report.functions
         assert scorer.analysed and scorer.elided
         assert views.by_file(report)[str(folder / "model.py")].translated
+
+
+async def test_a_program_stuck_in_c_at_the_end_of_its_budget_still_says_what_it_reached(
+    worker: Worker, tmp_path: Path
+) -> None:
+    """Seconds of a factorization in C: the stop never comes, and the worker kills the program. The
+    files it executed were said as they started; where it was, the stack faulthandler printed."""
+    folder = tmp_path / "serving"
+    shutil.copytree(PROJECTS / "serving", folder)
+    script = folder / "factor.py"
+    report = await analyse(
+        worker,
+        str(script),
+        script.read_text(),
+        Settings(timeout=5),
+        str(folder),
+        read_source,
+        cwd=str(folder),
+    )
+    assert (report.status, report.message) == ("ok", "")
+    assert report.cut is not None and report.cut.span is not None and report.cut.span.line == 14
+    (scorer,) = report.functions
+    assert scorer.analysed and scorer.elided
+    assert views.by_file(report)[str(folder / "model.py")].translated

@@ -92,8 +92,13 @@ def analyse(
         for file in _executed(path, roots):
             emit(ExecutedEvent(path=file))
 
+    def executing(file: str) -> None:
+        emit(ExecutedEvent(path=file))
+
     timed_out = _name_the_line(path, own, emit, relay, capture.stopper, executed)
-    _fresh_imports(roots, to_cpu)
+    if path:
+        executing(path)
+    _fresh_imports(roots, to_cpu, executing)
     if request.run is None:
         source = request.source
         # Tracebacks and Dynamo read the buffer's lines, not the file's: it may be unsaved or deleted.
@@ -386,21 +391,27 @@ class _FreshSourceLoader(importlib.machinery.SourceFileLoader):
         raise OSError("gbls reads workspace sources, not their bytecode caches")
 
 
-def _fresh_imports(roots: list[str], to_cpu: ToCpu | None) -> None:
-    """Workspace modules imported from their sources, CUDA mapped to the CPU by ``to_cpu`` if given."""
+def _fresh_imports(roots: list[str], to_cpu: ToCpu | None, executing: Callable[[str], None]) -> None:
+    """Workspace modules imported from their sources, CUDA mapped to the CPU by ``to_cpu`` if given;
+    ``executing``: told each workspace file as it starts to run (a program killed later, stuck in C
+    at the end of its budget, has said what it executed)."""
     roots = [os.path.abspath(root) for root in roots if root]
-    source_loader: type[importlib.abc.Loader] = _FreshSourceLoader
-    if to_cpu is not None:
-        mapping = to_cpu
+    mapping = to_cpu
 
-        class MappedSourceLoader(_FreshSourceLoader):
-            # typeshed has InspectLoader's static one; SourceLoader's, which get_code calls, is this.
-            def source_to_code(  # type: ignore[override]
-                self, data: Any, path: Any, *, _optimize: int = -1
-            ) -> types.CodeType:
-                return mapping.compile(data, path)
+    class Loader(_FreshSourceLoader):
+        def exec_module(self, module: types.ModuleType) -> None:
+            executing(str(self.path))
+            super().exec_module(module)
 
-        source_loader = MappedSourceLoader
+        # typeshed has InspectLoader's static one; SourceLoader's, which get_code calls, is this.
+        def source_to_code(  # type: ignore[override]
+            self, data: Any, path: Any, *, _optimize: int = -1
+        ) -> types.CodeType:
+            if mapping is None:
+                return compile(data, path, "exec", dont_inherit=True, optimize=_optimize)
+            return mapping.compile(data, path)
+
+    source_loader: type[importlib.abc.Loader] = Loader
     loaders: list[tuple[type[importlib.abc.Loader], list[str]]] = [
         (source_loader, importlib.machinery.SOURCE_SUFFIXES),
         (importlib.machinery.SourcelessFileLoader, importlib.machinery.BYTECODE_SUFFIXES),

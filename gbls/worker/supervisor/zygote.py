@@ -47,7 +47,9 @@ from ..shared.workspace import installed
 from . import endings, exact, record
 from .record import Child
 
-KILL_GRACE = 0.5  # seconds between asking a timed-out child where it is and SIGKILL
+# Seconds between asking a child at the end of its budget where it is (and to stop there) and
+# SIGKILL: a program at real size is stopped as it returns from a C call that can take a second.
+KILL_GRACE = 2.0
 WATCH_INTERVAL = 0.25  # seconds between process counts
 PIPE_GRACE = 1.0  # seconds to wait for a dead child's pipes to reach end of file
 SWEEP_ROUNDS = 200  # kill-and-look rounds, 10 ms apart, until no stray process is left
