@@ -144,18 +144,23 @@ class GblsServer(LanguageServer):
         return [analysed.report for _, analysed in self.session.analysed()]
 
     def compiled_elsewhere(self, view: FileView) -> tuple[tuple[FunctionReport, FileReport], ...]:
-        """The functions compiled in other files whose breaks are in the file of ``view`` (a model
-        compiled in ``train.py``), each with the analysis that ran it."""
-        wanted = {brk.function for brk in view.breaks} - {f.qualname for f in view.functions}
-        found = []
+        """The functions compiled in other files whose code or breaks are in the file of ``view`` (a
+        model compiled in ``train.py``), each with the analysis that ran it: the file's report tells
+        them, clean ones too."""
+        wanted = {brk.function for brk in view.breaks}
+        found: dict[str, tuple[FunctionReport, FileReport]] = {}
         for _, analysed in self.session.results():
             for function in analysed.report.functions:
-                if function.qualname not in wanted:
+                name = function.qualname
+                if name in found or any(f.qualname == name for f in view.functions):
                     continue
-                if any(b.path == view.path for b in analysed.report.breaks_of(function.qualname)):
-                    found.append((function, analysed.report))
-                    wanted.discard(function.qualname)
-        return tuple(found)
+                breaks_here = name in wanted and any(
+                    b.path == view.path for b in analysed.report.breaks_of(name)
+                )
+                code = {function.code_path, *(reached.path for reached in function.reached)}
+                if breaks_here or (function.analysed and view.path in code):
+                    found[name] = (function, analysed.report)
+        return tuple(found.values())
 
     def where(self, path: str, links: bool) -> Where:
         """How hovers and reports name places for the file ``path``."""

@@ -36,6 +36,7 @@ FOLDERS = {
     "configured": "nanogpt",
     "sampling": "nanogpt",  # with a sample.py that fails to import its tokenizer
     "typing": "nanogpt",  # its train.py gets a syntax error typed into it
+    "clean": "nanogpt",  # its model.py without the check that breaks the graph
 }
 # nanoGPT's sample.py needs tiktoken, which a fresh environment lacks: it fails at its import.
 SAMPLE = (
@@ -63,6 +64,13 @@ def opened_projects(tmp_path_factory: pytest.TempPathFactory) -> Path:
     (folder / "configured" / ".vscode").mkdir()
     (folder / "configured" / ".vscode" / "launch.json").write_text(json.dumps(LAUNCH))
     (folder / "sampling" / "sample.py").write_text(SAMPLE)
+    model = folder / "clean" / "model.py"
+    checked = (
+        "        if idx.max() >= self.config.vocab_size:\n"
+        '            raise ValueError("token id out of range")\n'
+    )
+    assert checked in model.read_text()
+    model.write_text(model.read_text().replace(checked, ""))
     return folder
 
 
@@ -210,6 +218,21 @@ async def test_opening_a_model_puts_nothing_on_the_scripts_it_ran_to_reach_it(
         if uri == uri_of(sample):
             assert list(diagnostics) == [], diagnostics
     assert status_message(client, model) == ""  # analysed: train.py ran its compiled code
+
+
+async def test_a_model_without_a_break_reports_what_compiled_it(
+    opened_client: LanguageClient, opened_projects: Path
+) -> None:
+    """model.py's report tells the GPT compiled in train.py, its compilations and their guard, though
+    no break of it is in model.py (the report was empty)."""
+    client, model = opened_client, opened_projects / "clean" / "model.py"
+    await open_and_wait(client, model)
+    await until(lambda: status_message(client, model) is not None)
+    report = await client.workspace_execute_command_async(
+        lsp.ExecuteCommandParams(command="gbls.showReport", arguments=[uri_of(model)])
+    )
+    assert "## GPT" in report and "Compiled at train.py:" in report, report
+    assert "grad_mode" in report, report
 
 
 async def test_a_syntax_error_s_status_names_it(opened_client: LanguageClient, opened_projects: Path) -> None:
