@@ -448,7 +448,14 @@ class FunctionReport:
 
     @property
     def compilations(self) -> int:
+        """Of all its own frames: its code, and its rest after each break (each compiled apart)."""
         return self.target.compilations
+
+    @property
+    def times_compiled(self) -> int:
+        """How many times its code was compiled: its rest after a break is no recompilation."""
+        code = [f.compilations for f in self.target.frames if f.own and f.resumes_at is None]
+        return code[0] if code else self.target.compilations
 
     @property
     def not_computed(self) -> str:

@@ -21,7 +21,7 @@ def lens_title(
     if function.target.inlined:
         return f"gbls: traced inline in {function.target.inlined}"
     graphs = len(function.graphs)
-    compilations = function.compilations
+    compilations = function.times_compiled
     several = f"{compilations} compilations · " if compilations > 1 else ""
     after = (" · shapes only, not computed" if function.elided else "") + (
         f" · run cut at {cut:g} s" if cut is not None else ""
