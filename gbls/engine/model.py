@@ -12,11 +12,11 @@ converts to UTF-16 and the CLI to 1-based columns.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Literal
 
 from ..worker.shared import protocol
-from ..worker.shared.protocol import EAGER, Break, Code, Feature, Function, Graph, Guard, Recompile
+from ..worker.shared.protocol import EAGER, Break, Code, Feature, Function, Graph, Guard, Outcome, Recompile
 from ..worker.shared.workspace import library_of
 from .ranges import Span
 
@@ -421,6 +421,8 @@ class FileReport:
     # findings are real, even when there are none. A file only executed eagerly is not analysed.
     translated: bool = True
     cuda_only: tuple[CudaOnlyReport, ...] = ()  # calls not run, CUDA being mapped to the CPU
+    # What the program returned from its compiled calls and printed: what a fix must keep.
+    outcome: Outcome = field(default_factory=Outcome)
 
     def find(self, key: BreakKey) -> BreakReport | None:
         return next((brk for brk in self.breaks + self.splits if brk.key == key), None)

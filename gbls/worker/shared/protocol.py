@@ -19,7 +19,7 @@ import typing
 from dataclasses import dataclass, field
 from typing import Any, Final, Literal, TypeVar, Union
 
-PROTOCOL_VERSION = 10
+PROTOCOL_VERSION = 11
 
 # The fixed values of the wire, each checked by ``from_dict`` like any other field.
 Status = Literal["ok", "error", "timeout", "cancelled"]
@@ -272,6 +272,27 @@ class CudaOnly:
 
 
 @dataclass(frozen=True)
+class Returned:
+    """What a call the program made of a compiled function returned: its structure, types and shapes
+    as words, its numbers as numbers (a float's repr), for comparison with another run's."""
+
+    function: str  # the compiled function's qualified name (a module's class)
+    call: int  # which of its calls, from 0
+    value: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """What the analysed program did, for the proofs of fixes: what its calls of compiled functions
+    returned (their first ones) and what it printed."""
+
+    returns: tuple[Returned, ...] = ()
+    printed: str = ""  # what it wrote to sys.stdout: its first characters, up to Settings.max_output
+    whole: bool = True  # ``printed`` is all it wrote
+    recorded: bool = False  # the analysis recorded it (it did not end before, nor in a way that lost it)
+
+
+@dataclass(frozen=True)
 class StaticTarget:
     """A compiled target the server found in the source, sent so that none is skipped silently."""
 
@@ -347,6 +368,7 @@ class Result:
     cuda_only: tuple[CudaOnly, ...] = ()
     # What the analysing torch offers as escape hatches, for the fixes that need them.
     features: tuple[Feature, ...] = ()
+    outcome: Outcome = field(default_factory=Outcome)
 
 
 @dataclass(frozen=True, kw_only=True)
