@@ -21,6 +21,7 @@ from ..support import FIXTURES
 from ..support.meaning import Eager, assert_same_meaning, assert_same_returns, eager_run, graphs_compiled
 from ..support.torchlog import LoggedBreak, logged_breaks
 from ..support.worker import Analyse
+from .test_engine import assert_agrees_with_torch
 from .test_proofs import proofs_by
 
 SKIP = "Skip calling `torch.compiler.disable()`d function"
@@ -171,3 +172,14 @@ async def test_a_print_in_a_loop_is_first_fixed_by_what_keeps_its_output(
     assert_same_meaning(eager_run(path), eager_run(fixed))
     assert unsuppressed(fixed) == [] and graphs_compiled(fixed) == 1
     assert "step 0\nstep 1\nstep 2\n" in (await analyse_file(fixed)).outcome.printed
+
+
+@pytest.mark.parametrize("name", sorted(path.name for path in (FIXTURES / "torch_tests").glob("*.py")))
+async def test_the_files_built_from_torchs_tests_break_as_torchs_log_says(
+    analyse_file: Analyse, name: str
+) -> None:
+    """The breaks of ``fixtures/torch_tests`` (the coverage figure counts them) are torch's own."""
+    path = FIXTURES / "torch_tests" / name
+    report = await analyse_file(path)
+    assert report.status == "ok" and report.breaks, report.message
+    assert_agrees_with_torch(report, path)

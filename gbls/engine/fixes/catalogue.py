@@ -191,10 +191,31 @@ def assert_in_graph(brk: BreakReport, here: str, sources: Sources) -> Fix | None
     return None
 
 
+def _graph_break_or(brk: BreakReport, sources: Sources) -> Fix | None:
+    """``torch._dynamo.graph_break() or x`` → ``x``: the call returns None."""
+    found = root_source(brk, sources)
+    if found is None:
+        return None
+    _, tree, lines = found
+    calls = nodes_at(tree, brk.root.span, lines, ast.Call)
+    for node in ast.walk(tree):
+        if (
+            isinstance(node, ast.BoolOp)
+            and isinstance(node.op, ast.Or)
+            and calls
+            and node.values[0] is calls[0]
+        ):
+            rest = node.values[1:]
+            text = ast.unparse(rest[0] if len(rest) == 1 else ast.BoolOp(ast.Or(), rest))
+            edit = Edit(brk.root.path, node_span(node, lines), text)
+            return Fix("Remove the explicit torch._dynamo.graph_break()", (edit,), safe=True)
+    return None
+
+
 def remove_graph_break(brk: BreakReport, here: str, sources: Sources) -> Fix | None:
     found = root_call_statement(brk, sources)
     if found is None:
-        return None
+        return _graph_break_or(brk, sources)
     source, tree, statement = found
     call = statement.value
     if not isinstance(call, ast.Call) or not ast.unparse(call.func).endswith("graph_break") or call.args:
@@ -222,8 +243,8 @@ def definition_of(source: str, path: str, line: int, byte_column: int) -> tuple[
     return None
 
 
-def drop_disable_decorator(brk: BreakReport, here: str, sources: Sources) -> Fix | None:
-    """When the disabled callee is defined in this workspace's file, offer to compile it after all."""
+def _called_definition(brk: BreakReport, sources: Sources) -> tuple[str, str, int] | None:
+    """The name, file and line of the workspace function the root cause calls by its name (jedi)."""
     found_root = root_source(brk, sources)
     if found_root is None:
         return None
@@ -231,11 +252,48 @@ def drop_disable_decorator(brk: BreakReport, here: str, sources: Sources) -> Fix
     calls = nodes_at(tree, brk.root.span, lines, ast.Call)
     if not calls or not isinstance(calls[0].func, ast.Name):
         return None
-    name = calls[0].func.id
     definition = definition_of(source, brk.root.path, brk.root.span.line, calls[0].func.col_offset)
-    if definition is None:
+    return (calls[0].func.id, *definition) if definition is not None else None
+
+
+# How torch names the disabled function in the break's context: "<function Opaque.forward at 0x7f...>".
+DISABLED = re.compile(r"<function ([\w.<>]+) at 0x[0-9a-fA-F]+>")
+
+
+def _named_definition(brk: BreakReport, here: str, sources: Sources) -> tuple[str, str, int] | None:
+    """The function the break's context names (a method called as ``self.inner(x)``), found by its
+    qualified name in the root cause's file or the analysed one."""
+    named = DISABLED.search(brk.cause.context)
+    if named is None:
         return None
-    path, line = definition
+    parts = [part for part in named.group(1).split(".") if part != "<locals>"]
+    for path in dict.fromkeys((brk.root.path, here)):
+        tree = sources.tree(path)
+        scope: list[ast.stmt] = list(tree.body) if tree is not None else []
+        node: ast.stmt | None = None
+        for part in parts:
+            node = next(
+                (
+                    child
+                    for child in scope
+                    if isinstance(child, ast.ClassDef | ast.FunctionDef) and child.name == part
+                ),
+                None,
+            )
+            if node is None:
+                break
+            scope = list(node.body)
+        if isinstance(node, ast.FunctionDef):
+            return parts[-1], path, node.lineno
+    return None
+
+
+def drop_disable_decorator(brk: BreakReport, here: str, sources: Sources) -> Fix | None:
+    """When the disabled callee is defined in this workspace's file, offer to compile it after all."""
+    found = _called_definition(brk, sources) or _named_definition(brk, here, sources)
+    if found is None:
+        return None
+    name, path, line = found
     target_tree = sources.tree(path)
     if target_tree is None:
         return None
@@ -269,6 +327,7 @@ CATALOGUE: dict[str, tuple[Maker, ...]] = {
     "GB0036": (config_flag("capture_dynamic_output_shape_ops"),),  # Dynamic shape operator
     "GB0025": (remove_graph_break,),  # torch._dynamo.graph_break()
     "GB0098": (drop_disable_decorator,),  # torch.compiler.disable'd callee
+    "GB0099": (drop_disable_decorator,),  # a torch.compiler.disable'd callee Dynamo would inline
     # Data-dependent branching: a guard on a symbolic value checked with torch._check, else rewritten.
     "GB0170": (hatches.check_guard, *branches.REWRITES),
     # A call of a function Dynamo skips: a logging one (warnings.warn) can be reordered, or go.
@@ -279,7 +338,7 @@ CATALOGUE: dict[str, tuple[Maker, ...]] = {
     "GB0119": (modules.init_module,),  # Uninitialized nn.Module
     "GB0142": (contexts.made_where_entered,),  # Unsupported context manager
     "GB0109": (iterables.unbind_tolist,),  # Tensor.tolist() with non-integer tensor
-    "GB0811": (iterables.listed_at_calls,),  # missing tp_iter
+    "GB0811": (iterables.listed_at_calls, iterables.listed_where_made),  # missing tp_iter
     # Data-dependent assertion failed (cannot compile partial graph)
     "GB0034": (assert_statement,),
 }
@@ -290,6 +349,7 @@ BY_GB_TYPE = {
     "Dynamic shape operator": "GB0036",
     "Call to `torch._dynamo.graph_break()`": "GB0025",
     "Skip calling `torch.compiler.disable()`d function": "GB0098",
+    "Skip inlining `torch.compiler.disable()`d function": "GB0099",
     "Data-dependent branching": "GB0170",
     "Attempted to call function marked as skipped": "GB0007",
     "Invalid call to __build_class__": "GB8977",

@@ -7,7 +7,9 @@
 - A builtin iterator made outside the compiled function and passed in (``weighted(zip(w, x))``,
   GB0811: Dynamo cannot iterate an iterator it did not see made) → ``weighted(list(zip(w, x)))`` at
   each call of the file: the function iterates the same items, and the iterator was a temporary of
-  the call, which nothing else could go on iterating.
+  the call, which nothing else could go on iterating. One the function made itself, before a
+  graph break (its resume function did not see it made): ``m = list(map(...))`` where it is made,
+  when the function binds it there only.
 """
 
 from __future__ import annotations
@@ -89,6 +91,67 @@ def _iterated_at(tree: ast.Module, brk: BreakReport, lines: list[str]) -> ast.ex
         if isinstance(node, ast.Name):
             return node
     return None
+
+
+# What iterates its argument (to its end): ``sum(m)``.
+CONSUMERS = ("sum", "list", "tuple", "sorted", "min", "max", "any", "all", "set", "dict")
+
+
+def _iterated_names(node: ast.AST) -> set[str]:
+    """The names ``node`` iterates: a loop's or comprehension's iterable, a consumer's argument."""
+    names = set()
+    for child in ast.walk(node):
+        iterables: list[ast.expr] = []
+        if isinstance(child, ast.comprehension | ast.For):
+            iterables.append(child.iter)
+        elif isinstance(child, ast.Call) and isinstance(child.func, ast.Name) and child.func.id in CONSUMERS:
+            iterables += child.args[:1]
+        names |= {iterable.id for iterable in iterables if isinstance(iterable, ast.Name)}
+    return names
+
+
+def listed_where_made(brk: BreakReport, here: str, sources: Sources) -> Fix | None:
+    """``m = map(f, xs)`` then, past a graph break, ``sum(m)`` → ``m = list(map(f, xs))``."""
+    found = root_source(brk, sources)
+    if found is None:
+        return None
+    _, tree, lines = found
+    definition = _compiled_definition(tree, brk)
+    if definition is None:
+        return None
+    at = [
+        n
+        for n in ast.walk(definition)
+        if isinstance(n, ast.expr | ast.stmt) and node_span(n, lines) == brk.root.span
+    ]
+    if not at:
+        return None
+    edits = []
+    for name in sorted(_iterated_names(at[0])):
+        bindings = [
+            n
+            for n in ast.walk(definition)
+            if isinstance(n, ast.Name) and n.id == name and isinstance(n.ctx, ast.Store)
+        ]
+        made = [
+            statement
+            for statement in ast.walk(definition)
+            if isinstance(statement, ast.Assign)
+            and [ast.unparse(target) for target in statement.targets] == [name]
+            and isinstance(statement.value, ast.Call)
+            and isinstance(statement.value.func, ast.Name)
+            and statement.value.func.id in ITERATORS
+        ]
+        if len(bindings) == 1 and len(made) == 1:
+            value = made[0].value
+            edits.append(Edit(brk.root.path, node_span(value, lines), f"list({ast.unparse(value)})"))
+    if not edits:
+        return None
+    return Fix(
+        "Make the iterator a list where the function makes it (`list(...)`): Dynamo iterates a list "
+        "it did not see made, after a graph break",
+        tuple(edits),
+    )
 
 
 def listed_at_calls(brk: BreakReport, here: str, sources: Sources) -> Fix | None:
