@@ -72,8 +72,10 @@ class Recorder:
         except (AttributeError, OSError, ValueError):
             return
         self.printed = printed
+        # Buffered as it was: unbuffered under PYTHONUNBUFFERED, as the worker runs.
+        buffered = isinstance(getattr(original, "buffer", None), io.BufferedIOBase)
         self.stream = io.TextIOWrapper(
-            io.BufferedWriter(printed),
+            io.BufferedWriter(printed) if buffered else printed,  # type: ignore[arg-type]
             encoding=original.encoding,
             errors=original.errors,
             line_buffering=bool(original.line_buffering),
