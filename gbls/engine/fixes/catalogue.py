@@ -339,6 +339,11 @@ CATALOGUE: dict[str, tuple[Maker, ...]] = {
     "GB0142": (contexts.made_where_entered,),  # Unsupported context manager
     "GB0109": (iterables.unbind_tolist,),  # Tensor.tolist() with non-integer tensor
     "GB0811": (iterables.listed_at_calls, iterables.listed_where_made),  # missing tp_iter
+    # C-implemented special method without VariableTracker model: torch 2.15's word for iterating one
+    "GB9493": (iterables.listed_at_calls, iterables.listed_where_made),
+    # Attempted to inline function marked as skipped: torch 2.15's word for entering a context
+    # manager made outside (its __enter__); else none of its own.
+    "GB0008": (contexts.made_where_entered,),
     # Data-dependent assertion failed (cannot compile partial graph)
     "GB0034": (assert_statement,),
 }
@@ -359,6 +364,8 @@ BY_GB_TYPE = {
     "Unsupported context manager": "GB0142",
     "Tensor.tolist() with non-integer tensor": "GB0109",
     "missing tp_iter": "GB0811",
+    "C-implemented special method without VariableTracker model": "GB9493",
+    "Attempted to inline function marked as skipped": "GB0008",
     "Data-dependent assertion failed (cannot compile partial graph)": "GB0034",
 }
 
