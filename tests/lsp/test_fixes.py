@@ -133,7 +133,7 @@ async def fix_and_check(
 
 async def test_remove_print(client: LanguageClient, workspace: Path) -> None:
     session, after = await fix_and_check(
-        client, workspace, "print_call.py", "GB0059", "Remove the print() call"
+        client, workspace, "print_call.py", "GB0059", "Remove `print('scaled', y)`, and its output"
     )
     assert "print(" not in session.path.read_text()
     assert after == []
@@ -146,7 +146,7 @@ async def test_register_print_as_reorderable(client: LanguageClient, workspace: 
         workspace,
         "print_call.py",
         "GB0059",
-        "Let Dynamo move print() after the graph",
+        "Let Dynamo print after the graph runs",
         "reordered.py",
     )
     text = session.path.read_text()
@@ -156,9 +156,7 @@ async def test_register_print_as_reorderable(client: LanguageClient, workspace: 
 
 
 async def test_remove_logger_call_keeps_the_block(client: LanguageClient, workspace: Path) -> None:
-    session, after = await fix_and_check(
-        client, workspace, "logger_call.py", "GB0291", "Remove the log.info() call"
-    )
+    session, after = await fix_and_check(client, workspace, "logger_call.py", "GB0291", "Remove `log.info(")
     assert "    if True:\n        pass\n" in session.path.read_text()
     assert after == []
     session.close()
@@ -217,7 +215,7 @@ async def test_fix_at_the_root_cause_in_another_file(client: LanguageClient, wor
     shown = client.shown_documents[-1]
     assert shown.uri == uri(workspace / "fix_helpers.py") and shown.selection is not None
     assert shown.selection.start == lsp.Position(4, 4)
-    remove = titled(actions, "Remove the print() call")
+    remove = titled(actions, "Remove `print('announcing', x)`")
     assert remove.edit is not None and list(remove.edit.changes or {}) == [uri(workspace / "fix_helpers.py")]
     helpers = (workspace / "fix_helpers.py").read_text()
     try:
