@@ -172,7 +172,7 @@ async def test_a_print_in_a_loop_is_first_fixed_by_what_keeps_its_output(
     report = await analyse_file(path)
     (brk,) = report.breaks
     first = policy.for_break(brk, str(path), Sources(read_source), [str(tmp_path)])[0]
-    assert first.title.startswith("Let Dynamo print after the graph runs") and first.changes == ""
+    assert first.title.startswith("Let Dynamo print after the graph") and first.changes == ""
     assert await proofs_by(analyse_file).prove(first, brk, report, Sources(read_source)) is None
     fixed = tmp_path / "fixed" / path.name
     fixed.parent.mkdir()

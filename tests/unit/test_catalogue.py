@@ -31,8 +31,7 @@ from ..support import FIXTURES
 
 FIXES = FIXTURES / "fixes"
 REORDER = (
-    "Let Dynamo print after the graph runs: register print in "
-    "torch._dynamo.config.reorderable_logging_functions (the same output, in the same order)"
+    "Let Dynamo print after the graph: the same output (torch._dynamo.config.reorderable_logging_functions)"
 )
 REMOVE_PRINT = "Remove `print('scaled', y)`, and its output"
 
@@ -82,8 +81,8 @@ CASES = [
         "warn_call.py", "careful", "GB0007", 9, 'warnings.warn("doubled")',
         [
             (
-                "Let Dynamo warn after the graph runs: register warnings.warn in "
-                "torch._dynamo.config.reorderable_logging_functions (the same output, in the same order)",
+                "Let Dynamo warn after the graph: the same output "
+                "(torch._dynamo.config.reorderable_logging_functions)",
                 False,
                 "import torch\ntorch._dynamo.config.reorderable_logging_functions.add(warnings.warn)\n",
             ),

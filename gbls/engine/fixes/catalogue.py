@@ -92,8 +92,8 @@ def register_reorderable(brk: BreakReport, here: str, sources: Sources) -> Fix |
         return None
     what = "print" if function == "print" else "warn"
     return Fix(
-        f"Let Dynamo {what} after the graph runs: register {function} in "
-        "torch._dynamo.config.reorderable_logging_functions (the same output, in the same order)",
+        f"Let Dynamo {what} after the graph: the same output "
+        "(torch._dynamo.config.reorderable_logging_functions)",
         (edit,),
     )
 
