@@ -223,10 +223,11 @@ def _tensor(tensor: torch.Tensor) -> list[str]:
     flat = tensor.detach().reshape(-1)
     if flat.is_complex():
         flat = torch.view_as_real(flat).reshape(-1)
-    if flat.dtype.is_floating_point:
-        flat = flat.double()
     values = [repr(number) for number in flat[:ELEMENTS].cpu().tolist()]
     if flat.numel() <= ELEMENTS:
         return [head, *values]
-    whole = flat.double()
-    return [head, *values, "sum", repr(whole.sum().item()), "abs", repr(whole.abs().sum().item())]
+    # Summed in double precision without a double copy of a big float tensor (a model's logits).
+    whole = flat if flat.is_floating_point() else flat.to(torch.float64)
+    total = torch.sum(whole, dtype=torch.float64).item()
+    magnitude = torch.linalg.vector_norm(whole, ord=1, dtype=torch.float64).item()
+    return [head, *values, "sum", repr(total), "abs", repr(magnitude)]
