@@ -188,6 +188,19 @@ def test_a_workaround_comes_after_every_fix_and_a_safe_fix_first() -> None:
     assert not workaround.removes and drops.removes
 
 
+def test_fix_never_applies_a_workaround() -> None:
+    """``--fix --unsafe-fixes`` and fix-all take a break's fix only where it removes the break."""
+    path = FIXES / "print_call.py"
+    brk = broken("GB0059", at(path, "scaled", 7, 'print("scaled", y)'))
+    report = FileReport(str(path), "ok", "", "", None, (), (brk,), (), "", "", 0.0)
+    edit = Edit(str(path), Span(1, 0, 1, 0), "x")
+    workaround = Fix("stop compiling", (edit,), proof="skip")
+    assert policy.safe_edits([report], {(str(path), brk.key): workaround}, unsafe=True) == ({}, [])
+    fix = Fix("reorder", (edit,))
+    edits, taken = policy.safe_edits([report], {(str(path), brk.key): fix}, unsafe=True)
+    assert edits == {str(path): [edit]} and taken == [(str(path), brk, fix)]
+
+
 def test_a_root_cause_in_another_file_is_fixed_there() -> None:
     here = at(FIXES / "propagated.py", "outer", 9, "announce(y)")
     root = at(FIXES / "fix_helpers.py", "announce", 5, 'print("announcing", x)')
