@@ -10,7 +10,7 @@ Each call the program makes of what ``torch.compile`` returned is summarised as 
 compiled function. A call inside other compiled code is not one: Dynamo traces through the
 recording wrapper to the compiled function (the wrapper carries its ``_torchdynamo_inline``),
 as it would without it. gbls's own calls of a target nothing called use the compiled object
-itself, unrecorded. What the program writes to ``sys.stdout`` is kept, up to a bound.
+itself, unrecorded. What the program writes to ``sys.stdout`` is kept, its first ``PRINTED`` bytes.
 
 Installed in the analysis's child only (``run.analyse``): the pytest plugin's capture, in the
 project's own test process, neither reseeds nor records.
@@ -39,13 +39,14 @@ CALLS = 8  # the calls recorded of each compiled function: its first ones
 TOKENS = 256  # of one call's summary; the rest is cut, and said so
 ELEMENTS = 32  # of a tensor, listed; a bigger one is listed so far, then summed
 TEXT = 200  # characters of a string value
+# Bytes of what the program prints that are kept: its one event stays far below the event line's limit.
+PRINTED = 64 * 1024
 _write = os.write  # taken before the program runs, which may replace it
 
 
 class Recorder:
-    def __init__(self, emit: Emit, bound: int) -> None:
+    def __init__(self, emit: Emit) -> None:
         self.emit = emit
-        self.bound = bound  # characters of printed output kept
         self.calls: dict[str, int] = {}
         self.printed: Printed | None = None
         self.stream: io.TextIOWrapper | None = None
@@ -68,7 +69,7 @@ class Recorder:
         original = sys.stdout
         try:
             original.flush()
-            printed = Printed(original.fileno(), self.bound)
+            printed = Printed(original.fileno(), PRINTED)
         except (AttributeError, OSError, ValueError):
             return
         self.printed = printed

@@ -80,7 +80,7 @@ def analyse(
         emit(disabled)
     attempts = Attempts(emit)
     capture = Capture(attempts.emit, path, request.reuse, request.targets, own).install()
-    outcome = Recorder(attempts.emit, request.settings.max_output).install()
+    outcome = Recorder(attempts.emit).install()
     why = why_mapped(request.settings.device)
     log(f"CUDA mapped to the CPU: {why}" if why else "analysing on the GPU")
     to_cpu = ToCpu(why, path, emit).install() if why else None

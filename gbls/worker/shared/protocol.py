@@ -287,7 +287,7 @@ class Outcome:
     returned (their first ones) and what it printed."""
 
     returns: tuple[Returned, ...] = ()
-    printed: str = ""  # what it wrote to sys.stdout: its first characters, up to Settings.max_output
+    printed: str = ""  # what it wrote to sys.stdout: its first 64 KiB
     whole: bool = True  # ``printed`` is all it wrote
     recorded: bool = False  # the analysis recorded it (it did not end before, nor in a way that lost it)
 
