@@ -13,11 +13,22 @@ converts to UTF-16 and the CLI to 1-based columns.
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Literal
 
 from ..worker.shared import protocol
-from ..worker.shared.protocol import EAGER, Break, Code, Elided, Feature, Function, Graph, Guard, Recompile
+from ..worker.shared.protocol import (
+    EAGER,
+    Break,
+    Code,
+    Elided,
+    Feature,
+    Function,
+    Graph,
+    Guard,
+    Outcome,
+    Recompile,
+)
 from ..worker.shared.workspace import library_of
 from . import words
 from .ranges import Span
@@ -570,6 +581,8 @@ class FileReport:
     elided: tuple[Elided, ...] = ()  # the analysis's graphs whose values it did not compute
     # The files whose analyses (a run's: its script) found what a view of another file shows.
     reached_from: tuple[str, ...] = ()
+    # What the program returned from its compiled calls and printed: what a fix must keep.
+    outcome: Outcome = field(default_factory=Outcome)
 
     def find(self, key: BreakKey) -> BreakReport | None:
         return next((brk for brk in self.breaks + self.splits if brk.key == key), None)

@@ -223,6 +223,7 @@ def build(
             CudaOnlyReport(call.call, span_of(source, call.line, call.column, call.end_column), call.skipped)
             for call in result.cuda_only
         ),
+        outcome=result.outcome,
     )
 
 

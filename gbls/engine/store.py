@@ -28,7 +28,7 @@ from .cache import code_key, line_map, shifted_files
 from .model import FileReport
 from .sources import TextOf
 
-CACHE_VERSION = 1
+CACHE_VERSION = 2
 FOLDER = ".gbls_cache"
 # An entry past this size is no entry of gbls's: not read.
 MAX_BYTES = 64 << 20

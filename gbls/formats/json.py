@@ -57,13 +57,20 @@ def _position(span: Span, end: bool) -> dict[str, int]:
     )
 
 
+def _applicability(fix: Fix) -> str:
+    """ruff's word for whether ``--fix`` applies it: a workaround, which keeps the break, never."""
+    if not fix.removes:
+        return "display-only"
+    return "safe" if fix.safe else "unsafe"
+
+
 def _fix(fix: Fix | None) -> dict[str, Any] | None:
     """ruff's fix object: what it does, whether ``--fix`` applies it, and its edits."""
     if fix is None:
         return None
     return {
         "message": fix.title,
-        "applicability": "safe" if fix.safe else "unsafe",
+        "applicability": _applicability(fix),
         "edits": [
             {
                 "path": edit.path,

@@ -113,8 +113,9 @@ def _fingerprint(fix: Fix, sources: Sources) -> str:
 async def proven_fixes(
     proofs: Proofs, reports: Sequence[FileReport], sources: Sources, folders: list[str], unsafe: bool
 ) -> tuple[policy.Fixes, dict[tuple[str, BreakKey], str]]:
-    """Each break's first offered fix (safe ones only, unless ``unsafe``) that re-analysis proves, and
-    for each break left without one why its candidates were not proven."""
+    """Each break's first offered fix that removes it (safe ones only, unless ``unsafe``) that
+    re-analysis proves, and for each break left without one why its candidates were not proven: a
+    workaround is never chosen."""
     chosen: policy.Fixes = {}
     refused: dict[tuple[str, BreakKey], str] = {}
     for report in reports:
@@ -123,7 +124,7 @@ async def proven_fixes(
         for brk in report.breaks:
             why: list[str] = []
             for fix in policy.for_break(brk, report.path, sources, folders):
-                if not (fix.safe or unsafe):
+                if not fix.removes or not (fix.safe or unsafe):
                     continue
                 try:
                     verdict = await proofs.prove(fix, brk, report, sources)

@@ -133,7 +133,7 @@ async def fix_and_check(
 
 async def test_remove_print(client: LanguageClient, workspace: Path) -> None:
     session, after = await fix_and_check(
-        client, workspace, "print_call.py", "GB0059", "Remove the print() call"
+        client, workspace, "print_call.py", "GB0059", "Remove `print('scaled', y)`, and its output"
     )
     assert "print(" not in session.path.read_text()
     assert after == []
@@ -146,7 +146,7 @@ async def test_register_print_as_reorderable(client: LanguageClient, workspace: 
         workspace,
         "print_call.py",
         "GB0059",
-        "Let Dynamo move print() after the graph",
+        "Let Dynamo print after the graph",
         "reordered.py",
     )
     text = session.path.read_text()
@@ -156,9 +156,7 @@ async def test_register_print_as_reorderable(client: LanguageClient, workspace: 
 
 
 async def test_remove_logger_call_keeps_the_block(client: LanguageClient, workspace: Path) -> None:
-    session, after = await fix_and_check(
-        client, workspace, "logger_call.py", "GB0291", "Remove the log.info() call"
-    )
+    session, after = await fix_and_check(client, workspace, "logger_call.py", "GB0291", "Remove `log.info(")
     assert "    if True:\n        pass\n" in session.path.read_text()
     assert after == []
     session.close()
@@ -217,7 +215,7 @@ async def test_fix_at_the_root_cause_in_another_file(client: LanguageClient, wor
     shown = client.shown_documents[-1]
     assert shown.uri == uri(workspace / "fix_helpers.py") and shown.selection is not None
     assert shown.selection.start == lsp.Position(4, 4)
-    remove = titled(actions, "Remove the print() call")
+    remove = titled(actions, "Remove `print('announcing', x)`")
     assert remove.edit is not None and list(remove.edit.changes or {}) == [uri(workspace / "fix_helpers.py")]
     helpers = (workspace / "fix_helpers.py").read_text()
     try:
@@ -335,8 +333,8 @@ async def test_no_torch_cond_for_a_branch_returning_a_python_value(
     client: LanguageClient, workspace: Path
 ) -> None:
     """``return x.item() + 1`` is a float, which torch.cond cannot return: the editor offers no
-    rewrite of the branch, only the proven last resort (the condition worked out eagerly), and the
-    ``.item()``'s proven fix."""
+    rewrite of the branch, and the workaround (the condition worked out eagerly) is refused, since
+    ``score`` would then compile no graph: the hover says so; the ``.item()``'s fix is proven."""
     session = Session(client, workspace, "return_scalar.py", "fixed_return_scalar.py")
     before = await session.open()
     (branch,) = [d for d in before if d.code == "GB0170"]
@@ -345,7 +343,9 @@ async def test_no_torch_cond_for_a_branch_returning_a_python_value(
         lsp.HoverParams(lsp.TextDocumentIdentifier(session.uri), branch.range.start)
     )
     assert hover is not None
-    assert hover.contents.value.startswith("**To do:** Run `bool(x.sum() > 0)` eagerly")  # type: ignore[union-attr]
+    said = hover.contents.value  # type: ignore[union-attr]
+    assert "re-analysis refused every fix gbls has for it (Stop compiling `bool(x.sum() > 0)`" in said
+    assert "score compiles no graph after it" in said
     (item,) = [d for d in before if d.code == "GB0124"]
     after = await session.apply(titled(await session.actions(item), "Enable torch._dynamo.config.capture"))
     assert "GB0124" not in codes(after) and "GB0170" in codes(after)

@@ -30,14 +30,17 @@ from gbls.worker.shared.protocol import Break, Code, Frame, Function, Guard, Rec
 from ..support import FIXTURES
 
 FIXES = FIXTURES / "fixes"
-REORDER = "Let Dynamo move print() after the graph (torch._dynamo.config.reorderable_logging_functions)"
+REORDER = (
+    "Let Dynamo print after the graph: the same output (torch._dynamo.config.reorderable_logging_functions)"
+)
+REMOVE_PRINT = "Remove `print('scaled', y)`, and its output"
 
 
 def eagerly(code: str) -> str:
-    """The title of the last resort for a break with no fix of its own: ``code`` run eagerly."""
+    """The title of the workaround for a break with no fix of its own: ``code`` run eagerly."""
     return (
-        f"Run `{code}` eagerly in a function of its own with @torch.compiler.disable (a last resort: "
-        "Dynamo splits once, at its call)"
+        f"Stop compiling `{code}`: run it eagerly in a function of its own under @torch.compiler.disable "
+        "(a workaround: the graph still splits, at its call)"
     )
 
 
@@ -64,18 +67,31 @@ def applied(fix: Fix, sources: Sources) -> dict[str, str]:
 CASES = [
     (
         "print_call.py", "scaled", "GB0059", 7, 'print("scaled", y)',
-        [
-            ("Remove the print() call", False, "    y = x * 2\n    return y + 1\n"),
+        [  # the fix that keeps the output first
             (REORDER, False, "import torch\ntorch._dynamo.config.reorderable_logging_functions.add(print)\n"),
+            (REMOVE_PRINT, False, "    y = x * 2\n    return y + 1\n"),
         ],
     ),
     (
         "logger_call.py", "logged", "GB0291", 12, 'log.info("exp done %s", y)',
-        [("Remove the log.info() call", False, "    if True:\n        pass\n")],  # a body is never left empty
+        # A body is never left empty.
+        [("Remove `log.info('exp done %s', y)`, and its output", False, "    if True:\n        pass\n")],
     ),
     (  # a skipped function's call (GB0007) that only warns
         "warn_call.py", "careful", "GB0007", 9, 'warnings.warn("doubled")',
-        [("Remove the warnings.warn() call", False, "    y = x * 2\n    return y + 1\n")],
+        [
+            (
+                "Let Dynamo warn after the graph: the same output "
+                "(torch._dynamo.config.reorderable_logging_functions)",
+                False,
+                "import torch\ntorch._dynamo.config.reorderable_logging_functions.add(warnings.warn)\n",
+            ),
+            (
+                "Remove `warnings.warn('doubled')`, and its warning",
+                False,
+                "    y = x * 2\n    return y + 1\n",
+            ),
+        ],
     ),
     (
         "item_call.py", "normalized", "GB0124", 9, "x.abs().max().item()",
@@ -140,14 +156,14 @@ def test_each_break_gets_the_fixes_its_shape_allows(
         ast.parse(text)
 
 
-def test_the_editor_and_the_cli_prefer_the_same_fix_a_safe_one(monkeypatch: pytest.MonkeyPatch) -> None:
-    """The catalogue lists the print's removal first; were the reordering safe, both would prefer it."""
-
-    def safe_reorder(brk: BreakReport, here: str, sources: Sources) -> Fix | None:
-        fix = catalogue.register_reorderable_print(brk, here, sources)
-        return dataclasses.replace(fix, safe=True) if fix else None
-
-    monkeypatch.setitem(catalogue.CATALOGUE, "GB0059", (catalogue.remove_logging_call, safe_reorder))
+def test_the_editor_and_the_cli_prefer_the_same_fix_one_that_keeps_the_output(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Were the print's removal listed first, both would still prefer the reordering, which keeps what
+    the program prints."""
+    monkeypatch.setitem(
+        catalogue.CATALOGUE, "GB0059", (catalogue.remove_logging_call, catalogue.register_reorderable)
+    )
     path = FIXES / "print_call.py"
     brk = broken("GB0059", at(path, "scaled", 7, 'print("scaled", y)'))
     report = FileReport(str(path), "ok", "", "", None, (), (brk,), (), "", "", 0.0)
@@ -157,15 +173,40 @@ def test_the_editor_and_the_cli_prefer_the_same_fix_a_safe_one(monkeypatch: pyte
     diagnostic.data = break_data(brk)
     actions = code_actions(str(path), [diagnostic], sources, lambda _: report, [])
     fixes = [a for a in actions if isinstance(a, lsp.CodeAction) and not a.title.startswith("Suppress")]
-    assert [(a.title, a.is_preferred) for a in fixes] == [(REORDER, True), ("Remove the print() call", None)]
+    assert [(a.title, a.is_preferred) for a in fixes] == [(REORDER, True), (REMOVE_PRINT, None)]
+
+
+def test_a_workaround_comes_after_every_fix_and_a_safe_fix_first() -> None:
+    """The order the policy offers: the fixes that keep the program's meaning (safe ones first), then
+    those that drop output, then the workarounds that keep the split."""
+    edit = Edit("f.py", Span(1, 0, 1, 0), "")
+    workaround = Fix("eager", (edit,), proof="skip")
+    drops = Fix("remove", (edit,), changes="output")
+    keeps = Fix("reorder", (edit,))
+    safe = Fix("flag", (edit,), safe=True)
+    assert policy._safe_first([workaround, drops, keeps, safe]) == [safe, keeps, drops, workaround]
+    assert not workaround.removes and drops.removes
+
+
+def test_fix_never_applies_a_workaround() -> None:
+    """``--fix --unsafe-fixes`` and fix-all take a break's fix only where it removes the break."""
+    path = FIXES / "print_call.py"
+    brk = broken("GB0059", at(path, "scaled", 7, 'print("scaled", y)'))
+    report = FileReport(str(path), "ok", "", "", None, (), (brk,), (), "", "", 0.0)
+    edit = Edit(str(path), Span(1, 0, 1, 0), "x")
+    workaround = Fix("stop compiling", (edit,), proof="skip")
+    assert policy.safe_edits([report], {(str(path), brk.key): workaround}, unsafe=True) == ({}, [])
+    fix = Fix("reorder", (edit,))
+    edits, taken = policy.safe_edits([report], {(str(path), brk.key): fix}, unsafe=True)
+    assert edits == {str(path): [edit]} and taken == [(str(path), brk, fix)]
 
 
 def test_a_root_cause_in_another_file_is_fixed_there() -> None:
     here = at(FIXES / "propagated.py", "outer", 9, "announce(y)")
     root = at(FIXES / "fix_helpers.py", "announce", 5, 'print("announcing", x)')
     sources = Sources(read_source)
-    removal, _, eager = fixes_for(broken("GB0059", here, root), here.path, sources)
-    assert eager.title.startswith("Run announce eagerly with @torch.compiler.disable")  # the fallback
+    _, removal, eager = fixes_for(broken("GB0059", here, root), here.path, sources)
+    assert eager.title.startswith("Stop compiling announce: @torch.compiler.disable")  # the workaround
     assert applied(removal, sources) == {
         "fix_helpers.py": sources.text(root.path).replace(  # type: ignore[union-attr]
             '    print("announcing", x)\n', ""

@@ -19,15 +19,18 @@ from ...worker.shared.workspace import installed
 from ..model import BreakReport
 from ..ranges import Span, line_text
 from ..sources import Sources, parse
-from . import branches, hatches, modules, moves, sorting
+from . import branches, contexts, hatches, iterables, modules, moves, sorting
 from .edits import Edit, Fix, Maker
 from .syntax import (
+    alone_on_its_lines,
+    imports,
     insert_after_imports,
     node_span,
     nodes_at,
     remove_statement,
     root_call_statement,
     root_source,
+    torch_name,
 )
 
 log = logging.getLogger(__name__)
@@ -44,6 +47,11 @@ def _is_logging_call(call: ast.Call) -> bool:
     return isinstance(function, ast.Attribute) and function.attr in LOGGING_METHODS
 
 
+def _shown(node: ast.AST) -> str:
+    text = ast.unparse(node)
+    return text if len(text) <= 50 else text[:49] + "…"
+
+
 def remove_logging_call(brk: BreakReport, here: str, sources: Sources) -> Fix | None:
     found = root_call_statement(brk, sources)
     if found is None:
@@ -55,31 +63,37 @@ def remove_logging_call(brk: BreakReport, here: str, sources: Sources) -> Fix | 
     edit = remove_statement(brk.root.path, source, tree, statement)
     if edit is None:
         return None
-    return Fix(f"Remove the {ast.unparse(call.func)}() call", (edit,))
+    said = "warning" if ast.unparse(call.func).endswith("warn") else "output"
+    return Fix(f"Remove `{_shown(call)}`, and its {said}", (edit,), changes="output")
 
 
-def register_reorderable_print(brk: BreakReport, here: str, sources: Sources) -> Fix | None:
-    """Dynamo moves registered logging calls after the graph, when their arguments are plain values."""
+def register_reorderable(brk: BreakReport, here: str, sources: Sources) -> Fix | None:
+    """Dynamo moves a call of a function registered as reorderable logging after the graph, when its
+    arguments are tensors, constants or format strings (re-analysis proves they are): ``print``, and
+    ``warnings.warn``, as torch's hint for it says."""
     found = root_call_statement(brk, sources)
     source = sources.text(here)
     if found is None or source is None:
         return None
     call = found[2].value
     assert isinstance(call, ast.Call)
-    plain = all(
-        isinstance(a, ast.Name | ast.Constant) for a in [*call.args, *(k.value for k in call.keywords)]
-    )
-    if not (isinstance(call.func, ast.Name) and call.func.id == "print" and plain):
+    function = ast.unparse(call.func)
+    plain = not call.keywords and not any(isinstance(argument, ast.Starred) for argument in call.args)
+    if function not in ("print", "warnings.warn") or not plain:
         return None
-    if re.search(r"reorderable_logging_functions\.add\(\s*print\s*\)", source):
+    if function == "warnings.warn" and not imports(sources.tree(here), "warnings"):
+        return None  # the name the flag's line uses must be bound in the analysed file
+    if re.search(rf"reorderable_logging_functions\.add\(\s*{re.escape(function)}\s*\)", source):
         return None
     edit = insert_after_imports(
-        here, source, "{torch}._dynamo.config.reorderable_logging_functions.add(print)"
+        here, source, f"{{torch}}._dynamo.config.reorderable_logging_functions.add({function})"
     )
     if edit is None:
         return None
+    what = "print" if function == "print" else "warn"
     return Fix(
-        "Let Dynamo move print() after the graph (torch._dynamo.config.reorderable_logging_functions)",
+        f"Let Dynamo {what} after the graph: the same output "
+        "(torch._dynamo.config.reorderable_logging_functions)",
         (edit,),
     )
 
@@ -105,11 +119,27 @@ def enable_flag(here: str, sources: Sources, flag: str, safe: bool) -> Fix | Non
     return Fix(f"Enable torch._dynamo.config.{flag}", (edit,), safe=safe)
 
 
+def _sliced_by_value(brk: BreakReport, sources: Sources) -> bool:
+    """Whether the root cause is a subscript by a value, or its slice (``x[:n]``, ``n`` a tensor): Dynamo
+    reads such an index with ``.item()``."""
+    found = root_source(brk, sources)
+    if found is None:
+        return False
+    _, tree, lines = found
+    if nodes_at(tree, brk.root.span, lines, ast.Slice):
+        return True
+    subscripts = nodes_at(tree, brk.root.span, lines, ast.Subscript)
+    return bool(subscripts) and not isinstance(subscripts[0].slice, ast.Constant)
+
+
 def config_flag(flag: str, method: str = "") -> Maker:
-    """``method``: the root cause must be a call of it (``.item()``); else any call confirms it."""
+    """``method``: the root cause must be a call of it (``.item()``; for it, a subscript by a value
+    read from a tensor too); else any call confirms it."""
 
     def enable(brk: BreakReport, here: str, sources: Sources) -> Fix | None:
         call = _root_call(brk, sources)
+        if method == "item" and call is None and _sliced_by_value(brk, sources):
+            return enable_flag(here, sources, flag, safe=True)
         if call is None or (
             method and not (isinstance(call.func, ast.Attribute) and call.func.attr == method)
         ):
@@ -117,6 +147,28 @@ def config_flag(flag: str, method: str = "") -> Maker:
         return enable_flag(here, sources, flag, safe=True)
 
     return enable
+
+
+def assert_statement(brk: BreakReport, here: str, sources: Sources) -> Fix | None:
+    """``assert cond, message`` → ``torch._assert(cond, message)``, as torch's hint for a data-dependent
+    assertion Dynamo will not compile a partial graph for says: it raises the same AssertionError."""
+    found = root_source(brk, sources)
+    if found is None:
+        return None
+    _, tree, lines = found
+    torch = torch_name(tree)
+    statements = [
+        node for node in ast.walk(tree) if isinstance(node, ast.Assert) and node.lineno == brk.root.span.line
+    ]
+    if torch is None or len(statements) != 1 or not alone_on_its_lines(statements[0], lines):
+        return None
+    statement = statements[0]
+    message = ast.unparse(statement.msg) if statement.msg is not None else repr("assertion failed")
+    text = f"{torch}._assert({ast.unparse(statement.test)}, {message})"
+    return Fix(
+        "Assert with torch._assert, as torch's hint says (an AssertionError where the check fails)",
+        (Edit(brk.root.path, node_span(statement, lines), text),),
+    )
 
 
 def assert_in_graph(brk: BreakReport, here: str, sources: Sources) -> Fix | None:
@@ -139,10 +191,31 @@ def assert_in_graph(brk: BreakReport, here: str, sources: Sources) -> Fix | None
     return None
 
 
+def _graph_break_or(brk: BreakReport, sources: Sources) -> Fix | None:
+    """``torch._dynamo.graph_break() or x`` → ``x``: the call returns None."""
+    found = root_source(brk, sources)
+    if found is None:
+        return None
+    _, tree, lines = found
+    calls = nodes_at(tree, brk.root.span, lines, ast.Call)
+    for node in ast.walk(tree):
+        if (
+            isinstance(node, ast.BoolOp)
+            and isinstance(node.op, ast.Or)
+            and calls
+            and node.values[0] is calls[0]
+        ):
+            rest = node.values[1:]
+            text = ast.unparse(rest[0] if len(rest) == 1 else ast.BoolOp(ast.Or(), rest))
+            edit = Edit(brk.root.path, node_span(node, lines), text)
+            return Fix("Remove the explicit torch._dynamo.graph_break()", (edit,), safe=True)
+    return None
+
+
 def remove_graph_break(brk: BreakReport, here: str, sources: Sources) -> Fix | None:
     found = root_call_statement(brk, sources)
     if found is None:
-        return None
+        return _graph_break_or(brk, sources)
     source, tree, statement = found
     call = statement.value
     if not isinstance(call, ast.Call) or not ast.unparse(call.func).endswith("graph_break") or call.args:
@@ -170,8 +243,8 @@ def definition_of(source: str, path: str, line: int, byte_column: int) -> tuple[
     return None
 
 
-def drop_disable_decorator(brk: BreakReport, here: str, sources: Sources) -> Fix | None:
-    """When the disabled callee is defined in this workspace's file, offer to compile it after all."""
+def _called_definition(brk: BreakReport, sources: Sources) -> tuple[str, str, int] | None:
+    """The name, file and line of the workspace function the root cause calls by its name (jedi)."""
     found_root = root_source(brk, sources)
     if found_root is None:
         return None
@@ -179,11 +252,48 @@ def drop_disable_decorator(brk: BreakReport, here: str, sources: Sources) -> Fix
     calls = nodes_at(tree, brk.root.span, lines, ast.Call)
     if not calls or not isinstance(calls[0].func, ast.Name):
         return None
-    name = calls[0].func.id
     definition = definition_of(source, brk.root.path, brk.root.span.line, calls[0].func.col_offset)
-    if definition is None:
+    return (calls[0].func.id, *definition) if definition is not None else None
+
+
+# How torch names the disabled function in the break's context: "<function Opaque.forward at 0x7f...>".
+DISABLED = re.compile(r"<function ([\w.<>]+) at 0x[0-9a-fA-F]+>")
+
+
+def _named_definition(brk: BreakReport, here: str, sources: Sources) -> tuple[str, str, int] | None:
+    """The function the break's context names (a method called as ``self.inner(x)``), found by its
+    qualified name in the root cause's file or the analysed one."""
+    named = DISABLED.search(brk.cause.context)
+    if named is None:
         return None
-    path, line = definition
+    parts = [part for part in named.group(1).split(".") if part != "<locals>"]
+    for path in dict.fromkeys((brk.root.path, here)):
+        tree = sources.tree(path)
+        scope: list[ast.stmt] = list(tree.body) if tree is not None else []
+        node: ast.stmt | None = None
+        for part in parts:
+            node = next(
+                (
+                    child
+                    for child in scope
+                    if isinstance(child, ast.ClassDef | ast.FunctionDef) and child.name == part
+                ),
+                None,
+            )
+            if node is None:
+                break
+            scope = list(node.body)
+        if isinstance(node, ast.FunctionDef):
+            return parts[-1], path, node.lineno
+    return None
+
+
+def drop_disable_decorator(brk: BreakReport, here: str, sources: Sources) -> Fix | None:
+    """When the disabled callee is defined in this workspace's file, offer to compile it after all."""
+    found = _called_definition(brk, sources) or _named_definition(brk, here, sources)
+    if found is None:
+        return None
+    name, path, line = found
     target_tree = sources.tree(path)
     if target_tree is None:
         return None
@@ -205,26 +315,37 @@ def drop_disable_decorator(brk: BreakReport, here: str, sources: Sources) -> Fix
 
 CATALOGUE: dict[str, tuple[Maker, ...]] = {
     "GB0059": (  # Failed to trace builtin operator
-        remove_logging_call,
-        register_reorderable_print,
+        register_reorderable,
         hatches.print_in_graph,
         hatches.ignore_logging,
+        remove_logging_call,
     ),
     # a debugging function that can't be reordered
-    "GB0296": (remove_logging_call, hatches.print_in_graph, hatches.ignore_logging),
-    "GB0291": (remove_logging_call, hatches.ignore_logging),  # logging.Logger method
+    "GB0296": (hatches.print_in_graph, hatches.ignore_logging, remove_logging_call),
+    "GB0291": (hatches.ignore_logging, remove_logging_call),  # logging.Logger method
     "GB0124": (config_flag("capture_scalar_outputs", "item"),),  # Tensor.item()
     "GB0036": (config_flag("capture_dynamic_output_shape_ops"),),  # Dynamic shape operator
     "GB0025": (remove_graph_break,),  # torch._dynamo.graph_break()
     "GB0098": (drop_disable_decorator,),  # torch.compiler.disable'd callee
+    "GB0099": (drop_disable_decorator,),  # a torch.compiler.disable'd callee Dynamo would inline
     # Data-dependent branching: a guard on a symbolic value checked with torch._check, else rewritten.
     "GB0170": (hatches.check_guard, *branches.REWRITES),
-    # A call of a function Dynamo skips: a logging one (warnings.warn) can go, as a print can.
-    "GB0007": (remove_logging_call,),
+    # A call of a function Dynamo skips: a logging one (warnings.warn) can be reordered, or go.
+    "GB0007": (register_reorderable, remove_logging_call),
     "GB8977": (moves.class_to_module,),  # Invalid call to __build_class__
     "GB0033": (assert_in_graph,),  # Data dependent operator
     "GB0207": (sorting.argsort_stack,),  # sort with non-constant keys
     "GB0119": (modules.init_module,),  # Uninitialized nn.Module
+    "GB0142": (contexts.made_where_entered,),  # Unsupported context manager
+    "GB0109": (iterables.unbind_tolist,),  # Tensor.tolist() with non-integer tensor
+    "GB0811": (iterables.listed_at_calls, iterables.listed_where_made),  # missing tp_iter
+    # C-implemented special method without VariableTracker model: torch 2.15's word for iterating one
+    "GB9493": (iterables.listed_at_calls, iterables.listed_where_made),
+    # Attempted to inline function marked as skipped: torch 2.15's word for entering a context
+    # manager made outside (its __enter__); else none of its own.
+    "GB0008": (contexts.made_where_entered,),
+    # Data-dependent assertion failed (cannot compile partial graph)
+    "GB0034": (assert_statement,),
 }
 # For torch without GB ids in its registry.
 BY_GB_TYPE = {
@@ -233,12 +354,19 @@ BY_GB_TYPE = {
     "Dynamic shape operator": "GB0036",
     "Call to `torch._dynamo.graph_break()`": "GB0025",
     "Skip calling `torch.compiler.disable()`d function": "GB0098",
+    "Skip inlining `torch.compiler.disable()`d function": "GB0099",
     "Data-dependent branching": "GB0170",
     "Attempted to call function marked as skipped": "GB0007",
     "Invalid call to __build_class__": "GB8977",
     "Data dependent operator": "GB0033",
     "sort with non-constant keys": "GB0207",
     "Uninitialized nn.Module": "GB0119",
+    "Unsupported context manager": "GB0142",
+    "Tensor.tolist() with non-integer tensor": "GB0109",
+    "missing tp_iter": "GB0811",
+    "C-implemented special method without VariableTracker model": "GB9493",
+    "Attempted to inline function marked as skipped": "GB0008",
+    "Data-dependent assertion failed (cannot compile partial graph)": "GB0034",
 }
 
 

@@ -44,20 +44,32 @@ class Edit:
         return text if newline == "\n" else text.replace("\n", newline)
 
 
-# What re-analysis must show for a fix to be proven: its break "gone"; or, for the fallback that runs
-# a function eagerly, the break gone and one "skip" of the disabled function in its place; or, for a
-# custom op whose fake is a "stub" left to write, the break gone and one break at the op's call, where
-# Dynamo runs the stub; or, for a fix that moves the split (nested graph breaks), the compiled
-# function in "fewer" graphs.
+# What re-analysis must show for a fix to be proven: its break "gone", the graph joined there; or, for
+# the workarounds that keep the split and make it cost less: for the one that runs code eagerly, the
+# break gone and one "skip" of the disabled function in its place; for a custom op whose fake is a
+# "stub" left to write, the break gone and one break at the op's call, where Dynamo runs the stub; for
+# the one that moves the split into the callee (nested graph breaks), the compiled function in "fewer"
+# graphs.
 Proof = Literal["gone", "skip", "stub", "fewer"]
+# What a fix changes of what the program does, which its title says: nothing (""): its compiled calls'
+# results, its printed output and how it ends stay as they were; or its "output", some lines of which
+# it no longer prints (a print removed, or left out of compiled code).
+Changes = Literal["", "output"]
 
 
 @dataclass(frozen=True)
 class Fix:
     title: str
     edits: tuple[Edit, ...]
-    safe: bool = False
+    safe: bool = False  # it keeps what the code computes for any input, not only the analysed run's
     proof: Proof = "gone"
+    changes: Changes = ""
+
+    @property
+    def removes(self) -> bool:
+        """Whether it removes its break (the graph joins there): a workaround keeps the split, and is
+        never counted as a fix, nor applied by ``gbls check --fix`` or fix-all."""
+        return self.proof == "gone"
 
 
 def editable(fix: Fix, analysed: str, folders: list[str]) -> bool:

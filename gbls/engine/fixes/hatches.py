@@ -28,9 +28,11 @@ from ..sources import Sources
 from . import custom_ops, moves
 from .edits import Edit, Fix
 from .syntax import (
+    after_imports,
     branch_at,
     enclosing_callee,
     first_line,
+    imports,
     indent_of,
     insert_after_imports,
     node_span,
@@ -44,18 +46,30 @@ LOGGER_METHODS = {"debug", "info", "warning", "error", "exception", "critical", 
 HIGHER_ORDER = re.compile(r"\bHOP\b|higher.?order|invoke_subgraph", re.IGNORECASE)
 
 
+def _shape_of(argument: ast.expr) -> ast.expr | None:
+    """The tensor ``argument`` is the shape of (``x.shape``, ``x.size()``), if it is one."""
+    if isinstance(argument, ast.Attribute) and argument.attr == "shape":
+        return argument.value
+    if isinstance(argument, ast.Call) and not argument.args and not argument.keywords:
+        function = argument.func
+        if isinstance(function, ast.Attribute) and function.attr == "size":
+            return function.value
+    return None
+
+
 def print_in_graph(brk: BreakReport, here: str, sources: Sources) -> Fix | None:
-    """``print("scaled", y)`` → ``torch._higher_order_ops.print("scaled {y}", y=y)``: printed from the
-    graph, in print's format (its arguments by keyword: torch 2.10 takes no positional ones)."""
+    """``print("scaled", y)`` → ``torch._higher_order_ops.print("scaled {y!s}", y=y)``: printed from the
+    graph, as print prints (``str`` of each argument: a 0-d tensor's own format would be its number),
+    its arguments by keyword (torch 2.10 takes no positional ones). A shape reaches the operator as a
+    list of sizes, printed as ``torch.Size([...])`` is; a file that does not import torch does."""
     found = root_call_statement(brk, sources)
     if "print_hop" not in brk.features or found is None:
         return None
     _, tree, statement = found
     call = statement.value
     assert isinstance(call, ast.Call)
-    torch = torch_name(tree)
     plain = not call.keywords and not any(isinstance(argument, ast.Starred) for argument in call.args)
-    if torch is None or not (isinstance(call.func, ast.Name) and call.func.id == "print" and plain):
+    if not (isinstance(call.func, ast.Name) and call.func.id == "print" and plain):
         return None
     parts: list[str] = []
     named: dict[str, str] = {}
@@ -65,12 +79,17 @@ def print_in_graph(brk: BreakReport, here: str, sources: Sources) -> Fix | None:
             continue
         name = argument.id if isinstance(argument, ast.Name) else f"arg{index}"
         name = name if name not in named and name != "format_str" else f"arg{index}"
-        named[name] = ast.unparse(argument)
-        parts.append("{" + name + "}")
+        shaped = _shape_of(argument)
+        named[name] = f"list({ast.unparse(argument)})" if shaped is not None else ast.unparse(argument)
+        parts.append(f"torch.Size({{{name}!s}})" if shaped is not None else f"{{{name}!s}}")
     keywords = "".join(f", {name}={value}" for name, value in named.items())
-    text = f"{torch}._higher_order_ops.print({' '.join(parts)!r}{keywords})"
-    edit = Edit(brk.root.path, node_span(call, sources.lines(brk.root.path)), text)
-    return Fix("Print from the graph with torch._higher_order_ops.print", (edit,))
+    torch = torch_name(tree)
+    text = f"{torch or 'torch'}._higher_order_ops.print({' '.join(parts)!r}{keywords})"
+    edits = [Edit(brk.root.path, node_span(call, sources.lines(brk.root.path)), text)]
+    if torch is None:
+        line = after_imports(tree)
+        edits.append(Edit(brk.root.path, Span(line, 0, line, 0), "import torch\n"))
+    return Fix("Print from the graph with torch._higher_order_ops.print (the same output)", tuple(edits))
 
 
 def ignore_logging(brk: BreakReport, here: str, sources: Sources) -> Fix | None:
@@ -83,7 +102,7 @@ def ignore_logging(brk: BreakReport, here: str, sources: Sources) -> Fix | None:
     function = found[2].value.func if isinstance(found[2].value, ast.Call) else None
     if isinstance(function, ast.Name) and function.id == "print":
         ignored = "print"
-    elif isinstance(function, ast.Attribute) and function.attr in LOGGER_METHODS and _imports_logging(tree):
+    elif isinstance(function, ast.Attribute) and function.attr in LOGGER_METHODS and imports(tree, "logging"):
         ignored = f"logging.Logger.{function.attr}"
     else:
         return None
@@ -95,14 +114,10 @@ def ignore_logging(brk: BreakReport, here: str, sources: Sources) -> Fix | None:
         return None
     name = ignored.rsplit(".", 1)[-1]
     return Fix(
-        f"Leave {name}() out of compiled code (torch._dynamo.config.ignore_logging_functions)", (edit,)
-    )
-
-
-def _imports_logging(tree: ast.Module) -> bool:
-    return any(
-        isinstance(node, ast.Import) and any(a.name == "logging" and a.asname is None for a in node.names)
-        for node in tree.body
+        f"Leave {name}() out of compiled code (torch._dynamo.config.ignore_logging_functions): where the "
+        f"code is compiled, the program no longer prints or logs `{ast.unparse(found[2].value)}`",
+        (edit,),
+        changes="output",
     )
 
 
@@ -163,7 +178,7 @@ def nested_graph_breaks(brk: BreakReport, here: str, sources: Sources) -> Fix | 
         return None
     return Fix(
         f"Turn on nested graph breaks: split in {brk.root.function}, keeping the code around the call "
-        "in the graphs (torch._dynamo.config.nested_graph_breaks)",
+        "in the graphs (torch._dynamo.config.nested_graph_breaks; a workaround: the graph still splits)",
         (edit,),
         proof="fewer",
     )
@@ -184,7 +199,9 @@ def trace_nonstrictly(brk: BreakReport, here: str, sources: Sources) -> Fix | No
     """``@torch._dynamo.nonstrict_trace`` (``torch.compiler.nonstrict_trace`` where torch has it) on
     the smallest function of the user's around the root cause: Dynamo does not trace its Python, and
     puts the tensor operations it does into the graph. Its inputs and outputs must be tensors or
-    plain values (re-analysis proves it); its other Python runs when it is traced, not at each call."""
+    plain values (re-analysis proves it). Its Python runs at each call, and once more while Dynamo
+    traces it: where that shows (a print, a random draw), re-analysis sees the program change, and
+    refuses it."""
     found = enclosing_callee(brk, sources)
     if found is None:
         return None
@@ -199,7 +216,7 @@ def trace_nonstrictly(brk: BreakReport, here: str, sources: Sources) -> Fix | No
         return None
     return Fix(
         f"Trace {definition.name} non-strictly with @{decorator.removeprefix(torch + '.')} (its tensor "
-        "operations stay in the graph; the rest of its Python runs once, when it is traced)",
+        "operations join the graph; its Python runs at each call, and once more while Dynamo traces it)",
         (_decorate(location, definition, decorator, sources),),
     )
 
@@ -214,8 +231,8 @@ def run_eagerly(brk: BreakReport, here: str, sources: Sources) -> Fix | None:
     if _hatched(definition):
         return None
     return Fix(
-        f"Run {definition.name} eagerly with @torch.compiler.disable (a last resort: Dynamo splits at its "
-        "call, and compiles none of it)",
+        f"Stop compiling {definition.name}: @torch.compiler.disable runs it eagerly (a workaround: the "
+        "graph still splits, at its call)",
         (_decorate(location, definition, f"{torch}.compiler.disable", sources),),
         proof="skip",
     )

@@ -160,8 +160,8 @@ def expression_eagerly(brk: BreakReport, here: str, sources: Sources) -> Fix | N
     )
     shown = code if len(code) <= 40 else code[:37] + "..."
     return Fix(
-        f"Run `{shown}` eagerly in a function of its own with @torch.compiler.disable (a last resort: "
-        "Dynamo splits once, at its call)",
+        f"Stop compiling `{shown}`: run it eagerly in a function of its own under @torch.compiler.disable "
+        "(a workaround: the graph still splits, at its call)",
         edits,
         proof="skip",
     )

@@ -2,10 +2,14 @@
 for the editor and the CLI.
 
 A break is offered the catalogue's fixes that edit only the analysed file or files in the
-workspace; a recompilation report its own fixes (they edit the analysed file). Either way the
-safe fixes come first (they keep what the code computes), each kind in the catalogue's order, the
-most direct first. The first offered is the preferred one: the editor marks it ``isPreferred``,
-the CLI reports it as the break's fix, and ``--fix`` applies it when it is safe.
+workspace; a recompilation report its own fixes (they edit the analysed file). Either way the fix
+that keeps the program's meaning comes first: the fixes that remove the break before the
+workarounds that keep it (running code eagerly, moving the split), those that keep the program's
+output before those that drop some of it, the safe ones (they keep what the code computes for
+any input) first among them; each kind in the catalogue's order, the most direct first. The first
+offered is the preferred one: the editor marks it ``isPreferred``, the CLI reports it as the
+break's fix, and ``--fix`` applies it when it is safe. A workaround is never applied by ``--fix``
+or fix-all.
 """
 
 from __future__ import annotations
@@ -26,7 +30,8 @@ Keep = Callable[[Fix, BreakReport, str], bool]
 
 
 def _safe_first(fixes: list[Fix]) -> list[Fix]:
-    return sorted(fixes, key=lambda fix: not fix.safe)  # stable: the catalogue's order otherwise
+    # Stable: the catalogue's order otherwise.
+    return sorted(fixes, key=lambda fix: (not fix.removes, fix.changes != "", not fix.safe))
 
 
 def for_break(
@@ -64,15 +69,15 @@ def preferred(
 def safe_edits(
     reports: Sequence[FileReport], fixes: Fixes, unsafe: bool = False
 ) -> tuple[dict[str, list[Edit]], list[tuple[str, BreakReport, Fix]]]:
-    """What ``--fix`` applies: the edits by file of each break's fix in ``fixes`` where it is safe
-    (or any, ``unsafe``), each edit once, leaving out a fix that overlaps one taken before it; and
-    the (analysed file, break, fix) of each fix taken."""
+    """What ``--fix`` applies: the edits by file of each break's fix in ``fixes`` where it removes the
+    break and is safe (or any such, ``unsafe``), each edit once, leaving out a fix that overlaps one
+    taken before it; and the (analysed file, break, fix) of each fix taken."""
     edits: dict[str, list[Edit]] = {}
     taken: list[tuple[str, BreakReport, Fix]] = []
     for report in reports:
         for brk in report.breaks:
             fix = fixes.get((report.path, brk.key))
-            if fix is None or not (fix.safe or unsafe):
+            if fix is None or not fix.removes or not (fix.safe or unsafe):
                 continue
             new = [e for e in fix.edits if e not in edits.get(e.path, [])]
             if any(e.span.overlaps(other.span) for e in new for other in edits.get(e.path, [])):

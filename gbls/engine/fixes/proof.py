@@ -1,10 +1,15 @@
 """Whether a fix is proven: what the re-analysis of the fixed text shows, beside the analysis it fixes.
 
-A fix is proven when the program runs as before (to its end, or to the same kind of failure: a
-notebook's cell that raises), the break it is for is gone
-(each fix's ``proof`` says what "gone" is), and no break appeared that the analysis before it did
-not have. Breaks are compared by what they are and where they are in the code's structure (type,
-compiled function, root cause's function): the fix moves lines, not functions.
+A fix is proven when it proves both that it fixes and that it keeps the program's meaning:
+
+- The break it is for is gone (each fix's ``proof`` says what "gone" is), no break appeared that the
+  analysis before it did not have, and every compiled function that compiled a graph still does
+  (nothing moved out of compiled code wholesale). Breaks are compared by what they are and where
+  they are in the code's structure (type, compiled function, root cause's function): the fix moves
+  lines, not functions.
+- The program runs as before (to its end, or to the same kind of failure: a notebook's cell that
+  raises), its compiled calls return what they returned (within a float's tolerance), and it
+  prints what it printed, but for the lines a fix that says so drops (``outcomes``).
 """
 
 from __future__ import annotations
@@ -13,6 +18,7 @@ from collections import Counter
 
 from ..model import BreakReport, FailureKind, FileReport
 from .edits import Fix
+from .outcomes import difference
 
 # The ends of an analysis its fixes are proven against: the program ran to its end, or raised. Any
 # other (cut at the end of its budget, a crash, the memory limit, the worker gone) each proof would
@@ -62,7 +68,12 @@ def _every(report: FileReport) -> Counter[Signature]:
 
 
 def _graphs(report: FileReport, function: str) -> int:
-    return sum(len(f.graphs) for f in report.functions if f.target.name == function)
+    return sum(len(f.graphs) for f in report.functions if f.qualname == function)
+
+
+def _compiling(report: FileReport) -> set[str]:
+    """The compiled functions that compiled a graph."""
+    return {f.qualname for f in report.functions if f.graphs}
 
 
 def disproof(fix: Fix, brk: BreakReport, before: FileReport, after: FileReport) -> str | None:
@@ -77,6 +88,9 @@ def disproof(fix: Fix, brk: BreakReport, before: FileReport, after: FileReport) 
             return f"{brk.function} is in as many graphs after it"
     elif now[signature(brk)] >= was[signature(brk)]:
         return "the break is still there after it"
+    emptied = sorted(_compiling(before) - _compiling(after))
+    if emptied:
+        return f"{emptied[0]} compiles no graph after it: its code no longer runs compiled"
     if fix.proof in ("skip", "stub"):
         allowed = SKIP if fix.proof == "skip" else STUB
         skips = [found for found in new if found[0] == allowed]
@@ -86,4 +100,5 @@ def disproof(fix: Fix, brk: BreakReport, before: FileReport, after: FileReport) 
     if new:
         gb_type, function, root = sorted(new)[0]
         return f"it brings a new break: {gb_type} in {root} (compiled {function})"
-    return None
+    changed = difference(before.outcome, after.outcome, fix.changes)
+    return f"it changes what the program does: {changed}" if changed is not None else None

@@ -79,6 +79,14 @@ def torch_name(tree: ast.Module) -> str | None:
     return None
 
 
+def imports(tree: ast.Module | None, module: str) -> bool:
+    """Whether ``tree`` binds ``module`` by its own name at its top level (``import warnings``)."""
+    return tree is not None and any(
+        isinstance(node, ast.Import) and any(a.name == module and a.asname is None for a in node.names)
+        for node in tree.body
+    )
+
+
 def after_imports(tree: ast.Module) -> int:
     """The 1-based line just after the imports at the top of the module (and its docstring)."""
     line = 1

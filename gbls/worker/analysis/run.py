@@ -55,6 +55,7 @@ from .failures import (
     failure_at,
     shadowed,
 )
+from .outcome import Recorder
 from .stopping import ProgramStopped, Stopper
 from .tampering import replaced
 from .uncalled import Attempts, Runner
@@ -81,6 +82,7 @@ def analyse(
     capture = Capture(
         attempts.emit, path, request.reuse, request.targets, own, values=request.settings.values
     ).install()
+    outcome = Recorder(attempts.emit).install()
     why = why_mapped(request.settings.device)
     log(f"CUDA mapped to the CPU: {why}" if why else "analysing on the GPU")
     to_cpu = ToCpu(why, path, emit).install() if why else None
@@ -119,6 +121,7 @@ def analyse(
     else:
         failure = _start(request.run, request.settings.memory_mb, offline, own, to_cpu, emit)
     capture.stopper.armed = False  # what runs next (uncalled targets) runs to its end
+    outcome.finish()
     relay()
     log(f"the program ended: {f'{failure.kind}: {failure.message}' if failure else 'ok'}")
     if failure is not None:

@@ -278,6 +278,26 @@ class ExecutedEvent(Event):
     path: str = ""
 
 
+@dataclass(frozen=True)
+class ReturnEvent(Event):
+    """A call the program made of a compiled function returned this (``Returned``)."""
+
+    KIND: ClassVar[str] = "return"
+    function: str = ""
+    call: int = 0
+    value: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class PrintedEvent(Event):
+    """What the program wrote to ``sys.stdout``, once it ended; ``whole``: all of it, not its first
+    characters only."""
+
+    KIND: ClassVar[str] = "printed"
+    text: str = ""
+    whole: bool = True
+
+
 KINDS: dict[str, type[Event]] = {
     cls.KIND: cls
     for cls in (
@@ -303,6 +323,8 @@ KINDS: dict[str, type[Event]] = {
         ExecutedEvent,
         LibrariesEvent,
         CudaOnlyEvent,
+        ReturnEvent,
+        PrintedEvent,
     )
 }
 

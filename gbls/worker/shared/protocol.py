@@ -330,6 +330,27 @@ class CudaOnly:
 
 
 @dataclass(frozen=True)
+class Returned:
+    """What a call the program made of a compiled function returned: its structure, types and shapes
+    as words, its numbers as numbers (a float's repr), for comparison with another run's."""
+
+    function: str  # the compiled function's qualified name (a module's class)
+    call: int  # which of its calls, from 0
+    value: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """What the analysed program did, for the proofs of fixes: what its calls of compiled functions
+    returned (their first ones) and what it printed."""
+
+    returns: tuple[Returned, ...] = ()
+    printed: str = ""  # what it wrote to sys.stdout: its first 64 KiB
+    whole: bool = True  # ``printed`` is all it wrote
+    recorded: bool = False  # the analysis recorded it (it did not end before, nor in a way that lost it)
+
+
+@dataclass(frozen=True)
 class StaticTarget:
     """A compiled target the server found in the source, sent so that none is skipped silently."""
 
@@ -409,6 +430,7 @@ class Result:
     features: tuple[Feature, ...] = ()
     cut: Cut | None = None  # the program was still running when the budget ended
     elided: tuple[Elided, ...] = ()  # the graphs whose values were not computed
+    outcome: Outcome = field(default_factory=Outcome)
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -13,19 +13,23 @@ from ..shared.events import (
     Event,
     ExecutedEvent,
     NoteEvent,
+    PrintedEvent,
+    ReturnEvent,
     StuckEvent,
     TorchEvent,
 )
-from ..shared.merge import merge
+from ..shared.merge import live_events, merge
 from ..shared.protocol import (
     CANCELLED,
     ERROR,
     OK,
     Failure,
     Frame,
+    Outcome,
     ProtocolError,
     Request,
     Result,
+    Returned,
     Status,
 )
 from . import endings
@@ -233,4 +237,17 @@ def result_of(
         ),
         features=next((e.features for e in events if isinstance(e, TorchEvent)), ()),
         cut=cut,
+        outcome=outcome_of(events),
     )
+
+
+def outcome_of(events: list[Event]) -> Outcome:
+    """What the program returned and printed, as its events say; not recorded when it ended before it
+    said what it printed (a crash, its own os._exit, a timeout)."""
+    printed = next((e for e in events if isinstance(e, PrintedEvent)), None)
+    returns = tuple(
+        Returned(e.function, e.call, e.value) for e in live_events(events) if isinstance(e, ReturnEvent)
+    )
+    if printed is None:
+        return Outcome(returns=returns)
+    return Outcome(returns=returns, printed=printed.text, whole=printed.whole, recorded=True)

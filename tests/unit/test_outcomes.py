@@ -1,0 +1,70 @@
+"""What a fix must keep of what the program did: two runs' outcomes compared, numbers within a float's
+tolerance, printed numbers within their last printed digit, and the output a fix says it drops."""
+
+from __future__ import annotations
+
+from gbls.engine.fixes.outcomes import difference
+from gbls.worker.shared.protocol import Outcome, Returned
+
+
+def ran(*returns: Returned, printed: str = "", whole: bool = True) -> Outcome:
+    return Outcome(returns=returns, printed=printed, whole=whole, recorded=True)
+
+
+def tensor(*values: str, function: str = "step", call: int = 0) -> Returned:
+    return Returned(function, call, ("tensor float32 (2,)", *values))
+
+
+def test_the_same_results_within_a_floats_tolerance_are_kept() -> None:
+    before = ran(tensor("1.0", "0.30000001192092896"))
+    assert difference(before, ran(tensor("1.0000001", "0.3")), "") is None
+    assert difference(before, ran(tensor("nan", "0.3")), "") == (
+        "the 1st call of `step` returns `nan` where it returned `1.0`"
+    )
+    assert difference(ran(tensor("nan", "inf")), ran(tensor("nan", "inf")), "") is None
+
+
+def test_another_type_shape_or_call_is_a_change() -> None:
+    before = ran(tensor("1.0", "2.0"), tensor("3.0", "4.0", call=1))
+    shape = Returned("step", 0, ("tensor float32 (1, 2)", "1.0", "2.0"))
+    assert "returns `tensor float32 (1, 2)` where it returned `tensor float32 (2,)`" in (
+        difference(before, ran(shape, tensor("3.0", "4.0", call=1)), "") or ""
+    )
+    assert difference(before, ran(tensor("1.0", "2.0")), "") == (
+        "the program no longer makes the 2nd call of `step`"
+    )
+    assert difference(ran(tensor("1.0", "2.0")), before, "") == (
+        "the program makes a 2nd call of `step` it did not make"
+    )
+    assert difference(ran(Returned("f", 0, ("True",))), ran(Returned("f", 0, ("1",))), "") is not None
+
+
+def test_printed_numbers_may_differ_in_their_last_digit() -> None:
+    before = ran(printed="loss tensor([0.1234, 2.0000])\nstep 1\n")
+    assert difference(before, ran(printed="loss tensor([0.1235, 2.0000])\nstep 1\n"), "") is None
+    assert difference(before, ran(printed="loss tensor([0.1240, 2.0000])\nstep 1\n"), "") == (
+        "its output's line 1 reads `loss tensor([0.1240, 2.0000])` where it read "
+        "`loss tensor([0.1234, 2.0000])`"
+    )
+    assert difference(before, ran(printed="loss (0.1234, 2.0000)\nstep 1\n"), "") is not None
+
+
+def test_output_lost_is_a_change_unless_the_fix_says_it_drops_output() -> None:
+    before = ran(printed="step 0\nstep 1\nresult [1.0]\n")
+    dropped = ran(printed="result [1.0]\n")
+    lost = "its output's line 1 reads `result [1.0]` where it read `step 0`"
+    assert difference(before, dropped, "") == lost
+    assert difference(before, ran(printed="step 0\nstep 1\n"), "") == "its output loses `result [1.0]`"
+    assert difference(before, dropped, "output") is None
+    # Dropping lines is all such a fix may do: none new, none out of order.
+    assert difference(before, ran(printed="result [2.0]\n"), "output") == (
+        "it prints `result [2.0]`, which the program did not print there"
+    )
+    assert difference(before, ran(printed="result [1.0]\nstep 0\n"), "output") is not None
+
+
+def test_what_either_run_did_not_record_is_not_compared() -> None:
+    before = ran(tensor("1.0", "2.0"), printed="a\n")
+    assert difference(before, Outcome(), "") is None
+    # Where a run printed past its bound, the lines both kept are compared.
+    assert difference(ran(printed="a\nb\nc", whole=False), ran(printed="a\nb\n"), "") is None
