@@ -51,6 +51,26 @@ def describe(guard: Guard | None) -> str:
     return ""
 
 
+def what_changed(guard: Guard | None) -> str:
+    """What a failed check says changed, short, for a sentence's end: "grad mode", "the shape of `x`",
+    the value of `mode`; "" when the check says nothing."""
+    if guard is None:
+        return ""
+    subject = f"`{guard.subject}`"
+    if guard.kind == "global_state":
+        state = guard.text.partition(":")[2].strip()
+        return state.replace("_", " ") if state else "torch's global state"
+    if guard.kind == "value" and guard.subject:
+        if guard.is_global:
+            return f"the global {subject}"
+        return subject if "." in guard.subject else f"the value of {subject}"
+    if guard.kind in WHAT and guard.subject:
+        return WHAT[guard.kind].format(subject)
+    if guard.kind == "identity" and guard.subject:
+        return f"the object {subject}"
+    return f"`{guard.text}`" if guard.text else ""
+
+
 def recompile_reports(
     path: str,
     recompiles: tuple[Recompile, ...],
@@ -71,6 +91,13 @@ def recompile_reports(
         guard = leading_guard(tuple(members))
         where, span, guard_at = _place(path, frame, direct, guard, by_name.get(function), text, own)
         ignored = directives.suppressions(text(where))
+        ids = {recompile.compile_id for recompile in members}
+        owner = by_name.get(function)
+        raising = next((r for r in members if r.limit and r.raises and r.called_at is not None), None)
+        raises_at = None
+        if raising is not None and raising.called_at is not None:
+            at = raising.called_at
+            raises_at = Location(at.path, at.function, frame_span(at, text(at.path), ""))
         reports.append(
             RecompileReport(
                 function=function,
@@ -82,6 +109,9 @@ def recompile_reports(
                 guard_at=guard_at,
                 why=describe(guard),
                 suppressed=directives.is_suppressed(ignored, span.line, RECOMPILE_CODE.upper()),
+                changed=what_changed(guard),
+                costs=tuple(c for c in (owner.costs if owner else ()) if c.compile_id in ids),
+                raises_at=raises_at,
             )
         )
     return tuple(sorted(reports, key=lambda r: (r.path, r.span.line, r.span.column, r.function)))
@@ -99,7 +129,7 @@ def _place(
     """The workspace file and span a recompilation sits on, and where its guard was installed."""
     subject = guard.subject if guard else ""
     chain = [
-        Location(f.path, f.function, _frame_span(f, text(f.path), subject))
+        Location(f.path, f.function, frame_span(f, text(f.path), subject))
         for f in (guard.chain if guard else ())
     ]
     mine = [location for location in chain if own(location.path)]
@@ -120,7 +150,17 @@ def _place(
     return path, Span(frame.line or 1, 0, frame.line or 1, 0), guard_at
 
 
-def _frame_span(frame: Frame, source: str, subject: str) -> Span:
+def input_span(frame: Code, subject: str, source: str) -> Span | None:
+    """Where the input ``subject`` of the frame's function is declared: its parameter in the ``def``."""
+    definition = _definition(parse(source), frame)
+    root = subject.split(".", 1)[0]
+    for argument in _arguments(definition) if definition is not None else ():
+        if argument.arg == root:
+            return _name_span(source, argument.lineno, argument.col_offset, root)
+    return None
+
+
+def frame_span(frame: Frame, source: str, subject: str) -> Span:
     """A guard's frame on the source: its instruction, else what it checks on its line, else the line."""
     if frame.column is not None:
         return span_of(source, frame.line, frame.column, frame.end_column)

@@ -24,6 +24,7 @@ def by_file(report: FileReport) -> dict[str, FileView]:
         *(b.split.path for b in report.breaks if b.split is not None),
         *(r.path for r in report.recompiles),
         *(f.path for f in report.functions),
+        *(s.path for s in report.shapes),
     ]
     # A workspace file whose code Dynamo translated was analysed, even where it found nothing; one
     # the program merely executed (a data loader's) was not.
@@ -61,6 +62,8 @@ def by_file(report: FileReport) -> dict[str, FileView]:
             cuda_only=report.cuda_only if path == report.path else (),
             cut=report.cut,
             elided=report.elided,
+            shapes=tuple(s for s in report.shapes if s.path == path),
+            stances=tuple(s for s in report.stances if s.stance.path == path),
         )
     return files
 
@@ -108,6 +111,8 @@ def combined(views: list[FileView]) -> FileView:
         cuda_only=_unique([c for view in views for c in view.cuda_only], lambda call: (call.call, call.span)),
         cut=next((view.cut for view in views if view.cut is not None), None),
         elided=tuple(dict.fromkeys(e for view in views for e in view.elided)),
+        shapes=_unique([s for view in views for s in view.shapes], lambda found: (found.path, found.shape)),
+        stances=_unique([s for view in views for s in view.stances], lambda found: found.stance),
     )
 
 

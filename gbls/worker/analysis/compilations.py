@@ -19,7 +19,7 @@ import torch._dynamo
 
 from ..shared import reasons
 from ..shared.frames import RawFrame, base_name
-from ..shared.protocol import Frame, Guard
+from ..shared.protocol import Frame, Guard, Raises
 from . import hookpoints
 from .frames import collapse, raw_frame
 from .targets import Target
@@ -42,6 +42,7 @@ class Translation:
         self.guard: Guard | None = None
         self.limit = ""
         self.limit_value = 0
+        self.raises: Raises = ""
         self.dynamic = False
 
 
@@ -58,8 +59,11 @@ class Recompilations:
         translation.compile_id = f"{compile_id.frame_id}/{compile_id.frame_compile_id}"
         exceeded, limit = decision
         if exceeded:
+            # The config as this compile call has it: a per-call ``recompile_limit=`` is patched in.
             translation.limit = limit
             translation.limit_value = int(getattr(torch._dynamo.config, limit, 0))
+            if getattr(torch._dynamo.config, "fail_on_recompile_limit_hit", False):
+                translation.raises = "fail_on_recompile_limit_hit"
 
     def note_recompilation(self, translation: Translation, found: list[str], stacks: list[Any]) -> None:
         """Dynamo compiles the frame again: the newest version's failed check, and where it is."""
@@ -109,6 +113,30 @@ def metrics_since(last: Any) -> list[Any]:
         if metrics[index] is last:
             return metrics[index + 1 :]
     return metrics
+
+
+def cost_of(metric: Any) -> dict[str, Any]:
+    """What a compilation's metrics say it cost (``CostEvent``'s fields), in whichever of its fields
+    this torch has: the whole translation, the backend's part, the guards, the ops, the restarts."""
+
+    def number(name: str) -> float:
+        value = getattr(metric, name, None)
+        return float(value) if isinstance(value, int | float) and not isinstance(value, bool) else 0.0
+
+    seconds = number("entire_frame_compile_time_s") or number("dynamo_cumulative_compile_time_us") / 1e6
+    reasons = getattr(metric, "restart_reasons", None) or ()
+    return {
+        "seconds": seconds,
+        "backend_seconds": number("backend_compile_time_s"),
+        "guards": int(number("guard_count")),
+        "shape_guards": int(number("shape_env_guard_count")),
+        "ops": int(number("graph_op_count")),
+        # Each reason is a break's whole message: its first line says what it is.
+        "restarts": tuple(
+            sorted(str(reason).strip().splitlines()[0] for reason in reasons if str(reason).strip())
+        ),
+        "restart_seconds": number("dynamo_time_before_restart_s"),
+    }
 
 
 def metric_compile_id(metric: Any) -> str:
