@@ -45,13 +45,13 @@ from ..shared.events import (
 )
 from ..shared.frames import RESUME_PREFIX, base_name, resume_line
 from ..shared.messages import NESTED_BREAK_SEPARATOR, legacy_gb_type
+from ..shared.metrics import measured
 from ..shared.protocol import Frame, InputSource, Message, Raises, StanceName, StaticTarget, Values
 from . import elision, flags, hookpoints, patches, shapes, trackers
 from .chains import eager_chain, position
 from .compilations import (
     Recompilations,
     Translation,
-    cost_of,
     current_compile_id,
     graph_lines,
     metric_compile_id,
@@ -490,7 +490,7 @@ class Capture:
                     frame=base_name(code.co_name),
                     own=runs_own_code(code, target),
                     resumes_at=resume_line(code.co_name),
-                    **cost_of(mine[-1]),
+                    **measured(lambda name: getattr(mine[-1], name, None)),
                 )
             )
 

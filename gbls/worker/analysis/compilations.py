@@ -115,30 +115,6 @@ def metrics_since(last: Any) -> list[Any]:
     return metrics
 
 
-def cost_of(metric: Any) -> dict[str, Any]:
-    """What a compilation's metrics say it cost (``CostEvent``'s fields), in whichever of its fields
-    this torch has: the whole translation, the backend's part, the guards, the ops, the restarts."""
-
-    def number(name: str) -> float:
-        value = getattr(metric, name, None)
-        return float(value) if isinstance(value, int | float) and not isinstance(value, bool) else 0.0
-
-    seconds = number("entire_frame_compile_time_s") or number("dynamo_cumulative_compile_time_us") / 1e6
-    reasons = getattr(metric, "restart_reasons", None) or ()
-    return {
-        "seconds": seconds,
-        "backend_seconds": number("backend_compile_time_s"),
-        "guards": int(number("guard_count")),
-        "shape_guards": int(number("shape_env_guard_count")),
-        "ops": int(number("graph_op_count")),
-        # Each reason is a break's whole message: its first line says what it is.
-        "restarts": tuple(
-            sorted(str(reason).strip().splitlines()[0] for reason in reasons if str(reason).strip())
-        ),
-        "restart_seconds": number("dynamo_time_before_restart_s"),
-    }
-
-
 def metric_compile_id(metric: Any) -> str:
     """``frame/recompile`` of a metric's compile id, as ``_compile_id`` spells it."""
     match = re.search(r"(\d+)/(\d+)", str(getattr(metric, "compile_id", "")))
