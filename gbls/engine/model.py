@@ -298,6 +298,10 @@ class RecompileReport:
     # Where the program raises at the recompile limit (fullgraph=True, or the config says so): the
     # call that went past it, in whatever file.
     raises_at: Location | None = None
+    # torch's decisions about the sizes of what its checks are on (a shape's), for the fixes.
+    shapes: tuple[Shape, ...] = ()
+    # What the analysing torch offers (the result's), for the fixes that need one.
+    features: tuple[Feature, ...] = ()
 
     @property
     def seconds(self) -> float:

@@ -13,7 +13,7 @@ import ast
 from collections.abc import Callable
 
 from ..worker.shared import directives
-from ..worker.shared.protocol import Code, Frame, Guard, Recompile
+from ..worker.shared.protocol import Code, Feature, Frame, Guard, Recompile, Shape
 from .fixes.syntax import node_span
 from .model import RECOMPILE_CODE, FunctionReport, Location, RecompileReport, leading_guard
 from .ranges import Span, span_of
@@ -77,7 +77,10 @@ def recompile_reports(
     functions: tuple[FunctionReport, ...],
     text: Text,
     own: Callable[[str], bool],
+    shapes: tuple[Shape, ...] = (),
+    features: tuple[Feature, ...] = (),
 ) -> tuple[RecompileReport, ...]:
+    """``shapes``: torch's decisions about sizes; ``features``: what the analysing torch offers."""
     groups: dict[tuple[str, Code, bool, str, str], list[Recompile]] = {}
     for recompile in recompiles:
         guard = recompile.guard
@@ -112,6 +115,14 @@ def recompile_reports(
                 changed=what_changed(guard),
                 costs=tuple(c for c in (owner.costs if owner else ()) if c.compile_id in ids),
                 raises_at=raises_at,
+                shapes=tuple(
+                    shape
+                    for shape in shapes
+                    if guard is not None
+                    and guard.kind == "shape"
+                    and (shape.function, shape.subject) == (function, guard.subject)
+                ),
+                features=features,
             )
         )
     return tuple(sorted(reports, key=lambda r: (r.path, r.span.line, r.span.column, r.function)))

@@ -238,7 +238,9 @@ def build(
         torch=result.torch,
         seconds=result.seconds,
         notes=result.notes,
-        recompiles=recompile_reports(path, result.recompiles, functions, text, own),
+        recompiles=recompile_reports(
+            path, result.recompiles, functions, text, own, result.shapes, result.features
+        ),
         failure_path=failure_path,
         executed=result.executed,
         origin=origin,

@@ -166,6 +166,7 @@ def create_server() -> GblsServer:
             ls.session.folders,
             snippets=bool(edits and edits.snippet_edit_support),
             keep=lambda fix, brk, analysed: ls.proven.holds(fix, brk, sources),
+            keep_recompile=lambda fix, found: ls.proven.holds_recompile(fix, found, sources),
         )
         return notebooks.cell_actions(*found_cell, found) if found_cell else found
 

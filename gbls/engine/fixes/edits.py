@@ -48,8 +48,9 @@ class Edit:
 # a function eagerly, the break gone and one "skip" of the disabled function in its place; or, for a
 # custom op whose fake is a "stub" left to write, the break gone and one break at the op's call, where
 # Dynamo runs the stub; or, for a fix that moves the split (nested graph breaks), the compiled
-# function in "fewer" graphs.
-Proof = Literal["gone", "skip", "stub", "fewer"]
+# function in "fewer" graphs. A recompilation's fix: the function recompiles fewer times
+# ("fewer_recompiles"), or hits its recompile limit no more ("under_limit").
+Proof = Literal["gone", "skip", "stub", "fewer", "fewer_recompiles", "under_limit"]
 
 
 @dataclass(frozen=True)
