@@ -367,7 +367,7 @@ class RecompileReport:
         if limit is not None and self.raises:
             text += (
                 f"; it hit the recompile limit ({limit.limit_value}), and with {self.raises} the call "
-                "past it raises FailOnRecompileLimitHit"
+                "past it raises instead of running eagerly"
             )
         elif limit is not None:
             text += (
@@ -382,9 +382,10 @@ class RecompileReport:
         limit = self.limit
         if limit is None or not self.raises:
             return ""
+        # FailOnRecompileLimitHit, as torch 2.7 and later raise it (2.6: RecompileLimitExceeded).
         return (
-            f"{self.raises}: this call raises FailOnRecompileLimitHit: {self.who} hit the recompile limit "
-            f"({limit.limit}, {limit.limit_value}) at compilation {limit.compile_id}, and {self.failed}"
+            f"{self.raises}: this call raises at the recompile limit: {self.who} hit it ({limit.limit}, "
+            f"{limit.limit_value}) at compilation {limit.compile_id}, and {self.failed}"
         )
 
 

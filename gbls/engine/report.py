@@ -272,9 +272,12 @@ def _shapes(
         mine = [frame for frame in shape.chain if own(frame.path) and is_source_path(frame.path)]
         if shape.reason == "code" and mine:
             frame = mine[-1]
-            span = frame_span(frame, text(frame.path), shape.subject)
-            code = short_reason(text(frame.path), span, frame.column is None)
-            found.append(ShapeReport(shape, frame.path, span, code))
+            # Without columns (before torch 2.13) the line is the place: what on it needed the value, it
+            # does not say.
+            span = frame_span(frame, text(frame.path), "")
+            line = line_text(split_lines(text(frame.path)), span.line)
+            code = (line[span.column : span.end_column] if span.end_line == span.line else line).strip()
+            found.append(ShapeReport(shape, frame.path, span, code if len(code) <= 40 else code[:37] + "..."))
             continue
         if function is None:
             continue

@@ -7,8 +7,8 @@ compiles once:
 
 - in a shapes spec of the compile call, where ``torch.compile`` takes one (``dynamic_shapes=``;
   ``shapes_spec=`` where it was first added): an unbacked size, with no 0/1 specialization;
-- else marked at each call (``torch._dynamo.mark_unbacked`` where a size is 0 or 1 on some calls,
-  ``torch._dynamo.mark_dynamic`` otherwise).
+- else marked at each call (``torch._dynamo.decorators.mark_unbacked`` where a size is 0 or 1 on
+  some calls, ``torch._dynamo.mark_dynamic`` otherwise).
 
 A size the code specializes (``range(x.shape[0])``, ``int(n)``) is left alone: declared dynamic,
 torch would refuse it (an unbacked size has no value to give, a marked one fails its constraint).
@@ -107,7 +107,7 @@ def mark_sizes(found: RecompileReport, function: FunctionReport, here: str, sour
     dims, _, zero_one = sizes
     if zero_one and "mark_unbacked" not in found.features:
         return None  # a marked size of 0 or 1 is still specialized apart
-    mark = "mark_unbacked" if zero_one else "mark_dynamic"
+    mark = "decorators.mark_unbacked" if zero_one else "mark_dynamic"  # where every torch has each
     torch = torch_name(tree)
     definition = next(
         (n for n in tree.body if isinstance(n, ast.FunctionDef) and n.name == function.name), None

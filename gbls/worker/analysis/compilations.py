@@ -62,7 +62,11 @@ class Recompilations:
             # The config as this compile call has it: a per-call ``recompile_limit=`` is patched in.
             translation.limit = limit
             translation.limit_value = int(getattr(torch._dynamo.config, limit, 0))
-            if getattr(torch._dynamo.config, "fail_on_recompile_limit_hit", False):
+            config = torch._dynamo.config
+            # The config's name from torch 2.7; fail_on_cache_limit_hit before.
+            if getattr(
+                config, "fail_on_recompile_limit_hit", getattr(config, "fail_on_cache_limit_hit", False)
+            ):
                 translation.raises = "fail_on_recompile_limit_hit"
 
     def note_recompilation(self, translation: Translation, found: list[str], stacks: list[Any]) -> None:

@@ -245,8 +245,11 @@ def merge(events: Iterable[Event], request: Request, cut: bool = False) -> Resul
                 if isinstance(e, ShapeEvent) and e.target in targets
             )
         ),
+        # ``set_stance(...)`` sets the stance, and its ``with`` sets it again on entry: once each.
         stances=tuple(
-            Stance(e.stance, e.path, e.line) for e in events if isinstance(e, StanceEvent) and e.path
+            dict.fromkeys(
+                Stance(e.stance, e.path, e.line) for e in events if isinstance(e, StanceEvent) and e.path
+            )
         ),
     )
 
