@@ -38,7 +38,7 @@ from ..runtime.scheduler import Scheduler
 from ..runtime.session import Analysed, AnalysisKey, DocumentKey, RunKey, Session, entry_of
 from ..settings import Settings, from_options
 from ..worker.shared.protocol import Run
-from . import notebooks, project, traces
+from . import inlays, notebooks, project, pull, suppressions, traces
 from .actions import offer
 from .diagnostics import as_configured, file_diagnostics, split_diagnostics
 from .documents import GblsProtocol
@@ -78,6 +78,8 @@ class GblsServer(LanguageServer):
         self._one_at_a_time = asyncio.Lock()
         self.notebooks = notebooks.Notebooks(lambda: self.workspace)
         self.proven = Proven(self.session, self.window_log_message)
+        self.pull = pull.Pulling()
+        self.inlays = inlays.Asked()
 
     def begin(self, settings: Settings, folders: list[str]) -> None:
         """The client's settings and workspace folders, at its start: the session that analyses them."""
@@ -509,11 +511,17 @@ class GblsServer(LanguageServer):
         workspace = self.client_capabilities.workspace
         if workspace and workspace.code_lens and workspace.code_lens.refresh_support:
             self.workspace_code_lens_refresh(None)  # the answer says nothing: not awaited
+        self.inlays.changed(self)
 
     # -- publishing ---------------------------------------------------------------------------
 
     def publish(self, uri: str) -> None:
         """The document's diagnostics: what every analysis says of its file."""
+        self.send(uri, *self.diagnostics_of(uri))
+
+    def diagnostics_of(self, uri: str) -> tuple[list[lsp.Diagnostic], int | None]:
+        """What every analysis says of the document's file, as diagnostics (a push's, or a pull's), and
+        the version of the document they are of (None for a closed one's: its file's)."""
         sources = Sources(self.text_of)
         diagnostics: list[lsp.Diagnostic] = []
         seen = self.view_of(uri)
@@ -522,22 +530,29 @@ class GblsServer(LanguageServer):
             view, source, version = seen
             diagnostics += file_diagnostics(view, source, self.settings.severity, sources.lines)
             diagnostics += split_diagnostics(view, source, sources.lines)
+            diagnostics += suppressions.unused_diagnostics(view, source, self.session)
         open_document = self.open_document(uri)
         if open_document is None:
             version = None  # a closed document's diagnostics are its file's
         elif version is None:
             version = open_document.version
-        self.send(uri, as_configured(diagnostics, self.settings), version)
+        return as_configured(diagnostics, self.settings), version
 
     def send(self, uri: str, diagnostics: list[lsp.Diagnostic], version: int | None) -> None:
-        """Publish ``diagnostics`` of the document ``uri``; a notebook's, each in its cell."""
+        """Publish ``diagnostics`` of the document ``uri``; a notebook's, each in its cell. A client
+        that pulls them is asked to pull again instead."""
+        if self.pull.pulling:
+            self.pull.changed(self)
+            return
         program = self.notebooks.program(uri)
         if program is None:
+            self.pull.pushed.add(uri)
             self.text_document_publish_diagnostics(
                 lsp.PublishDiagnosticsParams(uri=uri, diagnostics=diagnostics, version=version)
             )
             return
         for cell, found in notebooks.in_cells(program, diagnostics).items():
+            self.pull.pushed.add(cell)
             self.text_document_publish_diagnostics(lsp.PublishDiagnosticsParams(uri=cell, diagnostics=found))
 
     def closed(self, uri: str) -> None:

@@ -397,6 +397,12 @@ class Session:
         found += [current(seen[path], lines) for seen in self._imports.values() if path in seen]
         return views.combined(found) if found else None
 
+    def viewed(self) -> list[str]:
+        """Every file an analysis or an imported trace says something of."""
+        found = [path for _, analysed in self.results() for path in analysed.views]
+        found += [path for seen in self._imports.values() for path in seen]
+        return [path for path in dict.fromkeys(found) if path]
+
     # -- imported traces ------------------------------------------------------------------------
 
     def record_import(self, name: str, found: dict[str, FileView]) -> dict[str, FileView]:

@@ -27,9 +27,10 @@ from gbls.lsp.markdown import Where
 from ..support import FIXTURES, ROOT
 from ..support.schema import gbls_json
 from ..support.torchlog_costs import PlainRun, plain_run
+from ..support.torchlog_recompiles import COLUMNS
 from ..support.worker import Analyse
 from .test_proofs import proofs_by
-from .test_recompiles import COLUMNS, assert_agrees_with_torch, unscoped
+from .test_recompiles import assert_agrees_with_torch, unscoped
 
 COSTS = FIXTURES / "costs"
 GRAD_AND_SIZES = COSTS / "grad_and_sizes.py"
@@ -217,9 +218,9 @@ async def test_the_recompile_limit_under_fullgraph_raises_on_the_call_line(
     if "recompile_limit_argument" in found.features:
         assert [edit.text for edit in limit.edits] == [", recompile_limit=16"]
     else:
-        assert [edit.text.strip() for edit in limit.edits] == [
-            f"torch._dynamo.config.{found.limit.limit} = 16"
-        ]  # type: ignore[union-attr]
+        assert found.limit is not None
+        config = f"torch._dynamo.config.{found.limit.limit} = 16"
+        assert [edit.text.strip() for edit in limit.edits] == [config]
     assert await proofs_by(analyse_file).prove_recompile(limit, found, copy, sources) is None
     fixed = tmp_path / "fixed" / path.name
     fixed.parent.mkdir()
