@@ -342,6 +342,8 @@ def function_report(
     with the analysis that ran it: their sections list those breaks."""
     chosen = [f for f in report.functions if qualname in (None, f.qualname)]
     sections = [f"# gbls report: {where.file(report.path)}"]
+    if report.torch:  # a folder of its own may have its own interpreter, and torch
+        sections.append(f"Analysed with torch {report.torch}.")
     if report.message:
         sections.append(f"**Analysis stopped**: {report.message}")
     if report.cut is not None:

@@ -43,7 +43,8 @@ def of_session(session: Session) -> Proofs:
 
     async def reanalyse(path: str, text: str, workspace: str) -> FileReport:
         folder = workspace or session.folder_of(path)
-        return await analyse(session.worker, path, text, session.settings, folder, session.text_of)
+        worker, settings = session.worker_for(path), session.settings_for(path)
+        return await analyse(worker, path, text, settings, folder, session.text_of)
 
     return Proofs(reanalyse)
 

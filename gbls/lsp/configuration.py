@@ -1,0 +1,43 @@
+"""The client's settings, pulled (``workspace/configuration``): the workspace's, and each workspace
+folder's own (a ``ConfigurationItem`` with its ``scope_uri``), the interpreter included: a Neovim user
+with two folders of two projects gets each folder analysed by its own Python and torch. A folder
+whose settings are the workspace's has none of its own."""
+
+from __future__ import annotations
+
+import logging
+from typing import TYPE_CHECKING
+
+from lsprotocol import types as lsp
+from pygls import uris
+
+from ..settings import Settings, from_options
+
+if TYPE_CHECKING:
+    from .analyses import GblsServer
+
+log = logging.getLogger(__name__)
+
+
+async def pulled(ls: GblsServer) -> tuple[Settings, dict[str, Settings]] | None:
+    """The workspace's settings and each folder's own; None when the client has none to give."""
+    workspace = ls.client_capabilities.workspace
+    if workspace is None or not workspace.configuration:
+        return None
+    folders = ls.session.folders
+    items = [lsp.ConfigurationItem(section="gbls")]
+    items += [lsp.ConfigurationItem(scope_uri=uris.from_fs_path(f) or f, section="gbls") for f in folders]
+    try:
+        values = await ls.workspace_configuration_async(lsp.ConfigurationParams(items=items))
+    except Exception as error:
+        log.warning("workspace/configuration failed: %s", error)
+        return None
+    if not values:
+        return None
+    everywhere = from_options(values[0], ls.initial_settings)
+    own = {}
+    for folder, value in zip(folders, values[1:], strict=False):
+        settings = from_options(value, ls.initial_settings)
+        if settings != everywhere:
+            own[folder] = settings
+    return everywhere, own
