@@ -107,7 +107,11 @@ async def test_a_pull_client_gets_what_a_push_client_gets(
     workspace = await pull_client.workspace_diagnostic_async(
         lsp.WorkspaceDiagnosticParams(previous_result_ids=[])
     )
-    by_uri = {item.uri: item for item in workspace.items}
+    by_uri = {
+        item.uri: item
+        for item in workspace.items
+        if isinstance(item, lsp.WorkspaceFullDocumentDiagnosticReport)
+    }
     assert plain(by_uri[uri_of(HELPERS_LIB)].items) == plain(helpers_pushed)
     assert by_uri[uri_of(HELPERS_LIB)].version is None and by_uri[uri].version == 1
 
@@ -230,12 +234,14 @@ async def two_folders(lsp_client: LanguageClient, two_projects: Path) -> AsyncIt
 async def test_two_folders_two_interpreters(two_folders: LanguageClient, two_projects: Path) -> None:
     # Once the settings are pulled (the worker warms after): each folder's file analysed as it opens.
     await until(lambda: any("gbls worker ready" in m.message for m in two_folders.log_messages))
-    reports = {}
+    reports: dict[str, str] = {}
     for name in ("one", "two"):
         uri = opened(two_folders, two_projects / name / "model.py")
         await done(two_folders, uri)
-        reports[name] = await two_folders.workspace_execute_command_async(
-            lsp.ExecuteCommandParams(command="gbls.showReport", arguments=[uri])
+        reports[name] = str(
+            await two_folders.workspace_execute_command_async(
+                lsp.ExecuteCommandParams(command="gbls.showReport", arguments=[uri])
+            )
         )
     other: Path = two_folders.other  # type: ignore[attr-defined]
     assert f"Analysed with torch {torch_of(sys.executable)}." in reports["one"]
