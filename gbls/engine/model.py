@@ -222,12 +222,13 @@ class BreakReport:
         return {"pytorch": "PyTorch", "library": f"the library {self.library}"}.get(self.owner, "your code")
 
     @property
-    def cost(self) -> tuple[int, float, int]:
+    def cost(self) -> tuple[int, int, int]:
         """What it costs, to order a function's breaks by: the function's frame left to eager mode (all
-        of it, then the rest after a line) above a split, then the translation it cost, then how many
-        compilations it split."""
+        of it, then the rest after a line) above a split, then the translations it cost (restarts, and
+        the code after it: counted, so that the order is the same from run to run, as times are not),
+        then how many compilations it split."""
         eager = 0 if self.effect != EAGER else 1 if self.cause.eager_from is not None else 2
-        return (eager, self.seconds, self.count)
+        return (eager, len(self.costs), self.count)
 
     @property
     def title(self) -> str:

@@ -6,20 +6,33 @@ whose settings are the workspace's has none of its own."""
 from __future__ import annotations
 
 import logging
-from typing import TYPE_CHECKING
+from collections.abc import Sequence
+from typing import Any, Protocol
 
 from lsprotocol import types as lsp
 from pygls import uris
 
+from ..runtime.session import Session
 from ..settings import Settings, from_options
-
-if TYPE_CHECKING:
-    from .analyses import GblsServer
 
 log = logging.getLogger(__name__)
 
 
-async def pulled(ls: GblsServer) -> tuple[Settings, dict[str, Settings]] | None:
+class Server(Protocol):
+    """What pulling the settings needs of the server (``analyses.GblsServer``)."""
+
+    session: Session
+    initial_settings: Settings
+
+    @property
+    def client_capabilities(self) -> lsp.ClientCapabilities: ...
+
+    async def workspace_configuration_async(
+        self, params: lsp.ConfigurationParams
+    ) -> Sequence[Any | None]: ...
+
+
+async def pulled(ls: Server) -> tuple[Settings, dict[str, Settings]] | None:
     """The workspace's settings and each folder's own; None when the client has none to give."""
     workspace = ls.client_capabilities.workspace
     if workspace is None or not workspace.configuration:

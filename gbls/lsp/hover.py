@@ -97,7 +97,7 @@ def break_markdown(
         parts.append("**Chain:** " + " → ".join(steps) + f": the cause{splits}")
     if function is not None and function.graphs:
         parts.append(f"{_story_title(function, where)}: {split_story(function, brk, where)}")
-    if brk.costs:
+    if brk.costs and full:  # the report's: the hover stays short
         parts.append(f"**Cost**: {break_cost(brk)}.")
     if hints and full:
         parts.append("**More hints**\n" + "\n".join(f"- {hint}" for hint in hints))

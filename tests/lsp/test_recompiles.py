@@ -9,7 +9,7 @@ from pytest_lsp import LanguageClient
 from gbls.manual import page
 
 from ..engine.test_recompiles import LIMIT, RECOMPILES, placed
-from ..support.lsp import close, open_and_wait, uri_of
+from ..support.lsp import close, open_and_wait, unmeasured, uri_of
 from ..support.torchlog_recompiles import COLUMNS
 
 
@@ -45,7 +45,7 @@ async def test_the_editor_shows_the_guard_and_the_limit(client: LanguageClient) 
         lenses = await client.text_document_code_lens_async(
             lsp.CodeLensParams(lsp.TextDocumentIdentifier(uri))
         )
-        titles = [lens.command.title for lens in lenses or [] if lens.command]
+        titles = [unmeasured(lens.command.title) for lens in lenses or [] if lens.command]
         assert titles == ["gbls: fullgraph-clean · 8 compilations · 8 graphs · recompile limit hit"]
         actions = await client.text_document_code_action_async(
             lsp.CodeActionParams(
