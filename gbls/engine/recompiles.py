@@ -236,6 +236,12 @@ LAST_RESORT = (
     "As a last resort, raise `torch._dynamo.config.{limit}`: every recompilation still costs a whole "
     "compilation, and the limit is there to stop that."
 )
+# Where torch.compile takes a limit of its own (2.12+): that compile call's, not every function's.
+OWN_LIMIT = (
+    "As a last resort, raise this compile call's own limit, `torch.compile(..., recompile_limit=N)`, "
+    "not every function's: every recompilation still costs a whole compilation. With several compile "
+    "calls of one function, `isolate_recompiles=True` gives each its own compilations and limit."
+)
 
 
 def remedies(found: RecompileReport) -> list[str]:
@@ -246,9 +252,13 @@ def remedies(found: RecompileReport) -> list[str]:
     found_literal = literal(guard) if guard else ""
     tips: list[str] = []
     if kind == "shape":
+        name = guard.subject if guard else "x"
         tips += [
             "Compile with `dynamic=True`, or mark the dimension that varies as dynamic before the call: "
-            f"`torch._dynamo.mark_dynamic({guard.subject if guard else 'x'}, 0)`.",
+            f"`torch._dynamo.mark_dynamic({name}, 0)`.",
+            "A size that is 0 or 1 on some calls (a batch of 1) compiles apart even once it is dynamic: "
+            f"`torch._dynamo.decorators.mark_unbacked({name}, 0)` keeps it one symbol, as does a shapes "
+            "spec in the compile call where `torch.compile` takes one (`dynamic_shapes=`).",
             "With `dynamic=False` every new size compiles again; without `dynamic`, a size is dynamic after "
             "its first change (automatic dynamic shapes), but a branch on a size still compiles once per "
             "outcome.",
@@ -283,6 +293,13 @@ def remedies(found: RecompileReport) -> list[str]:
         tips += [
             "Call it in one grad mode (with or without `torch.no_grad()`), or compile one function per mode."
         ]
-    if found.limit is not None:
-        tips.append(LAST_RESORT.format(limit=found.limit.limit))
+    limit = found.limit
+    if (
+        limit is not None
+        and limit.limit == "recompile_limit"
+        and "recompile_limit_argument" in found.features
+    ):
+        tips.append(OWN_LIMIT)
+    elif limit is not None:
+        tips.append(LAST_RESORT.format(limit=limit.limit))
     return tips
