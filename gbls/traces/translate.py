@@ -266,7 +266,7 @@ class Translator:
                     compile_id=compilation.compile_id,
                 )
             )
-        if compilation.recorded and not limit:
+        if compilation.recorded:
             self.events.append(
                 CostEvent(
                     target=target.number,

@@ -14,6 +14,7 @@ import sys
 from pathlib import Path
 
 import torch
+from lsprotocol import types as lsp
 
 from gbls.engine import costs, views
 from gbls.engine.fixes import policy
@@ -21,8 +22,10 @@ from gbls.engine.fixes.edits import apply
 from gbls.engine.model import FileReport, RecompileReport
 from gbls.engine.sources import Sources, read_source
 from gbls.lsp.codelens import lens_title
+from gbls.lsp.diagnostics import file_diagnostics
 from gbls.lsp.hover import break_markdown, function_markdown, hover_markdown
 from gbls.lsp.markdown import Where
+from gbls.worker.shared.lines import split_lines
 
 from ..support import FIXTURES, ROOT
 from ..support.schema import gbls_json
@@ -187,7 +190,7 @@ async def test_a_break_costs_its_restart_and_the_code_after_it(analyse_file: Ana
     assert resumed and {cost.compile_id for cost in brk.costs} == restarted | resumed
     assert brk.seconds > 0
     (step,) = report.functions
-    assert "**Cost**: " in break_markdown(brk, step, Where(str(fixture), str(FIXTURES)))
+    assert "**Cost**: " in break_markdown(brk, step, Where(str(fixture), str(FIXTURES)), full=True)
     rows = costs.rows(step, ())
     assert [row.why for row in rows][-1] == "the code of `step` after line 7 (a break)"
 
@@ -208,6 +211,13 @@ async def test_the_recompile_limit_under_fullgraph_raises_on_the_call_line(
     assert problem.raises == "fullgraph=True"
     assert problem.raises_at is not None and problem.raises_at.span.line == int(frames[-1])
     assert problem.raise_message.startswith("fullgraph=True: this call raises at the recompile limit")
+    # In the editor: an error on that line, beside the recompilation's own diagnostic (an error too).
+    view = views.by_file(report)[str(fixture)]
+    lines_of = lambda path: split_lines(Path(path).read_text())  # noqa: E731
+    shown = file_diagnostics(view, fixture.read_text(), "warning", lines_of)
+    (raised,) = [d for d in shown if d.code == "recompile-limit"]
+    assert (raised.severity, raised.range.start.line) == (lsp.DiagnosticSeverity.Error, int(frames[-1]) - 1)
+    assert [d.severity for d in shown if d.code == "recompile"] == [lsp.DiagnosticSeverity.Error]
     # The limit's fix: this compile call's own limit where torch.compile takes one, else the config.
     path = tmp_path / fixture.name
     path.write_text(fixture.read_text())
