@@ -50,6 +50,8 @@ async def pulled(ls: Server) -> tuple[Settings, dict[str, Settings]] | None:
     everywhere = from_options(values[0], ls.initial_settings)
     own = {}
     for folder, value in zip(folders, values[1:], strict=False):
+        if value is None:  # the client has nothing for the folder: the workspace's hold there
+            continue
         settings = from_options(value, ls.initial_settings)
         if settings != everywhere:
             own[folder] = settings
