@@ -117,6 +117,7 @@ class Reporting:
     entries: tuple[Entry, ...] = ()  # what it holds, read before anything is analysed
     update_baseline: bool = False  # write what was found into the baseline first
     sarif_file: str = ""  # the report as SARIF in this file too, from the same analysis
+    statistics: bool = False  # what each compiled function cost to compile, after the findings
 
 
 async def check(
@@ -261,7 +262,7 @@ def print_reports(
     """Print the reports as ``reporting`` says; the exit status. ``runs``: each project run and its
     analysis; ``named``: the files given, each of which must have been analysed; ``traces``: the
     traces imported; ``why``: why a named file no analysis ran code of is not analysed."""
-    from .formats import github, json, sarif
+    from .formats import github, json, sarif, statistics
 
     runs = runs or []
     for note in dict.fromkeys(note for report in reports for note in report.notes):
@@ -282,6 +283,9 @@ def print_reports(
         sys.stdout.write(github.render(reports, unreached))
     else:
         sys.stdout.write(text.render(reports, fixes, baselined, runs, unreached, analysed))
+    if reporting.statistics:  # on stderr when stdout is for a machine
+        table = statistics.render(reports)
+        (sys.stdout if reporting.format == "text" else sys.stderr).write(table)
     if reporting.sarif_file:
         with open(reporting.sarif_file, "w", encoding="utf-8") as handle:
             handle.write(sarif.render(reports, unreached))
@@ -313,7 +317,7 @@ async def check_in_process(files: list[str], settings: Settings, reporting: Repo
     return print_reports(reports, debug.torch_version(), fixes, reporting, named=files)
 
 
-def import_traces(paths: list[str], fmt: str) -> int:
+def import_traces(paths: list[str], fmt: str, statistics: bool = False) -> int:
     """``gbls import``: what real runs' traces and logs say, placed on the workspace's source (the
     current folder) as ``gbls check`` places an analysis; exit status as check's, and 2 when part of
     a trace could not be read."""
@@ -335,7 +339,9 @@ def import_traces(paths: list[str], fmt: str) -> int:
             print(f"gbls: {trace.source}: no compilation recorded", file=sys.stderr)
     fixes = policy.preferred(reports, Sources(read_source), workspace)
     torch = next((trace.torch for trace in imported if trace.torch), "")
-    status = print_reports(reports, torch, fixes, Reporting(format=fmt), traces=imported)
+    status = print_reports(
+        reports, torch, fixes, Reporting(format=fmt, statistics=statistics), traces=imported
+    )
     return max(status, 2 if any(trace.problems for trace in imported) else 0)
 
 
@@ -363,6 +369,7 @@ def _analysis_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--update-baseline", action="store_true", help="write what is found into the --baseline FILE first"
     )
+    _statistics_option(parser)
     parser.add_argument("--timeout", type=float, default=Settings.timeout, help="seconds per analysis")
     parser.add_argument("--memory-mb", type=int, default=Settings.memory_mb, help="memory per analysis")
     parser.add_argument("--sandbox", choices=SANDBOX_MODES, default="auto")
@@ -379,6 +386,15 @@ def _analysis_options(parser: argparse.ArgumentParser) -> None:
         default=Settings.values,
         help="what compiled code computes: its outputs' shapes alone where computing them costs real "
         "arithmetic (auto), or every value (exact)",
+    )
+
+
+def _statistics_option(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--statistics",
+        action="store_true",
+        help="after the findings, what each compiled function cost to compile (on stderr for json, "
+        "sarif and github)",
     )
 
 
@@ -444,6 +460,7 @@ def _parser() -> argparse.ArgumentParser:
     )
     import_parser.add_argument("paths", nargs="+", metavar="PATH")
     import_parser.add_argument("--format", choices=("text", "json", "sarif", "github"), default="text")
+    _statistics_option(import_parser)
 
     doctor.options(commands.add_parser("doctor", help=doctor.HELP))
     commands.add_parser("serve", help="run the language server over stdio")
@@ -488,7 +505,7 @@ def main(argv: list[str] | None = None) -> int:
         return doctor.main(arguments.python, arguments.cache_dir)
     not_dumpable()
     if arguments.command == "import":
-        return import_traces(arguments.paths, arguments.format)
+        return import_traces(arguments.paths, arguments.format, arguments.statistics)
     settings = dataclasses.replace(
         Settings(),
         interpreter=arguments.python,
@@ -505,7 +522,12 @@ def main(argv: list[str] | None = None) -> int:
         print(f"gbls: {error}", file=sys.stderr)
         return 2
     reporting = Reporting(
-        arguments.format, arguments.baseline, entries, arguments.update_baseline, arguments.sarif_file
+        arguments.format,
+        arguments.baseline,
+        entries,
+        arguments.update_baseline,
+        arguments.sarif_file,
+        arguments.statistics,
     )
     if arguments.command == "run":
         run = _run_of(arguments)

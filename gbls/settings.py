@@ -81,6 +81,9 @@ class Settings:
     # Real runs' TORCH_TRACE folders or files, or TORCH_LOGS logs, to show on the source: paths or
     # globs, relative to the workspace folder (``gbls.traces``).
     traces: tuple[str, ...] = ()
+    # Inlay hints: where a compiled function's graph ends and the next begins, and at a call that
+    # compiled a function again and again.
+    inlay_hints: bool = True
 
     def for_worker(self) -> protocol.Settings:
         return protocol.Settings(

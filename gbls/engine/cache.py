@@ -16,7 +16,7 @@ from typing import Any
 
 from ..worker.shared.directives import is_directive
 from ..worker.shared.protocol import Code, Frame, Graph, Recompile
-from .model import BreakReport, FileReport, FunctionReport, Location, RecompileReport
+from .model import BreakReport, FileReport, FunctionReport, Location, RecompileReport, ShapeReport
 from .ranges import Span
 from .sources import TextOf
 
@@ -58,6 +58,11 @@ def _span(span: Span, lines: Lines) -> Span:
 
 def _maybe(span: Span | None, lines: Lines) -> Span | None:
     return _span(span, lines) if span is not None else None
+
+
+def _moved(line: int | None, lines: Lines) -> int | None:
+    """A line moved by ``lines`` (None stays None)."""
+    return None if line is None else lines.get(line, line)
 
 
 def _graph(graph: Graph, lines: Lines) -> Graph:
@@ -117,6 +122,15 @@ def shifted_recompile(report: RecompileReport, maps: dict[str, Lines]) -> Recomp
     )
 
 
+def shifted_shape(found: ShapeReport, maps: dict[str, Lines]) -> ShapeReport:
+    """``found`` moved by each file's line map."""
+    return dataclasses.replace(
+        found,
+        shape=dataclasses.replace(found.shape, chain=tuple(_frame(f, maps) for f in found.shape.chain)),
+        span=_span(found.span, maps.get(found.path, {})),
+    )
+
+
 def shifted_function(function: FunctionReport, maps: dict[str, Lines]) -> FunctionReport:
     """``function`` moved: its ranges are in its report's file, its graphs' lines in its code's file."""
     here = maps.get(function.path, {})
@@ -127,6 +141,10 @@ def shifted_function(function: FunctionReport, maps: dict[str, Lines]) -> Functi
         decorator=_maybe(function.decorator, here),
         call=_maybe(function.call, here),
         graphs=tuple(_graph(g, maps.get(function.target.path, {})) for g in function.graphs),
+        costs=tuple(
+            dataclasses.replace(c, resumes_at=_moved(c.resumes_at, maps.get(function.target.path, {})))
+            for c in function.costs
+        ),
         target=dataclasses.replace(
             function.target,
             reached=tuple(_code(code, maps) for code in function.reached),
@@ -153,6 +171,17 @@ def shifted_files(report: FileReport, maps: dict[str, Lines]) -> FileReport:
         cuda_only=tuple(
             dataclasses.replace(call, span=_span(call.span, maps.get(report.path, {})))
             for call in report.cuda_only
+        ),
+        shapes=tuple(shifted_shape(s, maps) for s in report.shapes),
+        stances=tuple(
+            dataclasses.replace(
+                s,
+                stance=dataclasses.replace(
+                    s.stance, line=maps.get(s.stance.path, {}).get(s.stance.line, s.stance.line)
+                ),
+                span=_span(s.span, maps.get(s.stance.path, {})),
+            )
+            for s in report.stances
         ),
     )
 

@@ -20,7 +20,7 @@ from functools import lru_cache
 from typing import Any
 
 from ..worker.shared.lines import split_lines
-from .cache import Key, code_key, shifted_break, shifted_function, shifted_recompile
+from .cache import Key, code_key, shifted_break, shifted_function, shifted_recompile, shifted_shape
 from .model import FileReport
 from .sources import TextOf
 
@@ -206,8 +206,13 @@ def combine(fresh: FileReport, memory: Memory, reused: list[str], source: str, t
         *fresh.recompiles,
         *(shifted_recompile(r, maps) for r in memory.report.recompiles if r.function in kept),
     ]
+    shapes = [
+        *fresh.shapes,
+        *(shifted_shape(s, maps) for s in memory.report.shapes if s.shape.function in kept),
+    ]
     return dataclasses.replace(
         fresh,
+        shapes=tuple(shapes),
         functions=tuple(sorted(functions, key=lambda f: f.span.line)),
         breaks=tuple(sorted(breaks, key=lambda b: (b.span.line, b.span.column, b.gb_type))),
         suppressed=tuple(suppressed),

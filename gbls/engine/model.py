@@ -21,6 +21,7 @@ from ..worker.shared.protocol import (
     EAGER,
     Break,
     Code,
+    Cost,
     Elided,
     Feature,
     Function,
@@ -28,13 +29,19 @@ from ..worker.shared.protocol import (
     Guard,
     Outcome,
     Recompile,
+    Shape,
+    Stance,
 )
 from ..worker.shared.workspace import library_of
 from . import words
 from .ranges import Span
 
-# How each setting that makes a break raise is written in the user's code.
-RAISING_SETTINGS = {"fullgraph": "fullgraph=True", "error_on_graph_break": "error_on_graph_break(True)"}
+# How each setting that makes a break (or a recompile limit) raise is written in the user's code.
+RAISING_SETTINGS = {
+    "fullgraph": "fullgraph=True",
+    "error_on_graph_break": "error_on_graph_break(True)",
+    "fail_on_recompile_limit_hit": "torch._dynamo.config.fail_on_recompile_limit_hit = True",
+}
 
 # Hint classes that say Dynamo could trace the code, or is wrong about it: PyTorch's to act on.
 PYTORCH_CLASSES = ("dynamo_bug", "supportable", "difficult")
@@ -112,6 +119,21 @@ class BreakReport:
     paths: tuple[tuple[Location, ...], ...] = ()  # every other chain to the same root cause
     provenance: Provenance | None = None  # imported from a real run's trace, not analysed here
     call: str = ""  # the root cause as written ("np.random.rand()"), "" where Python gives no columns
+    # The compilations it cost: those Dynamo restarted for it, and the translations of the code
+    # after it (the resume functions at its split).
+    costs: tuple[Cost, ...] = ()
+
+    @property
+    def seconds(self) -> float:
+        """The translation it cost: the restarts it caused (a compilation's restart time shared among
+        the breaks that restarted it) and the translation of the code after it."""
+        total = 0.0
+        for cost in self.costs:
+            if cost.resumes_at is not None:
+                total += cost.seconds
+            elif self.gb_type in cost.restarts:
+                total += cost.restart_seconds / len(cost.restarts)
+        return total
 
     @property
     def function(self) -> str:
@@ -246,11 +268,13 @@ class BreakReport:
         return {"pytorch": "PyTorch", "library": f"the library {self.library}"}.get(self.owner, "your code")
 
     @property
-    def cost(self) -> tuple[int, int]:
+    def cost(self) -> tuple[int, int, int]:
         """What it costs, to order a function's breaks by: the function's frame left to eager mode (all
-        of it, then the rest after a line) above a split, then how many compilations it split."""
+        of it, then the rest after a line) above a split, then the translations it cost (restarts, and
+        the code after it: counted, so that the order is the same from run to run, as times are not),
+        then how many compilations it split."""
         eager = 0 if self.effect != EAGER else 1 if self.cause.eager_from is not None else 2
-        return (eager, self.count)
+        return (eager, len(self.costs), self.count)
 
     @property
     def title(self) -> str:
@@ -294,7 +318,12 @@ class BreakReport:
 
 def costliest_first(breaks: tuple[BreakReport, ...]) -> tuple[BreakReport, ...]:
     """Breaks in the order to fix them: the costliest first, then by line."""
-    return tuple(sorted(breaks, key=lambda brk: (-brk.cost[0], -brk.cost[1], brk.span.line, brk.span.column)))
+    return tuple(
+        sorted(
+            breaks,
+            key=lambda brk: (-brk.cost[0], -brk.cost[1], -brk.cost[2], brk.span.line, brk.span.column),
+        )
+    )
 
 
 def leading_guard(recompiles: tuple[Recompile, ...]) -> Guard | None:
@@ -333,6 +362,25 @@ class RecompileReport:
     # function broke at: ``np.random.rand()``).
     origin: Location | None = None
     guarded: str = ""  # the code at ``guard_at`` as written (``range(n)``), "" where unknown
+    changed: str = ""  # what changed, short: "grad mode", "the shape of `x`"
+    costs: tuple[Cost, ...] = ()  # what its recompilations cost, as Dynamo measured them
+    # Where the program raises at the recompile limit (fullgraph=True, or the config says so): the
+    # call that went past it, in whatever file.
+    raises_at: Location | None = None
+    # torch's decisions about the sizes of what its checks are on (a shape's), for the fixes.
+    shapes: tuple[Shape, ...] = ()
+    # What the analysing torch offers (the result's), for the fixes that need one.
+    features: tuple[Feature, ...] = ()
+
+    @property
+    def seconds(self) -> float:
+        return sum(cost.seconds for cost in self.costs)
+
+    @property
+    def raises(self) -> str:
+        """``fullgraph=True`` (how the program says that the recompile limit raises), or ""."""
+        limit = self.limit
+        return RAISING_SETTINGS.get(limit.raises, "") if limit is not None else ""
 
     @property
     def guard(self) -> Guard | None:
@@ -395,12 +443,29 @@ class RecompileReport:
         times = "once" if self.count == 1 else f"{self.count} times"
         text = f"{self.who} recompiled {times}: {self.failed}"
         limit = self.limit
-        if limit is not None:
+        if limit is not None and self.raises:
+            text += (
+                f"; it hit the recompile limit ({limit.limit_value}), and with {self.raises} the call "
+                "past it raises instead of running eagerly"
+            )
+        elif limit is not None:
             text += (
                 f"; it hit the recompile limit ({limit.limit_value}), so from then on `{self.frame.name}` "
                 f"runs in eager mode whenever none of its compiled versions fits the call"
             )
         return text
+
+    @property
+    def raise_message(self) -> str:
+        """What the diagnostic on the call that raises says."""
+        limit = self.limit
+        if limit is None or not self.raises:
+            return ""
+        # FailOnRecompileLimitHit, as torch 2.7 and later raise it (2.6: RecompileLimitExceeded).
+        return (
+            f"{self.raises}: this call raises at the recompile limit: {self.who} hit it ({limit.limit}, "
+            f"{limit.limit_value}) at compilation {limit.compile_id}, and {self.failed}"
+        )
 
 
 @dataclass(frozen=True)
@@ -418,6 +483,18 @@ class FunctionReport:
     # The branch its compile call is in, which the run did not take ("`if is_speculative:` (line 58)
     # was false"): not analysed, and no failure: another run takes that branch.
     untaken: str = ""
+    # What each of its compilations cost (its own frames, their resume functions, the callees it
+    # re-entered), as Dynamo measured them, in order.
+    costs: tuple[Cost, ...] = ()
+
+    @property
+    def seconds(self) -> float:
+        """Its whole translation, as Dynamo measured it."""
+        return sum(cost.seconds for cost in self.costs)
+
+    def computed(self, compile_id: str) -> bool:
+        """Whether the graph of the compilation ``compile_id`` was computed (not elided)."""
+        return all(e.compile_id != compile_id for e in self.elided)
 
     @property
     def code_path(self) -> str:
@@ -478,6 +555,74 @@ class FunctionReport:
             f"its compiled code was not computed: a call of it is about {work:.1e} operations, so the "
             "analysis gave its outputs the traced shapes, zeros inside (the values setting)"
         )
+
+
+@dataclass(frozen=True)
+class ShapeReport:
+    """A decision torch made about an input's size, on the line that decided it: the code that needed
+    the size's value (``range(x.shape[0])``), else the input in its function's ``def``."""
+
+    shape: Shape
+    path: str
+    span: Span
+    code: str = ""  # the code that decided it, short: "range(x.shape[0])"; "" when the inputs did
+
+    @property
+    def what(self) -> str:
+        """``dim 0 of `x` ``, or ```n` `` for a number."""
+        shape = self.shape
+        return f"dim {shape.dim} of `{shape.subject}`" if shape.dim is not None else f"`{shape.subject}`"
+
+    @property
+    def message(self) -> str:
+        shape = self.shape
+        at = f"compilation {shape.compile_id}"
+        if shape.decision == "dynamic":
+            if shape.reason == "rank_changed":
+                return f"{self.what} made dynamic at {at}: its number of dimensions changed between calls"
+            change = f" ({shape.value})" if shape.value else ""
+            return (
+                f"{self.what} made dynamic at {at}: it changed between calls{change}, so automatic dynamic "
+                "shapes compiled it as a symbol"
+            )
+        if shape.reason == "zero_one":
+            return (
+                f"{self.what} specialized to {shape.value} at {at}: torch specializes sizes 0 and 1, so a "
+                "size that is dynamic elsewhere compiles apart when it is 1"
+            )
+        by = f" by `{self.code}`" if self.code else " by the code"
+        return (
+            f"{self.what} specialized to {shape.value} at {at}{by}: the code needs its value, so each "
+            "new value compiles again"
+        )
+
+
+# What each stance makes of torch.compile, and so of what an analysis of the code after it sees.
+STANCES = {
+    "force_eager": "from here on torch.compile compiles nothing: compiled functions run eagerly, and "
+    "no break or recompilation of theirs is seen",
+    "eager_on_recompile": "from here on a call that none of a function's compiled versions fits runs "
+    "eagerly instead of recompiling: no recompilation is made, nor seen",
+    "fail_on_recompile": "from here on a call that would recompile raises RuntimeError instead",
+    "eager_then_compile": "from here on a compiled function's first call runs eagerly, and it compiles "
+    "from its second call on",
+    "aot_eager_then_compile": "from here on a compiled function's first call runs with aot_eager, and "
+    "it compiles from its second call on",
+    "default": "torch.compile is back to its default stance here",
+    "other": "a stance gbls does not know",
+}
+
+
+@dataclass(frozen=True)
+class StanceReport:
+    """The program set torch.compile's stance here (``torch.compiler.set_stance``)."""
+
+    stance: Stance
+    span: Span
+
+    @property
+    def message(self) -> str:
+        return f'torch.compiler.set_stance("{self.stance.stance}"): {STANCES[self.stance.stance]}'
 
 
 @dataclass(frozen=True)
@@ -583,6 +728,8 @@ class FileReport:
     reached_from: tuple[str, ...] = ()
     # What the program returned from its compiled calls and printed: what a fix must keep.
     outcome: Outcome = field(default_factory=Outcome)
+    shapes: tuple[ShapeReport, ...] = ()  # torch's decisions about the inputs' sizes, in this file
+    stances: tuple[StanceReport, ...] = ()  # the program's set_stance calls in this file, but default
 
     def find(self, key: BreakKey) -> BreakReport | None:
         return next((brk for brk in self.breaks + self.splits if brk.key == key), None)
@@ -601,6 +748,9 @@ class FileReport:
 
     def recompiles_of(self, qualname: str) -> tuple[RecompileReport, ...]:
         return tuple(r for r in self.recompiles if r.function == qualname)
+
+    def shapes_of(self, qualname: str) -> tuple[ShapeReport, ...]:
+        return tuple(found for found in self.shapes if found.shape.function == qualname)
 
 
 @dataclass(frozen=True)

@@ -14,7 +14,7 @@ import re
 from collections.abc import Callable
 
 from ..worker.shared import directives
-from ..worker.shared.protocol import Code, Frame, Guard, Recompile
+from ..worker.shared.protocol import Code, Feature, Frame, Guard, Recompile, Shape
 from .discovery import arguments_of, definitions
 from .fixes.syntax import node_span
 from .model import RECOMPILE_CODE, FunctionReport, Location, RecompileReport, leading_guard, what_failed
@@ -58,13 +58,36 @@ def describe(guard: Guard | None) -> str:
     return ""
 
 
+def what_changed(guard: Guard | None) -> str:
+    """What a failed check says changed, short, for a sentence's end: "grad mode", "the shape of `x`",
+    the value of `mode`; "" when the check says nothing."""
+    if guard is None:
+        return ""
+    subject = f"`{guard.subject}`"
+    if guard.kind == "global_state":
+        state = guard.text.partition(":")[2].strip()
+        return state.replace("_", " ") if state else "torch's global state"
+    if guard.kind == "value" and guard.subject:
+        if guard.is_global:
+            return f"the global {subject}"
+        return subject if "." in guard.subject else f"the value of {subject}"
+    if guard.kind in WHAT and guard.subject:
+        return WHAT[guard.kind].format(subject)
+    if guard.kind == "identity" and guard.subject:
+        return f"the object {subject}"
+    return f"`{guard.text}`" if guard.text else ""
+
+
 def recompile_reports(
     path: str,
     recompiles: tuple[Recompile, ...],
     functions: tuple[FunctionReport, ...],
     text: Text,
     own: Callable[[str], bool],
+    shapes: tuple[Shape, ...] = (),
+    features: tuple[Feature, ...] = (),
 ) -> tuple[RecompileReport, ...]:
+    """``shapes``: torch's decisions about sizes; ``features``: what the analysing torch offers."""
     groups: dict[tuple[str, Code, int | None, bool, str], list[Recompile]] = {}
     for recompile in recompiles:
         key = (
@@ -84,6 +107,13 @@ def recompile_reports(
         )
         origin = guard.origin if guard else None
         ignored = directives.suppressions(text(where))
+        ids = {recompile.compile_id for recompile in members}
+        owner = by_name.get(function)
+        raising = next((r for r in members if r.limit and r.raises and r.called_at is not None), None)
+        raises_at = None
+        if raising is not None and raising.called_at is not None:
+            at = raising.called_at
+            raises_at = Location(at.path, at.function, frame_span(at, text(at.path), ""))
         reports.append(
             RecompileReport(
                 function=function,
@@ -96,10 +126,21 @@ def recompile_reports(
                 guard_at=guard_at,
                 why=describe(guard),
                 suppressed=directives.is_suppressed(ignored, span.line, RECOMPILE_CODE.upper()),
-                origin=Location(origin.path, origin.function, _frame_span(origin, text(origin.path), ""))
+                origin=Location(origin.path, origin.function, frame_span(origin, text(origin.path), ""))
                 if origin
                 else None,
                 guarded=written(text(guard_at.path), guard_at.span) if guard_at else "",
+                changed=what_changed(guard),
+                costs=tuple(c for c in (owner.costs if owner else ()) if c.compile_id in ids),
+                raises_at=raises_at,
+                shapes=tuple(
+                    shape
+                    for shape in shapes
+                    if guard is not None
+                    and guard.kind == "shape"
+                    and (shape.function, shape.subject) == (function, guard.subject)
+                ),
+                features=features,
             )
         )
     return tuple(sorted(reports, key=lambda r: (r.path, r.span.line, r.span.column, r.function)))
@@ -119,7 +160,7 @@ def _place(
     resume frame with no such place, the line of the break it resumes after."""
     subject = guard.subject if guard else ""
     chain = [
-        Location(f.path, f.function, _frame_span(f, text(f.path), subject))
+        Location(f.path, f.function, frame_span(f, text(f.path), subject))
         for f in (guard.chain if guard else ())
     ]
     mine = [location for location in chain if own(location.path)]
@@ -146,7 +187,17 @@ def _place(
     return path, Span(frame.line or 1, 0, frame.line or 1, 0), guard_at
 
 
-def _frame_span(frame: Frame, source: str, subject: str) -> Span:
+def input_span(frame: Code, subject: str, source: str) -> Span | None:
+    """Where the input ``subject`` of the frame's function is declared: its parameter in the ``def``."""
+    definition = definitions(parse(source)).get((frame.name, frame.line))
+    root = subject.split(".", 1)[0]
+    for argument in arguments_of(definition) if definition is not None else ():
+        if argument.arg == root:
+            return _name_span(source, argument.lineno, argument.col_offset, root)
+    return None
+
+
+def frame_span(frame: Frame, source: str, subject: str) -> Span:
     """A guard's frame on the source: its instruction, else what it checks on its line, else the line."""
     if frame.column is not None:
         return span_of(source, frame.line, frame.column, frame.end_column)
@@ -195,6 +246,12 @@ LAST_RESORT = (
     "As a last resort, raise `torch._dynamo.config.{limit}`: every recompilation still costs a whole "
     "compilation, and the limit is there to stop that."
 )
+# Where torch.compile takes a limit of its own (2.12+): that compile call's, not every function's.
+OWN_LIMIT = (
+    "As a last resort, raise this compile call's own limit, `torch.compile(..., recompile_limit=N)`, "
+    "not every function's: every recompilation still costs a whole compilation. With several compile "
+    "calls of one function, `isolate_recompiles=True` gives each its own compilations and limit."
+)
 
 
 def remedies(found: RecompileReport) -> list[str]:
@@ -208,6 +265,9 @@ def remedies(found: RecompileReport) -> list[str]:
         tips += [
             "Compile with `dynamic=True`, or mark the dimension that varies as dynamic before the call: "
             f"`torch._dynamo.mark_dynamic({_input(guard)}, 0)`.",
+            "A size that is 0 or 1 on some calls (a batch of 1) compiles apart even once it is dynamic: "
+            f"`torch._dynamo.decorators.mark_unbacked({_input(guard)}, 0)` keeps it one symbol, as does "
+            "a shapes spec in the compile call where `torch.compile` takes one (`dynamic_shapes=`).",
             "With `dynamic=False` every new size compiles again; without `dynamic`, a size is dynamic after "
             "its first change (automatic dynamic shapes), but a branch on a size still compiles once per "
             "outcome.",
@@ -265,8 +325,15 @@ def remedies(found: RecompileReport) -> list[str]:
         tips += [
             "Call it in one grad mode (with or without `torch.no_grad()`), or compile one function per mode."
         ]
-    if found.limit is not None:
-        tips.append(LAST_RESORT.format(limit=found.limit.limit))
+    limit = found.limit
+    if (
+        limit is not None
+        and limit.limit == "recompile_limit"
+        and "recompile_limit_argument" in found.features
+    ):
+        tips.append(OWN_LIMIT)
+    elif limit is not None:
+        tips.append(LAST_RESORT.format(limit=limit.limit))
     return tips
 
 

@@ -22,12 +22,22 @@ from collections.abc import Callable, Sequence
 
 from ..worker.shared import directives
 from ..worker.shared.lines import split_lines
-from ..worker.shared.protocol import ERROR, OK, Break, Failure, Frame, Function, Graph, Result
+from ..worker.shared.protocol import ERROR, OK, Break, Code, Failure, Frame, Function, Graph, Result
 from ..worker.shared.workspace import in_workspace
+from . import costs
 from .discovery import CompiledSite, definitions, name_span
-from .model import BreakReport, CudaOnlyReport, CutReport, FileReport, FunctionReport, Location
+from .model import (
+    BreakReport,
+    CudaOnlyReport,
+    CutReport,
+    FileReport,
+    FunctionReport,
+    Location,
+    ShapeReport,
+    StanceReport,
+)
 from .ranges import Span, byte_to_char, line_text, span_of, written
-from .recompiles import recompile_reports
+from .recompiles import frame_span, input_span, recompile_reports
 from .sources import TextOf, parse
 from .untaken import untaken
 
@@ -117,6 +127,19 @@ def checked(path: str, source: str, result: Result) -> Result:
             problems.append(problem)
         else:
             functions.append(function)
+    shapes = []
+    for shape in result.shapes:
+        found = [problem for problem in (_frame_problem(f, path, lines) for f in shape.chain) if problem]
+        problems += found
+        if not found:
+            shapes.append(shape)
+    stances = []
+    for stance in result.stances:
+        problem = _frame_problem(Frame(stance.path, "set_stance", stance.line), path, lines)
+        if problem:
+            problems.append(problem)
+        else:
+            stances.append(stance)
     cuda_only = []
     for call in result.cuda_only:
         problem = _frame_problem(Frame(path, call.call, call.line, call.column, call.end_column), path, lines)
@@ -152,6 +175,8 @@ def checked(path: str, source: str, result: Result) -> Result:
         graphs=graphs,
         failure=failure,
         status=status,
+        shapes=tuple(shapes),
+        stances=tuple(stances),
     )
 
 
@@ -180,7 +205,12 @@ def build(
 
     by_id = {site.id: site for site in sites}
     every = sorted(
-        (_break_report(path, brk, text, own, by_id, result) for brk in result.breaks),
+        (
+            dataclasses.replace(
+                _break_report(path, brk, text, own, by_id, result), costs=costs.of_break(brk, result.costs)
+            )
+            for brk in result.breaks
+        ),
         key=lambda b: (b.path, b.span.line, b.span.column, b.gb_type),
     )
     ignores = {other: directives.suppressions(text(other)) for other in {b.path for b in every}}
@@ -215,7 +245,9 @@ def build(
         torch=result.torch,
         seconds=result.seconds,
         notes=result.notes,
-        recompiles=recompile_reports(path, result.recompiles, functions, text, own),
+        recompiles=recompile_reports(
+            path, result.recompiles, functions, text, own, result.shapes, result.features
+        ),
         failure_path=failure_path,
         executed=result.executed,
         origin=origin,
@@ -224,7 +256,51 @@ def build(
             for call in result.cuda_only
         ),
         outcome=result.outcome,
+        shapes=_shapes(result, functions, text, own),
+        stances=tuple(
+            StanceReport(stance, _failure_span(text(stance.path), stance.line, None, False))
+            for stance in result.stances
+            if stance.stance != "default" and own(stance.path)
+        ),
     )
+
+
+def _shapes(
+    result: Result,
+    functions: tuple[FunctionReport, ...],
+    text: Callable[[str], str],
+    own: Callable[[str], bool],
+) -> tuple[ShapeReport, ...]:
+    """Each decision about a size on the line that decided it: the workspace's innermost frame of the
+    code that needed its value, else the input in its function's ``def``, else the function."""
+    by_name = {function.qualname: function for function in functions}
+    found = []
+    for shape in result.shapes:
+        function = by_name.get(shape.function)
+        mine = [frame for frame in shape.chain if own(frame.path) and is_source_path(frame.path)]
+        if shape.reason == "code" and mine:
+            frame = mine[-1]
+            # Without columns (before torch 2.13) the line is the place: what on it needed the value, it
+            # does not say.
+            span = frame_span(frame, text(frame.path), "")
+            line = line_text(split_lines(text(frame.path)), span.line)
+            code = (line[span.column : span.end_column] if span.end_line == span.line else line).strip()
+            found.append(ShapeReport(shape, frame.path, span, code if len(code) <= 40 else code[:37] + "..."))
+            continue
+        if function is None:
+            continue
+        own_frame = "forward" if function.kind == "module" else function.name
+        code_path = function.code_path
+        declared = (
+            input_span(Code(code_path, function.target.line, own_frame), shape.subject, text(code_path))
+            if own(code_path)
+            else None
+        )
+        if declared is not None:
+            found.append(ShapeReport(shape, code_path, declared))
+        else:
+            found.append(ShapeReport(shape, function.path, function.span))
+    return tuple(found)
 
 
 def _cut(path: str, source: str, result: Result, text: TextOf) -> CutReport | None:
@@ -426,7 +502,8 @@ def _functions(
         site = by_id.get(function.site)
         report = _function_report(path, source, function, site, graphs, breaks, suppressed, text, own)
         elided = tuple(e for e in result.elided if e.function == function.qualname)
-        reports.append(dataclasses.replace(report, elided=elided))
+        spent = tuple(c for c in result.costs if c.function == function.qualname)
+        reports.append(dataclasses.replace(report, elided=elided, costs=spent))
     ran = [by_id[f.site].line for f in result.functions if f.analysed and f.site in by_id]
     for site in sites:
         if site.id not in used:

@@ -24,6 +24,7 @@ def by_file(report: FileReport) -> dict[str, FileView]:
         *(b.split.path for b in report.breaks if b.split is not None),
         *(r.path for r in report.recompiles),
         *(f.path for f in report.functions),
+        *(s.path for s in report.shapes),
     ]
     # A workspace file whose code Dynamo translated was analysed, even where it found nothing; one
     # the program merely executed (a data loader's) was not.
@@ -62,6 +63,8 @@ def by_file(report: FileReport) -> dict[str, FileView]:
             cut=report.cut,
             elided=report.elided,
             reached_from=(report.path,) if path != report.path else (),
+            shapes=tuple(s for s in report.shapes if s.path == path),
+            stances=tuple(s for s in report.stances if s.stance.path == path),
         )
     return files
 
@@ -110,6 +113,8 @@ def combined(views: list[FileView]) -> FileView:
         cut=next((view.cut for view in views if view.cut is not None), None),
         elided=tuple(dict.fromkeys(e for view in views for e in view.elided)),
         reached_from=tuple(dict.fromkeys(path for view in views for path in view.reached_from)),
+        shapes=_unique([s for view in views for s in view.shapes], lambda found: (found.path, found.shape)),
+        stances=_unique([s for view in views for s in view.stances], lambda found: found.stance),
     )
 
 

@@ -6,11 +6,19 @@ import json
 from typing import TYPE_CHECKING, Any
 
 from .. import __version__
-from ..engine import views
+from ..engine import costs, views
 from ..engine.baseline import Applied
 from ..engine.fixes.edits import Fix
 from ..engine.fixes.policy import Fixes
-from ..engine.model import FileReport, Location, Provenance, RecompileReport, costliest_first
+from ..engine.model import (
+    FileReport,
+    FunctionReport,
+    Location,
+    Provenance,
+    RecompileReport,
+    ShapeReport,
+    costliest_first,
+)
 from ..engine.ranges import Span
 from .common import Ran, status
 
@@ -163,6 +171,9 @@ def render(
                             if f.target.call_path and f.target.call_line
                             else None
                         ),
+                        "seconds": f.seconds,
+                        "cost": costs.summary(f, report.recompiles_of(f.qualname)) or None,
+                        "costs": _costs_json(f, report),
                     }
                     for f in report.functions
                 ],
@@ -193,6 +204,8 @@ def render(
                         "classes": list(b.cause.classes),
                         "owner": {"kind": b.owner, "library": b.library or None},
                         "rank": ranks[id(b)],
+                        "seconds": b.seconds,
+                        "cost_compile_ids": [c.compile_id for c in b.costs],
                     }
                     for b in report.breaks
                 ],
@@ -209,6 +222,11 @@ def render(
                     for call in report.cuda_only
                 ],
                 "cut": _cut(report),
+                "shapes": [_shape_json(found) for found in report.shapes],
+                "stances": [
+                    {"stance": found.stance.stance, "message": found.message, "range": _range(found.span)}
+                    for found in report.stances
+                ],
             }
         )
     ran = [
@@ -302,4 +320,49 @@ def _recompile_json(found: RecompileReport, fix: Fix | None) -> dict[str, Any]:
         "url": found.url,
         "trace": provenance_json(found.provenance),
         "fix": _fix(fix),
+        "changed": found.changed or None,
+        "seconds": found.seconds,
+        "raises": (
+            {"setting": found.raises, "message": found.raise_message, "location": _frame(found.raises_at)}
+            if found.raises and found.raises_at is not None
+            else None
+        ),
+    }
+
+
+def _costs_json(function: FunctionReport, report: FileReport) -> list[dict[str, Any]]:
+    """Each compilation of ``function``: what it cost, and why it happened."""
+    return [
+        {
+            "compile_id": row.cost.compile_id,
+            "frame": row.cost.frame,
+            "seconds": row.cost.seconds,
+            "backend_seconds": row.cost.backend_seconds,
+            "guards": row.cost.guards,
+            "shape_guards": row.cost.shape_guards,
+            "graphs": row.cost.graphs,
+            "ops": row.cost.ops,
+            "restarts": list(row.cost.restarts),
+            "restart_seconds": row.cost.restart_seconds,
+            "why": row.why,
+            "computed": row.computed,
+        }
+        for row in costs.rows(function, report.recompiles_of(function.qualname))
+    ]
+
+
+def _shape_json(found: ShapeReport) -> dict[str, Any]:
+    shape = found.shape
+    return {
+        "function": shape.function,
+        "compile_id": shape.compile_id,
+        "decision": shape.decision,
+        "subject": shape.subject,
+        "dim": shape.dim,
+        "value": shape.value,
+        "reason": shape.reason,
+        "code": found.code or None,
+        "path": found.path,
+        "range": _range(found.span),
+        "message": found.message,
     }

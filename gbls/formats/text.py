@@ -6,7 +6,7 @@ import os
 
 from ..engine.baseline import Applied, Entry
 from ..engine.fixes.policy import Fixes
-from ..engine.model import BreakReport, FileReport, FunctionReport, RecompileReport, imported_from
+from ..engine.model import LIMIT_CODE, BreakReport, FileReport, FunctionReport, RecompileReport, imported_from
 from ..engine.ranges import Span
 from ..engine.runs import shell_command
 from .common import Ran, relative, status
@@ -45,6 +45,9 @@ def render(
             lines.append(f"{path}:{where(brk.span)}: {brk.code} {mark}{message_of(brk)}")
         for problem in report.problems:
             lines.append(f"{path}:{where(problem.span)}: {problem.code} {problem_text(problem)}")
+            at = problem.raises_at
+            if at is not None and at.path == report.path:
+                lines.append(f"{path}:{where(at.span)}: {LIMIT_CODE} {problem.raise_message}")
         for function in report.functions:
             if not function.analysed and not function.untaken:
                 lines.append(
@@ -54,6 +57,8 @@ def render(
             lines.append(f"{path}:{where(report.failure_span)}: error: {report.message}")
         for call in report.cuda_only:
             lines.append(f"{path}:{where(call.span)}: note: {call.message}")
+        for stance in report.stances:
+            lines.append(f"{path}:{where(stance.span)}: note: {stance.message}")
         cut = report.cut.span_in(report.path) if report.cut is not None else None
         if report.cut is not None and cut is not None:
             lines.append(f"{path}:{where(cut)}: note: {report.cut.message}")

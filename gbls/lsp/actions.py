@@ -199,12 +199,22 @@ def _recompile_of(data: Any, report_of: ReportOf) -> tuple[FileReport, Recompile
     return (named[0], found) if found else None
 
 
+# Which fixes of a recompilation report may be offered: the editor's, those proven for it.
+KeepRecompile = Callable[[Fix, RecompileReport], bool]
+
+
 def recompile_actions(
-    found: RecompileReport, report: FileReport, sources: Sources, diagnostic: lsp.Diagnostic
+    found: RecompileReport,
+    report: FileReport,
+    sources: Sources,
+    diagnostic: lsp.Diagnostic,
+    keep: KeepRecompile | None = None,
 ) -> list[lsp.CodeAction]:
+    offered = [
+        fix for fix in policy.for_recompile(found, report, sources) if keep is None or keep(fix, found)
+    ]
     actions = [
-        fix_action(fix, sources, diagnostic, preferred=index == 0)
-        for index, fix in enumerate(policy.for_recompile(found, report, sources))
+        fix_action(fix, sources, diagnostic, preferred=index == 0) for index, fix in enumerate(offered)
     ]
     source = sources.text(report.path)
     if source is not None:
@@ -300,6 +310,7 @@ def code_actions(
     selection: Span | None = None,
     snippets: bool = False,
     keep: policy.Keep | None = None,
+    keep_recompile: KeepRecompile | None = None,
 ) -> list[lsp.CodeAction | lsp.Command]:
     """Fixes and suppressions for the gbls diagnostics in ``diagnostics``, and ``fullgraph=True`` for
     break-free compiled functions of ``path`` under ``selection``. Fixes only edit the analysed file
@@ -310,7 +321,7 @@ def code_actions(
             actions += run_actions(path, diagnostic, report_of, sources, folders)
         recompiled = _recompile_of(diagnostic.data, report_of) if diagnostic.source == "gbls" else None
         if recompiled is not None:
-            actions += recompile_actions(recompiled[1], recompiled[0], sources, diagnostic)
+            actions += recompile_actions(recompiled[1], recompiled[0], sources, diagnostic, keep_recompile)
         found = _break_of(diagnostic.data, report_of) if diagnostic.source == "gbls" else None
         if found is None:
             continue
@@ -378,6 +389,7 @@ def requested_actions(
     folders: list[str],
     snippets: bool,
     keep: policy.Keep | None = None,
+    keep_recompile: KeepRecompile | None = None,
 ) -> list[lsp.CodeAction | lsp.Command]:
     """The actions a code action request for ``selection`` of ``path`` asks for: quick fixes (see
     ``code_actions``) and fix all (of every report of ``reports()``), as ``context.only`` has it."""
@@ -390,7 +402,15 @@ def requested_actions(
     found: list[lsp.CodeAction | lsp.Command] = []
     if not only or asked(lsp.CodeActionKind.QuickFix.value):
         found += code_actions(
-            path, list(context.diagnostics), sources, report_of, folders, selection, snippets, keep
+            path,
+            list(context.diagnostics),
+            sources,
+            report_of,
+            folders,
+            selection,
+            snippets,
+            keep,
+            keep_recompile,
         )
     if asked(FIX_ALL):  # a source action: only on request (on save, or from the Source Action menu)
         every = fix_all(path, reports(), sources, folders, keep)

@@ -36,9 +36,9 @@ from ..runtime import persistent
 from ..runtime.errors import WorkerError
 from ..runtime.scheduler import Scheduler
 from ..runtime.session import Analysed, AnalysisKey, DocumentKey, RunKey, Session, entry_of
-from ..settings import Settings, from_options
+from ..settings import Settings
 from ..worker.shared.protocol import Run
-from . import notebooks, project, traces
+from . import configuration, inlays, notebooks, project, pull, suppressions, traces
 from .actions import offer
 from .diagnostics import as_configured, file_diagnostics, split_diagnostics
 from .documents import GblsProtocol
@@ -82,6 +82,8 @@ class GblsServer(LanguageServer):
         self._one_at_a_time = asyncio.Lock()
         self.notebooks = notebooks.Notebooks(lambda: self.workspace)
         self.proven = Proven(self.session, self.window_log_message)
+        self.pull = pull.Pulling()
+        self.inlays = inlays.Asked()
 
     def begin(self, settings: Settings, folders: list[str]) -> None:
         """The client's settings and workspace folders, at its start: the session that analyses them."""
@@ -546,19 +548,27 @@ class GblsServer(LanguageServer):
         workspace = self.client_capabilities.workspace
         if workspace and workspace.code_lens and workspace.code_lens.refresh_support:
             self.workspace_code_lens_refresh(None)  # the answer says nothing: not awaited
+        self.inlays.changed(self)
 
     # -- publishing ---------------------------------------------------------------------------
 
     def publish(self, uri: str) -> None:
         """The document's diagnostics: what every analysis says of its file."""
+        self.send(uri, *self.diagnostics_of(uri))
+
+    def diagnostics_of(self, uri: str) -> tuple[list[lsp.Diagnostic], int | None]:
+        """What every analysis says of the document's file, as diagnostics (a push's, or a pull's), and
+        the version of the document they are of (None for a closed one's: its file's)."""
         sources = Sources(self.text_of)
         diagnostics: list[lsp.Diagnostic] = []
         seen = self.view_of(uri)
         version = None
         if seen is not None:
             view, source, version = seen
-            diagnostics += file_diagnostics(view, source, self.settings.severity, sources.lines)
+            severity = self.session.settings_for(view.path).severity
+            diagnostics += file_diagnostics(view, source, severity, sources.lines)
             diagnostics += split_diagnostics(view, source, sources.lines)
+            diagnostics += suppressions.unused_diagnostics(view, source, self.session)
             if view.path not in self._opened:
                 diagnostics = [d for d in diagnostics if not _about_the_analysis(d)]
         open_document = self.open_document(uri)
@@ -566,17 +576,23 @@ class GblsServer(LanguageServer):
             version = None  # a closed document's diagnostics are its file's
         elif version is None:
             version = open_document.version
-        self.send(uri, as_configured(diagnostics, self.settings), version)
+        return as_configured(diagnostics, self.session.settings_for(self.path_of(uri))), version
 
     def send(self, uri: str, diagnostics: list[lsp.Diagnostic], version: int | None) -> None:
-        """Publish ``diagnostics`` of the document ``uri``; a notebook's, each in its cell."""
+        """Publish ``diagnostics`` of the document ``uri``; a notebook's, each in its cell. A client
+        that pulls them is asked to pull again instead."""
+        if self.pull.pulling:
+            self.pull.changed(self)
+            return
         program = self.notebooks.program(uri)
         if program is None:
+            self.pull.pushed.add(uri)
             self.text_document_publish_diagnostics(
                 lsp.PublishDiagnosticsParams(uri=uri, diagnostics=diagnostics, version=version)
             )
             return
         for cell, found in notebooks.in_cells(program, diagnostics).items():
+            self.pull.pushed.add(cell)
             self.text_document_publish_diagnostics(lsp.PublishDiagnosticsParams(uri=cell, diagnostics=found))
 
     def closed(self, uri: str) -> None:
@@ -664,23 +680,22 @@ class GblsServer(LanguageServer):
     # -- settings ---------------------------------------------------------------------------------
 
     async def pull_configuration(self) -> None:
-        workspace = self.client_capabilities.workspace
-        if workspace is None or not workspace.configuration:
+        """The client's settings, the workspace's and each folder's; an open document whose settings
+        changed (opened before they came: another folder's interpreter) is analysed again."""
+        found = await configuration.pulled(self)
+        if found is None:
             return
-        try:
-            values = await self.workspace_configuration_async(
-                lsp.ConfigurationParams(items=[lsp.ConfigurationItem(section="gbls")])
-            )
-        except Exception as error:
-            log.warning("workspace/configuration failed: %s", error)
-            return
-        if values:
-            self.apply_settings(from_options(values[0], self.initial_settings))
+        before = {uri: self.session.settings_for(self.path_of(uri)) for uri in self.notebooks.documents()}
+        self.apply_settings(*found)
+        for uri, settings in before.items():
+            if self.session.settings_for(self.path_of(uri)) != settings:
+                self.request(uri)
 
-    def apply_settings(self, settings: Settings) -> None:
+    def apply_settings(self, settings: Settings, folders: dict[str, Settings] | None = None) -> None:
+        """``folders``: the workspace folders' own settings (None: as they were)."""
         was_enabled = self.settings.enable
         replaced = settings.worker_key() != self.settings.worker_key()
-        self.session.configure(settings)
+        self.session.configure(settings, folders)
         if not settings.enable:
             self.scheduler.cancel_all()
             for name in list(self._runs):

@@ -1,10 +1,11 @@
-"""Code lenses above each compiled function: "3 compilations · 2 graphs · 1 break · 5 ops", or why it
-was not analysed."""
+"""Code lenses above each compiled function: "3 compilations · 2 graphs · 1 break · 5 ops · translated
+in 0.41 s", or why it was not analysed."""
 
 from __future__ import annotations
 
 from lsprotocol import types as lsp
 
+from ..engine.costs import seconds
 from ..engine.model import FileView, FunctionReport
 
 SHOW_REPORT = "gbls.showReport"
@@ -23,8 +24,10 @@ def lens_title(
     graphs = len(function.graphs)
     compilations = function.times_compiled
     several = f"{compilations} compilations · " if compilations > 1 else ""
-    after = (" · shapes only, not computed" if function.elided else "") + (
-        f" · run cut at {cut:g} s" if cut is not None else ""
+    after = (
+        (f" · translated in {seconds(function.seconds)}" if function.costs else "")
+        + (" · shapes only, not computed" if function.elided else "")
+        + (f" · run cut at {cut:g} s" if cut is not None else "")
     )
     limit = " · recompile limit hit" if limit_hit else ""
     if breaks == 0 and graphs <= max(compilations, 1):  # one graph per compilation

@@ -14,7 +14,7 @@ from typing import Any, Literal
 from lsprotocol import types as lsp
 from pygls import uris
 
-from ..engine.model import BreakReport, FileView, RecompileReport, imported_from
+from ..engine.model import LIMIT_CODE, BreakReport, FileView, RecompileReport, imported_from
 from ..engine.ranges import Span, char_to_utf16, line_text
 from ..engine.reaching_tests import is_test_file, test_in
 from ..manual import page
@@ -158,8 +158,13 @@ def file_diagnostics(
             lsp.Diagnostic(
                 range=to_range(problem.span, lines),
                 message=problem.message + imported_from(problem.provenance),
-                # Past the limit Dynamo compiles the function no more: one step above the setting.
-                severity=level if problem.limit is None else lsp.DiagnosticSeverity(max(1, level - 1)),
+                # Past the limit Dynamo compiles the function no more: one step above the setting;
+                # the program raises there (fullgraph=True): an error.
+                severity=lsp.DiagnosticSeverity.Error
+                if problem.raises
+                else level
+                if problem.limit is None
+                else lsp.DiagnosticSeverity(max(1, level - 1)),
                 code=problem.code,
                 code_description=lsp.CodeDescription(href=page("recompilations")),
                 source=SOURCE,
@@ -167,6 +172,19 @@ def file_diagnostics(
                 data=recompile_data(problem, report.path),
             )
         )
+        at = problem.raises_at
+        if at is not None and at.path == report.path:
+            found.append(
+                lsp.Diagnostic(
+                    range=to_range(at.span, lines),
+                    message=problem.raise_message + imported_from(problem.provenance),
+                    severity=lsp.DiagnosticSeverity.Error,
+                    code=LIMIT_CODE,
+                    code_description=lsp.CodeDescription(href=page("recompilations", "the-recompile-limit")),
+                    source=SOURCE,
+                    data=recompile_data(problem, report.path),
+                )
+            )
     for function in report.functions:
         if not function.analysed:
             found.append(
@@ -209,6 +227,18 @@ def file_diagnostics(
                 code="cut",
                 code_description=lsp.CodeDescription(href=page("runs", "a-program-that-runs-on")),
                 data={"kind": "cut"},
+            )
+        )
+    for stance in report.stances:
+        found.append(
+            lsp.Diagnostic(
+                range=to_range(stance.span, lines),
+                message=stance.message,
+                severity=lsp.DiagnosticSeverity.Information,
+                source=SOURCE,
+                code="stance",
+                code_description=lsp.CodeDescription(href=page("recompilations", "stances")),
+                data={"kind": "stance"},
             )
         )
     for call in report.cuda_only:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+from ..engine import costs
 from ..engine.model import (
     BreakReport,
     FileReport,
@@ -17,12 +18,17 @@ from ..engine.model import (
     FunctionReport,
     Provenance,
     RecompileReport,
+    ShapeReport,
+    StanceReport,
     costliest_first,
 )
 from ..engine.recompiles import remedies
 from ..manual import page
 from ..worker.shared.protocol import EAGER, Graph
 from .markdown import Where, explanation, prose
+
+# The compilations a hover lists; the report lists every one.
+HOVER_ROWS = 8
 
 # A break's preferred fix's title, if it has a fix (the fix policy's word, from the server), and
 # why it has none otherwise ("" when nobody said).
@@ -92,6 +98,8 @@ def break_markdown(
         parts.append("**Chain:** " + " → ".join(steps) + f": the cause{splits}")
     if function is not None and function.graphs:
         parts.append(f"{_story_title(function, where)}: {split_story(function, brk, where)}")
+    if brk.costs and full:  # the report's: the hover stays short
+        parts.append(f"**Cost**: {break_cost(brk)}.")
     if hints and full:
         parts.append("**More hints**\n" + "\n".join(f"- {hint}" for hint in hints))
     if brk.cause.gaps:
@@ -101,13 +109,60 @@ def break_markdown(
     return "\n\n".join(parts)
 
 
+def break_cost(brk: BreakReport) -> str:
+    """``0.27 s of translation: 0/0 restarted for it, 1/0 translated the code after it``"""
+    restarted = [c.compile_id for c in brk.costs if c.resumes_at is None]
+    after = [c.compile_id for c in brk.costs if c.resumes_at is not None]
+    said = []
+    if restarted:
+        said.append(f"{', '.join(restarted)} restarted for it")
+    if after:
+        said.append(f"{', '.join(after)} translated the code after it")
+    return f"{costs.seconds(brk.seconds)} of translation: " + "; ".join(said)
+
+
+def cost_table(function: FunctionReport, report: FileReport, limit: int | None = None) -> str:
+    """Each compilation of ``function`` as a row: compile id, translation, guards, graphs and ops, why
+    (and the restarts, and whether its graph was computed); at most ``limit`` rows, the costliest."""
+    rows = costs.rows(function, report.recompiles_of(function.qualname))
+    shown = (
+        rows if limit is None or len(rows) <= limit else sorted(rows, key=lambda r: -r.cost.seconds)[:limit]
+    )
+    lines = ["| compile id | translation | guards | graphs · ops | why |", "| --- | --- | --- | --- | --- |"]
+    for row in sorted(shown, key=lambda r: rows.index(r)):
+        cost = row.cost
+        why = (
+            row.why
+            + (f"; {row.restarts}" if row.restarts else "")
+            + ("" if row.computed else "; not computed")
+        )
+        backend = f" ({costs.seconds(cost.backend_seconds)} backend)" if cost.backend_seconds >= 0.1 else ""
+        lines.append(
+            f"| {cost.compile_id} | {costs.seconds(cost.seconds)}{backend} | {cost.guards} | "
+            f"{cost.graphs} · {cost.ops} | {prose(why)} |"
+        )
+    if len(shown) < len(rows):
+        lines.append(f"\n{len(rows) - len(shown)} more in the report (the costliest are shown).")
+    return "\n".join(lines)
+
+
+def shape_line(found: ShapeReport, where: Where) -> str:
+    at = where.line(found.path, found.span.line)
+    return f"{found.message} ({at})"
+
+
+def stance_markdown(found: StanceReport) -> str:
+    return f'**`torch.compiler.set_stance("{found.stance.stance}")`**: {found.message.split(": ", 1)[1]}.'
+
+
 def _imported(provenance: Provenance) -> str:
     """Where an imported finding comes from: not this analysis, but a real run's record."""
     ids = f"; compile ids {', '.join(provenance.compile_ids)}" if provenance.compile_ids else ""
     return f"_From a real run_: {provenance.said}{ids}."
 
 
-def recompile_markdown(found: RecompileReport, where: Where) -> str:
+def recompile_markdown(found: RecompileReport, where: Where, shapes: tuple[ShapeReport, ...] = ()) -> str:
+    """``shapes``: torch's decisions about the sizes of what the recompilations are about."""
     times = "once" if found.count == 1 else f"{found.count} times"
     parts = [f"**{found.who} recompiled {times}** · [{found.code}]({found.url})"]
     limit = found.limit
@@ -125,6 +180,7 @@ def recompile_markdown(found: RecompileReport, where: Where) -> str:
     parts.append(what + ".")
     if guard is not None and guard.hint:
         parts.append(f"Dynamo's hint: {guard.hint}")
+    spent = {cost.compile_id: cost for cost in found.costs}
     steps = [
         f"- {r.compile_id}: "
         + (
@@ -133,9 +189,17 @@ def recompile_markdown(found: RecompileReport, where: Where) -> str:
             else "no reason given"
         )
         + (f"; refused by `{r.limit}`" if r.limit else "")
+        + (
+            f" · {costs.seconds(spent[r.compile_id].seconds)}, {spent[r.compile_id].guards} guards"
+            if r.compile_id in spent
+            else ""
+        )
         for r in found.recompiles
     ]
-    parts.append("**Recompilations**\n" + "\n".join(steps))
+    total = f" ({costs.seconds(found.seconds)} of translation)" if found.costs else ""
+    parts.append(f"**Recompilations**{total}\n" + "\n".join(steps))
+    if shapes:
+        parts.append("**Sizes**\n" + "\n".join(f"- {shape_line(shape, where)}" for shape in shapes))
     parts.append("**What to do**\n" + "\n".join(f"- {remedy}" for remedy in remedies(found)))
     if found.provenance is not None:
         parts.append(_imported(found.provenance))
@@ -203,7 +267,8 @@ def split_story(function: FunctionReport, breaks: BreakReport | tuple[BreakRepor
     return " → ".join(text for _, _, text in items) or "no graph"
 
 
-def function_markdown(function: FunctionReport, report: FileReport, where: Where) -> str:
+def function_markdown(function: FunctionReport, report: FileReport, where: Where, full: bool = False) -> str:
+    """``full`` (the report): every compilation, not only the costliest."""
     kind = {"module": "compiled module", "method": "compiled method"}.get(function.kind, "compiled function")
     lines = [f"**`{function.qualname}`** · {kind}"]
     if function.untaken:  # what the run is: inputs would not make it so
@@ -248,6 +313,9 @@ def function_markdown(function: FunctionReport, report: FileReport, where: Where
     lines.append(f"Inputs ({source.get(target.input_source, 'unknown')}): `{target.inputs or 'none'}`")
     if function.not_computed:
         lines.append(f"Values: {function.not_computed}.")
+    spent = costs.summary(function, report.recompiles_of(function.qualname))
+    if spent:
+        lines.append(f"**Cost**: {spent}.\n\n" + cost_table(function, report, None if full else HOVER_ROWS))
     if report.cut is not None:
         lines.append(f"The run was {report.cut.message}.")
     if function.graphs:
@@ -262,6 +330,9 @@ def function_markdown(function: FunctionReport, report: FileReport, where: Where
         after = where.line(function.code_path, line)
         lines.append(f"⚠ Dynamo gives up on the rest of this function: after {after} it runs in eager mode.")
     lines += [_recompile_summary(found) for found in report.recompiles_of(function.qualname)]
+    shapes = report.shapes_of(function.qualname)
+    if shapes:
+        lines.append("**Sizes**\n" + "\n".join(f"- {shape_line(shape, where)}" for shape in shapes))
     return "\n\n".join(lines)
 
 
@@ -291,17 +362,20 @@ def function_report(
     with the analysis that ran it: their sections list those breaks."""
     chosen = [f for f in report.functions if qualname in (None, f.qualname)]
     sections = [f"# gbls report: {where.file(report.path)}"]
+    if report.torch:  # a folder of its own may have its own interpreter, and torch
+        sections.append(f"Analysed with torch {report.torch}.")
     if report.message:
         sections.append(f"**Analysis stopped**: {report.message}")
     if report.cut is not None:
         sections.append(f"**Run cut**: {report.cut.message}.")
     for function in chosen:
-        sections.append(f"## {function.qualname}\n\n" + function_markdown(function, report, where))
+        sections.append(f"## {function.qualname}\n\n" + function_markdown(function, report, where, full=True))
         sections += _break_sections(report.breaks_of(function.qualname), function, where, fix_of)
         for found in report.recompiles_of(function.qualname):
             if not found.settled:
                 title = f"{where.line(report.path, found.span.line)}: recompiled {found.count} times"
-                sections.append(f"### {title}\n\n" + recompile_markdown(found, where))
+                shapes = _shapes_of(report, found)
+                sections.append(f"### {title}\n\n" + recompile_markdown(found, where, shapes))
     for function, analysis in compiled_elsewhere:
         if qualname not in (None, function.qualname):
             continue
@@ -326,6 +400,14 @@ def _break_sections(
     return sections
 
 
+def _shapes_of(report: FileReport, found: RecompileReport) -> tuple[ShapeReport, ...]:
+    """torch's decisions about the sizes a recompilation's checks are on."""
+    guard = found.guard
+    if guard is None or guard.kind != "shape":
+        return ()
+    return tuple(s for s in report.shapes_of(found.function) if s.shape.subject == guard.subject)
+
+
 def hover_markdown(
     report: FileView,
     line: int,
@@ -345,7 +427,17 @@ def hover_markdown(
         return break_markdown(at[0], functions.get(at[0].function), where, fix, unfixed=unfixed)
     for found in report.problems:
         if found.span.contains(line, column):
-            return recompile_markdown(found, where)
+            return recompile_markdown(found, where, _shapes_of(report, found))
+        if found.raises_at is not None and found.raises_at.span.contains(line, column):
+            return f"⛔ {prose(found.raise_message)}.\n\n" + recompile_markdown(
+                found, where, _shapes_of(report, found)
+            )
+    for shape in report.shapes:
+        if shape.span.contains(line, column):
+            return shape_line(shape, where)
+    for stance in report.stances:
+        if stance.span.contains(line, column):
+            return stance_markdown(stance)
     for function in report.functions:
         if any(span.contains(line, column) for span in function.hover_spans):
             return function_markdown(function, report, where)

@@ -10,16 +10,17 @@ analysis's fixes are proven the server says so in its log ("proved N of M fixes 
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
 import os
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 
 from lsprotocol import types as lsp
 
 from ..engine.fixes import policy
 from ..engine.fixes.edits import Fix
 from ..engine.fixes.proof import Undecided, provable
-from ..engine.model import BreakReport, FileReport
+from ..engine.model import BreakReport, FileReport, RecompileReport
 from ..engine.sources import Sources
 from ..runtime.proofs import of_session
 from ..runtime.session import Session
@@ -67,6 +68,11 @@ class Proven:
         known, verdict = self.proofs.known(fix, brk, sources)
         return known and verdict is None
 
+    def holds_recompile(self, fix: Fix, found: RecompileReport, sources: Sources) -> bool:
+        """Whether ``fix`` of the recompilation report ``found`` is proven on the texts as they are."""
+        known, verdict = self.proofs.known_recompile(fix, found, sources)
+        return known and verdict is None
+
     def why_not(self, fix: Fix, brk: BreakReport, sources: Sources) -> str | None:
         """Why re-analysis refused ``fix`` of ``brk``; None when it is proven or not yet tried."""
         return self.proofs.known(fix, brk, sources)[1]
@@ -75,18 +81,26 @@ class Proven:
         """Prove every fix offered for the breaks of ``report``, then say so in the log."""
         sources = Sources(text_of)
         proven = tried = 0
+        candidates: list[tuple[Fix, Callable[[], Awaitable[str | None]]]] = []
+        for brk in report.breaks if provable(report) else ():
+            for fix in policy.for_break(brk, report.path, sources, self.session.folders):
+                candidates.append((fix, functools.partial(self.proofs.prove, fix, brk, report, sources)))
+        for found in report.problems if provable(report) else ():
+            for fix in policy.for_recompile(found, report, sources):
+                candidates.append(
+                    (fix, functools.partial(self.proofs.prove_recompile, fix, found, report, sources))
+                )
         async with self._turn:
-            for brk in report.breaks if provable(report) else ():
-                for fix in policy.for_break(brk, report.path, sources, self.session.folders):
-                    tried += 1
-                    try:
-                        verdict = await self.proofs.prove(fix, brk, report, sources)
-                    except Undecided as error:  # not refused: tried again with the next analysis
-                        log.info("proving %r could not tell: %s", fix.title, error)
-                        continue
-                    except Exception:  # a worker gone mid-proof: the fix stays unproven, not offered
-                        log.warning("proving %r failed", fix.title, exc_info=True)
-                        continue
-                    proven += verdict is None
+            for fix, prove in candidates:
+                tried += 1
+                try:
+                    verdict = await prove()
+                except Undecided as error:  # not refused: tried again with the next analysis
+                    log.info("proving %r could not tell: %s", fix.title, error)
+                    continue
+                except Exception:  # a worker gone mid-proof: the fix stays unproven, not offered
+                    log.warning("proving %r failed", fix.title, exc_info=True)
+                    continue
+                proven += verdict is None
         line = f"proved {proven} of {tried} fixes in {os.path.basename(report.path)}"
         self.say(lsp.LogMessageParams(lsp.MessageType.Info, line))

@@ -20,7 +20,7 @@ from ..engine.sources import Sources
 from ..runtime.sandbox import not_dumpable
 from ..settings import from_options
 from ..worker.shared.lines import split_lines
-from . import notebooks, traces
+from . import inlays, notebooks, pull, suppressions, traces
 from .actions import FIX_ALL, SHOW_LOCATION, requested_actions
 from .analyses import GblsServer
 from .codelens import SHOW_REPORT, lenses
@@ -135,7 +135,7 @@ def create_server() -> GblsServer:
         where = to_span(lsp.Range(position, position), split_lines(source))
         path = view.path
         elsewhere = tuple(function for function, _ in ls.compiled_elsewhere(view))
-        markdown = hover_markdown(
+        markdown = suppressions.hover(view, source, ls.session, where.line, where.column) or hover_markdown(
             view, where.line, where.column, ls.where(path, links=True), ls.fix_of(path), elsewhere
         )
         if markdown is None:
@@ -143,6 +143,30 @@ def create_server() -> GblsServer:
         if ls.cached(uri):
             markdown += f"\n\n---\n{CACHED}"
         return lsp.Hover(contents=lsp.MarkupContent(kind=lsp.MarkupKind.Markdown, value=markdown))
+
+    @server.feature(
+        lsp.TEXT_DOCUMENT_DIAGNOSTIC,
+        lsp.DiagnosticOptions(identifier="gbls", inter_file_dependencies=True, workspace_diagnostics=True),
+    )
+    def document_diagnostic(
+        ls: GblsServer, params: lsp.DocumentDiagnosticParams
+    ) -> lsp.DocumentDiagnosticReport:
+        return pull.document_report(ls, params)
+
+    @server.feature(lsp.WORKSPACE_DIAGNOSTIC)
+    def workspace_diagnostic(
+        ls: GblsServer, params: lsp.WorkspaceDiagnosticParams
+    ) -> lsp.WorkspaceDiagnosticReport:
+        return pull.workspace_report(ls, params)
+
+    @server.feature(lsp.TEXT_DOCUMENT_INLAY_HINT)
+    def inlay_hint(ls: GblsServer, params: lsp.InlayHintParams) -> list[lsp.InlayHint]:
+        ls.inlays.asking = True
+        uri = params.text_document.uri
+        seen = ls.view_of(uri)
+        if seen is None or not ls.settings.inlay_hints or ls.notebooks.cell(uri) is not None:
+            return []
+        return inlays.inlay_hints(seen[0], seen[1], ls.session, params.range)
 
     @server.feature(lsp.TEXT_DOCUMENT_CODE_LENS)
     def code_lens(ls: GblsServer, params: lsp.CodeLensParams) -> list[lsp.CodeLens]:
@@ -180,8 +204,13 @@ def create_server() -> GblsServer:
             ls.session.folders,
             snippets=bool(edits and edits.snippet_edit_support),
             keep=lambda fix, brk, analysed: ls.proven.holds(fix, brk, sources),
+            keep_recompile=lambda fix, found: ls.proven.holds_recompile(fix, found, sources),
         )
-        return notebooks.cell_actions(*found_cell, found) if found_cell else found
+        if found_cell is not None:
+            return notebooks.cell_actions(*found_cell, found)
+        for diagnostic in params.context.diagnostics:
+            found += suppressions.actions(path, sources.text(path), diagnostic, params.text_document.uri)
+        return found
 
     @server.command(ANALYSE_FILE)
     def analyse_file(ls: GblsServer, uri: str) -> None:

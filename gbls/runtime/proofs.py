@@ -9,6 +9,7 @@ texts it was made on, and kept.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import os
 import shutil
@@ -17,8 +18,17 @@ from collections.abc import Awaitable, Callable, Sequence
 
 from ..engine.fixes import policy
 from ..engine.fixes.edits import Fix, apply
-from ..engine.fixes.proof import UNDECIDED, Signature, Undecided, disproof, provable, signature
-from ..engine.model import BreakKey, BreakReport, FileReport
+from ..engine.fixes.proof import (
+    UNDECIDED,
+    Signature,
+    Undecided,
+    disproof,
+    provable,
+    recompile_disproof,
+    recompile_signature,
+    signature,
+)
+from ..engine.model import BreakKey, BreakReport, FileReport, RecompileReport
 from ..engine.sources import Sources
 from ..engine.store import FOLDER
 from .session import Session, analyse
@@ -33,7 +43,8 @@ def of_session(session: Session) -> Proofs:
 
     async def reanalyse(path: str, text: str, workspace: str) -> FileReport:
         folder = workspace or session.folder_of(path)
-        return await analyse(session.worker, path, text, session.settings, folder, session.text_of)
+        worker, settings = session.worker_for(path), session.settings_for(path)
+        return await analyse(worker, path, text, settings, folder, session.text_of)
 
     return Proofs(reanalyse)
 
@@ -61,7 +72,28 @@ class Proofs:
             self.verdicts[key] = await self._prove(fix, brk, before, sources)
         return self.verdicts[key]
 
+    def known_recompile(self, fix: Fix, found: RecompileReport, sources: Sources) -> tuple[bool, Verdict]:
+        key = (fix, recompile_signature(found), _fingerprint(fix, sources))
+        return (key in self.verdicts, self.verdicts.get(key))
+
+    async def prove_recompile(
+        self, fix: Fix, found: RecompileReport, before: FileReport, sources: Sources
+    ) -> Verdict:
+        """Why ``fix`` of ``found``, a recompilation report of ``before``, is not proven; None when
+        it is. Raises ``Undecided`` as ``prove`` does."""
+        key = (fix, recompile_signature(found), _fingerprint(fix, sources))
+        if key not in self.verdicts:
+            judge = functools.partial(recompile_disproof, fix, found, before)
+            self.verdicts[key] = await self._judged(fix, before, sources, judge)
+        return self.verdicts[key]
+
     async def _prove(self, fix: Fix, brk: BreakReport, before: FileReport, sources: Sources) -> Verdict:
+        return await self._judged(fix, before, sources, functools.partial(disproof, fix, brk, before))
+
+    async def _judged(
+        self, fix: Fix, before: FileReport, sources: Sources, judge: Callable[[FileReport], Verdict]
+    ) -> Verdict:
+        """``judge`` of the analysis of the texts ``fix`` makes of ``before``'s."""
         path = before.path
         source = sources.text(path)
         if source is None:
@@ -69,7 +101,7 @@ class Proofs:
         paths = {edit.path for edit in fix.edits}
         if paths == {path}:
             fixed = apply(source, list(fix.edits))
-            return disproof(fix, brk, before, _decided(await self.reanalyse(path, fixed, "")))
+            return judge(_decided(await self.reanalyse(path, fixed, "")))
         folder = os.path.dirname(path)
         if any(os.path.dirname(edited) != folder for edited in paths):
             return "it edits a file outside the analysed file's folder, which gbls does not re-analyse"
@@ -90,7 +122,7 @@ class Proofs:
             with open(moved, encoding="utf-8", newline="") as handle:
                 fixed = handle.read()
             after = await self.reanalyse(moved, fixed, copy)
-        return disproof(fix, brk, before, _decided(after))
+        return judge(_decided(after))
 
 
 def _decided(after: FileReport) -> FileReport:

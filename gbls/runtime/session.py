@@ -1,7 +1,8 @@
 """One engine for the CLI and the language server: the warm worker and what each analysis left.
 
-A ``Session`` owns the worker (started for the current settings, replaced when the interpreter
-or the sandbox changes); per document (keyed by whatever its driver names documents by: the
+A ``Session`` owns the workers (one per interpreter, sandbox and GPU the settings name: a
+workspace folder may have settings of its own, its interpreter too; a worker no settings name any
+longer is stopped); per document (keyed by whatever its driver names documents by: the
 server's URI, the CLI's path) the last result of its own analysis, the cache entry that lets a
 comment-only edit reuse it, and the incremental memory that lets an edit re-translate only what
 it can change; per configured run its last result; and per imported trace of a real run what it
@@ -171,49 +172,64 @@ class Session:
         self._documents: dict[str, Document] = {}
         self._runs: dict[str, Analysed] = {}
         self._imports: dict[str, dict[str, FileView]] = {}  # each trace's view of each file
-        self._worker: Worker | None = None
-        self._worker_key: tuple[str, str, bool] | None = None
+        self._folder_settings: dict[str, Settings] = {}  # a workspace folder's own, where it has some
+        self._workers: dict[tuple[str, str, bool], Worker] = {}  # by what each was started with
         self._stopping: set[asyncio.Task[None]] = set()
         self.torch = ""  # the torch version of the cache's reports, for a check no worker ran
         self.served = 0  # the analyses it served
 
-    def configure(self, settings: Settings) -> None:
-        """The client's new settings: the next analysis runs with them (a worker with another
-        interpreter, sandbox or GPU is replaced when it is next needed)."""
+    def configure(self, settings: Settings, folders: dict[str, Settings] | None = None) -> None:
+        """The client's new settings, and those of the workspace folders that have their own (the
+        others keep ``settings``): the next analysis runs with them. A worker that no settings name
+        any longer (another interpreter, sandbox or GPU) is stopped."""
         self.settings = settings
+        if folders is not None:
+            self._folder_settings = {os.path.abspath(folder): own for folder, own in folders.items()}
+        wanted = {self.settings.worker_key(), *(own.worker_key() for own in self._folder_settings.values())}
+        for key in [key for key in self._workers if key not in wanted]:
+            self._stop_later(self._workers.pop(key))
 
-    # -- the worker -------------------------------------------------------------------------
+    def settings_for(self, path: str) -> Settings:
+        """The settings ``path`` is analysed with: its workspace folder's own, else the client's."""
+        return self._folder_settings.get(self.folder_of(path), self.settings) if path else self.settings
+
+    # -- the workers ------------------------------------------------------------------------
 
     @property
     def worker(self) -> Worker:
-        """The warm worker for the current settings; a change of interpreter, sandbox or GPU replaces it."""
-        key = self.settings.worker_key()
-        if self._worker is None or key != self._worker_key:
-            if self._worker is not None:
-                self._stop_later(self._worker)
+        """The warm worker for the client's settings (a folder's own may name another)."""
+        return self._worker_of(self.settings)
+
+    def worker_for(self, path: str) -> Worker:
+        """The warm worker that analyses ``path``: its folder's interpreter's."""
+        return self._worker_of(self.settings_for(path))
+
+    def _worker_of(self, settings: Settings) -> Worker:
+        key = settings.worker_key()
+        worker = self._workers.get(key)
+        if worker is None:
             interpreter.cache_clear()  # a new worker: its interpreter may have changed since
-            settings, folders = self.settings, self.folders or [os.getcwd()]
-            self._worker = Worker(
+            folders = self.folders or [os.getcwd()]
+            worker = self._workers[key] = Worker(
                 lambda: launch(settings.interpreter or None, folders, settings.sandbox, settings.gpu)
             )
-            self._worker_key = key
-        return self._worker
+        return worker
 
     async def warm(self) -> WorkerInfo:
         """Start the current worker, if it is not running; raises ``WorkerError`` if it cannot start."""
         return await self.worker.start()
 
     async def restart(self) -> None:
-        if self._worker is not None:
-            await self._worker.stop()
-        self._worker = None
+        for worker in list(self._workers.values()):
+            await worker.stop()
+        self._workers.clear()
         for document in self._documents.values():
             document.memory = None
 
     async def stop(self) -> None:
-        if self._worker is not None:
+        for worker in list(self._workers.values()):
             with contextlib.suppress(Exception):
-                await self._worker.stop()
+                await worker.stop()
         for task in list(self._stopping):
             with contextlib.suppress(Exception):
                 await task
@@ -263,12 +279,13 @@ class Session:
         document = self._documents.pop(key, None)
         return document.analysed if document else None
 
-    def _settings_key(self) -> tuple[object, ...]:
-        return (self.settings.for_worker(), self.settings.worker_key())
+    def _settings_key(self, path: str) -> tuple[object, ...]:
+        settings = self.settings_for(path)
+        return (settings.for_worker(), settings.worker_key())
 
     def from_cache(self, key: str, path: str, source: str) -> FileReport | None:
         """The last report moved onto ``source``, when the edit (comments, blank lines) cannot change it."""
-        return cache.reuse(self._document(key, path).cache, source, self._settings_key(), self.text_of)
+        return cache.reuse(self._document(key, path).cache, source, self._settings_key(path), self.text_of)
 
     def record(self, key: str, path: str, analysed: Analysed) -> Analysed | None:
         """Keep ``analysed`` as the document's result; the previous one, if any."""
@@ -284,7 +301,7 @@ class Session:
         memory = document.memory
         # Parsing and tokenizing every region takes a while on big files: not on the event loop.
         reuse = await asyncio.to_thread(
-            incremental.reusable, memory, source, self._settings_key(), self.text_of
+            incremental.reusable, memory, source, self._settings_key(path), self.text_of
         )
         report = await self._run(path, source, tuple(reuse))
         document.reused = reuse
@@ -297,15 +314,16 @@ class Session:
 
     async def _run(self, path: str, source: str, reuse: tuple[str, ...]) -> FileReport:
         workspace = self.folder_of(path)
+        settings = self.settings_for(path)
         return await analyse(
-            self.worker, path, source, self.settings, workspace, self.text_of, reuse, cwd=self.cwd
+            self.worker_for(path), path, source, settings, workspace, self.text_of, reuse, cwd=self.cwd
         )
 
     async def remember(self, key: str, path: str, source: str, report: FileReport) -> None:
         """What the next analysis of the document may reuse; worked out off the event loop."""
         if report.status != "ok":
             return
-        settings = self._settings_key()
+        settings = self._settings_key(path)
 
         def work() -> tuple[cache.Entry | None, incremental.Memory]:
             imported = imports.workspace_imports(report.path, self.folders, self.text_of)
@@ -345,7 +363,8 @@ class Session:
         path = os.path.abspath(path) if path else ""
         workspace = self.folder_of(run.cwd if run else path)
         start = "" if run else self.cwd or workspace
-        hit = await self.persistent.load(self.settings, path, workspace, self.text_of, run, start)
+        settings = self.settings_for(run.cwd if run else path)
+        hit = await self.persistent.load(settings, path, workspace, self.text_of, run, start)
         if hit is None:
             return None
         self.served += 1
@@ -357,7 +376,8 @@ class Session:
         if self.persistent is not None:
             workspace = self.folder_of(run.cwd if run else report.path)
             start = "" if run else self.cwd or workspace
-            await self.persistent.save(self.settings, workspace, report, self.text_of, run, start)
+            settings = self.settings_for(run.cwd if run else report.path)
+            await self.persistent.save(settings, workspace, report, self.text_of, run, start)
 
     # -- runs ---------------------------------------------------------------------------------
 
@@ -373,8 +393,9 @@ class Session:
         """The project run ``run``, as its users start it, from the files on disk."""
         path = entry_of(run)
         source = (self.text_of(path) or "") if path else ""
+        settings = self.settings_for(run.cwd)
         return await analyse(
-            self.worker, path, source, self.settings, self.folder_of(run.cwd), self.text_of, run=run
+            self.worker_for(run.cwd), path, source, settings, self.folder_of(run.cwd), self.text_of, run=run
         )
 
     def record_run(self, name: str, analysed: Analysed) -> Analysed | None:
@@ -405,6 +426,12 @@ class Session:
         lines = lines_of(self.text_of)
         found += [current(seen[path], lines) for seen in self._imports.values() if path in seen]
         return views.combined(found) if found else None
+
+    def viewed(self) -> list[str]:
+        """Every file an analysis or an imported trace says something of."""
+        found = [path for _, analysed in self.results() for path in analysed.views]
+        found += [path for seen in self._imports.values() for path in seen]
+        return [path for path in dict.fromkeys(found) if path]
 
     # -- imported traces ------------------------------------------------------------------------
 

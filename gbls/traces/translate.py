@@ -32,6 +32,7 @@ from ..worker.shared import reasons
 from ..worker.shared.events import (
     BreakEvent,
     CallEvent,
+    CostEvent,
     Event,
     FrameEvent,
     GraphEvent,
@@ -41,6 +42,7 @@ from ..worker.shared.events import (
 from ..worker.shared.frames import RESUME_PREFIX, RawFrame, base_name, collapse, resume_line
 from ..worker.shared.lines import split_lines
 from ..worker.shared.messages import from_text, shipped_id, shipped_ids, site_link
+from ..worker.shared.metrics import measured
 from ..worker.shared.protocol import Frame, Guard, Message, TargetKind
 from ..worker.shared.workspace import in_workspace
 from . import columns
@@ -256,7 +258,25 @@ class Translator:
         )
         ops = metrics.get("graph_op_count")
         if compilation.graphs and isinstance(ops, int):
-            self.events.append(GraphEvent(target=target.number, frame=base_name(compilation.name), ops=ops))
+            self.events.append(
+                GraphEvent(
+                    target=target.number,
+                    frame=base_name(compilation.name),
+                    ops=ops,
+                    compile_id=compilation.compile_id,
+                )
+            )
+        if compilation.recorded:
+            self.events.append(
+                CostEvent(
+                    target=target.number,
+                    compile_id=compilation.compile_id,
+                    frame=base_name(compilation.name),
+                    own=own,
+                    resumes_at=resume_line(compilation.name),
+                    **measured(metrics.get),
+                )
+            )
 
     def owner(self, code: tuple[str, str, int]) -> tuple[Target, bool, tuple[RawFrame, ...]]:
         """The target a translated code runs in, whether it is the target's own, its call chain."""

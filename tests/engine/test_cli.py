@@ -77,7 +77,11 @@ def test_json_output(runs: Runs) -> None:
     assert document["gbls"] and document["torch"].startswith("2.")
     deep, clean = document["files"]
     assert (deep["status"], clean["status"], clean["breaks"]) == ("ok", "ok", [])
-    assert clean["functions"][0] | {"inputs": None} == {
+    fused = clean["functions"][0]
+    # What compiling it cost: measured, so only its shape is known here (tests/engine/test_costs.py).
+    assert [cost["compile_id"] for cost in fused.pop("costs")] == ["0/0"]
+    assert fused.pop("cost").startswith("`fused`: 1 compilation, ") and fused.pop("seconds") > 0
+    assert fused | {"inputs": None} == {
         "name": "fused",
         "qualname": "fused",
         "line": 5,

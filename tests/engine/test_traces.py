@@ -11,6 +11,7 @@ CPU (about 45 s on two idle cores).
 from __future__ import annotations
 
 import dataclasses
+import json
 import os
 import re
 import shutil
@@ -310,3 +311,37 @@ def test_unreadable_input_is_said(tmp_path: Path, capsys: pytest.CaptureFixture[
     assert f"{empty}: the folder holds no trace file" in said
     assert "missing: no such file or folder" in said
     assert "Traceback" not in said
+
+
+def metrics_of(trace: Path) -> dict[str, dict[str, Any]]:
+    """Each compile id's compilation metrics, as the run's own trace records them (its JSON lines)."""
+    found: dict[str, dict[str, Any]] = {}
+    for file in sorted(trace.iterdir()):
+        for line in file.read_text().splitlines():
+            record = re.search(r"\] (\{.*\})$", line)
+            data = json.loads(record.group(1)) if record else {}
+            if "compilation_metrics" in data:
+                found[f"{data['frame_id']}/{data['frame_compile_id']}"] = data["compilation_metrics"]
+    return found
+
+
+async def test_a_traces_compilations_cost_what_the_run_measured(traced: dict[str, Path]) -> None:
+    """An imported trace's compilations, each with the run's whole compile time (Inductor's part as
+    the backend's) and guards, as its compilation metrics recorded them."""
+    fixture = FIXTURES / "recompiles" / "limit.py"
+    trace = load(str(traced["recompiles/limit.py"] / "trace"), [str(fixture.parent)], read_source)
+    (total,) = imported_views(trace, str(fixture.parent))[str(fixture)].functions
+    metrics = metrics_of(traced["recompiles/limit.py"] / "trace")
+    # A compilation the recompile limit refused has a time, and no backend nor guards (none given: 0).
+    measured = {
+        compile_id: (
+            m["entire_frame_compile_time_s"],
+            m["backend_compile_time_s"] or 0.0,
+            m["guard_count"] or 0,
+        )
+        for compile_id, m in metrics.items()
+        if m.get("entire_frame_compile_time_s") is not None
+    }
+    assert {c.compile_id: (c.seconds, c.backend_seconds, c.guards) for c in total.costs} == measured
+    compiled = [cost for cost in total.costs if cost.guards]
+    assert len(compiled) == 8 and all(cost.backend_seconds > 0 for cost in compiled)  # Inductor's part

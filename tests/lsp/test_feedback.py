@@ -10,14 +10,14 @@ from lsprotocol import types as lsp
 from pytest_lsp import LanguageClient
 
 from ..support import FIXTURES
-from ..support.lsp import LENS_REFRESHES, close, diagnostics_for, open_and_wait, until, uri_of
+from ..support.lsp import LENS_REFRESHES, close, diagnostics_for, open_and_wait, unmeasured, until, uri_of
 
 ENGINE = FIXTURES / "engine"
 
 
 async def lens_titles(client: LanguageClient, uri: str) -> list[str]:
     found = await client.text_document_code_lens_async(lsp.CodeLensParams(lsp.TextDocumentIdentifier(uri)))
-    return [lens.command.title for lens in found or [] if lens.command]
+    return [unmeasured(lens.command.title) for lens in found or [] if lens.command]
 
 
 async def test_code_lenses_are_refreshed_after_every_analysis(client: LanguageClient) -> None:

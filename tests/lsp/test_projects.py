@@ -214,9 +214,9 @@ async def test_the_break_report_of_the_model_file_lists_its_breaks(
     )
     assert isinstance(report, str)
     headings = [line for line in report.splitlines() if line.startswith("#")]
-    assert headings == [
-        "# gbls report: model.py",
-        "## TinyNet",
+    # The breaks costliest first: the order is the engine's (tests/engine/test_triage.py).
+    assert headings[:2] == ["# gbls report: model.py", "## TinyNet"]
+    assert sorted(headings[2:]) == [
         "### line 13: Failed to trace builtin operator (print)",
         "### line 14: Unsupported Tensor.item() call with capture_scalar_outputs=False (h.abs().max().item)",
     ]

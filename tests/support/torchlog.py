@@ -63,6 +63,9 @@ def print_compilations():
         failed_at = [metric.fail_user_frame_filename, metric.fail_user_frame_lineno]
         record = [compile_id, metric.co_name, metric.co_filename, compile_id in produced]
         record += [str(metric.fail_reason or ""), failed_at]
+        reasons = [str(reason).strip() for reason in metric.restart_reasons or ()]
+        restarts = sorted(reason.splitlines()[0] for reason in reasons if reason)
+        record += [metric.guard_count, metric.graph_op_count, restarts]
         print(FRAME + json.dumps(record), file=sys.stderr, flush=True)
     utils.clear_compilation_metrics()
     produced.clear()
@@ -150,6 +153,9 @@ class LoggedCompile:
     guarded: bool  # Dynamo produced code for it; False: the frame ran eagerly
     failure: str = ""  # why Dynamo gave up on the frame, if it did
     failed_at: tuple[str, int] | None = None  # the user's line it gave up at
+    guards: int | None = None  # the guards of its compiled code, as its metrics count them
+    ops: int | None = None  # the ops of its graph
+    restarts: tuple[str, ...] = ()  # the first line of each reason Dynamo restarted it for
 
 
 def logged_breaks(path: Path) -> list[LoggedBreak]:
@@ -210,11 +216,15 @@ def parse(stderr: str) -> tuple[dict[Path, list[LoggedBreak]], dict[Path, list[L
             compiles[current] = []
             continue
         if raw.startswith(FRAME):
-            compile_id, function, path, guarded, failure, (failed_in, failed_line) = json.loads(
-                raw[len(FRAME) :]
-            )
+            record = json.loads(raw[len(FRAME) :])
+            compile_id, function, path, guarded, failure, (failed_in, failed_line) = record[:6]
+            guards, ops, restarts = record[6:]
             failed_at = (failed_in, failed_line) if failed_in and failed_line else None
-            compiles[current].append(LoggedCompile(compile_id, function, path, guarded, failure, failed_at))
+            compiles[current].append(
+                LoggedCompile(
+                    compile_id, function, path, guarded, failure, failed_at, guards, ops, tuple(restarts)
+                )
+            )
             continue
         lines = _parse(raw, entries, lines)
     return found, compiles

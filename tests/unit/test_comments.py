@@ -6,8 +6,10 @@ from gbls.worker.shared.directives import (
     example_sources,
     is_directive,
     is_suppressed,
+    suppression_comments,
     suppressions,
     with_suppression,
+    without_suppression,
 )
 
 
@@ -69,3 +71,15 @@ def test_adding_a_suppression_keeps_what_the_line_says() -> None:
 def test_directives_are_what_the_cache_keeps() -> None:
     assert is_directive("# gbls: ignore") and is_directive("#gbls: example(1)")
     assert not is_directive("# see gbls: docs") and not is_directive("# an ordinary comment")
+
+
+def test_taking_codes_out_of_a_suppression_leaves_the_rest() -> None:
+    line = "    z = f(y)  # gbls: ignore[GB0059, GB0124]  # why"
+    assert without_suppression(line, frozenset({"GB0059"})) == "    z = f(y)  # gbls: ignore[GB0124]  # why"
+    assert without_suppression(line, frozenset({"GB0059", "GB0124"})) == "    z = f(y)  # why"
+    assert without_suppression("    z = f(y)  # gbls: ignore", None) == "    z = f(y)"
+    assert without_suppression("    z = f(y)", None) == "    z = f(y)"
+    # Where each suppression is on its line: the directive, not the comment around it.
+    assert suppression_comments("z = 1  # note # gbls: ignore[gb0059]\n") == {
+        1: (frozenset({"GB0059"}), 14, 36)
+    }

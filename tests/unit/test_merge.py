@@ -7,10 +7,13 @@ from __future__ import annotations
 from gbls.worker.shared.events import (
     BreakEvent,
     CallEvent,
+    CostEvent,
     Event,
     FrameEvent,
     GraphEvent,
     InlinedEvent,
+    ShapeEvent,
+    StanceEvent,
     TargetEvent,
 )
 from gbls.worker.shared.merge import merge
@@ -135,3 +138,51 @@ def test_ranks_that_compile_alike_compile_once() -> None:
     assert (step.processes, step.compilations) == (("rank 0", "rank 1"), 2)
     assert [g.first_line for g in found.graphs] == [19, 21]
     assert [r.compile_id for r in found.recompiles] == ["0/1"]
+
+
+def test_each_compilation_costs_once_with_its_graphs() -> None:
+    """The ranks of one program number their compilations alike: each compile id's cost is said once,
+    with the graphs it made; torch's decisions and the program's stances once each."""
+    events: list[Event] = [
+        event
+        for rank, number in ((0, 1 << 40), (1, 2 << 40))
+        for event in (
+            target(number, "step", process=f"rank {rank}", line=18),
+            CallEvent(target=number),
+            GraphEvent(target=number, frame="step", ops=1, first_line=19, compile_id="0/0"),
+            GraphEvent(target=number, frame="step", ops=2, first_line=21, compile_id="1/0"),
+            CostEvent(target=number, compile_id="0/0", frame="step", seconds=0.5 + rank, guards=9, ops=1),
+            CostEvent(target=number, compile_id="1/0", frame="step", resumes_at=20, seconds=0.1, guards=8),
+            ShapeEvent(target=number, compile_id="0/0", subject="x", dim=0, value="4 → 6"),
+            StanceEvent(stance="eager_on_recompile", path="/w/f.py", line=30),
+        )
+    ]
+    found = merge(events, ANALYSED)
+    assert [(c.compile_id, c.seconds, c.graphs, c.resumes_at) for c in found.costs] == [
+        ("0/0", 0.5, 1, None),
+        ("1/0", 0.1, 1, 20),
+    ]
+    assert [(s.subject, s.dim, s.value) for s in found.shapes] == [("x", 0, "4 → 6")]
+    assert [(s.stance, s.line) for s in found.stances] == [("eager_on_recompile", 30)]
+
+
+def test_a_recompile_limit_under_fullgraph_raises_at_the_call() -> None:
+    call = Frame("/w/f.py", "<module>", 10, 4, 28)
+    events: list[Event] = [
+        TargetEvent(target=0, name="total", qualname="total", path="/w/f.py", line=4, fullgraph=True),
+        CallEvent(target=0),
+        FrameEvent(target=0, compile_id="0/0", frame="total", path="/w/f.py", line=4),
+        FrameEvent(
+            target=0,
+            compile_id="0/1",
+            frame="total",
+            path="/w/f.py",
+            line=4,
+            recompile=True,
+            limit="recompile_limit",
+            limit_value=1,
+            called_at=call,
+        ),
+    ]
+    (limited,) = merge(events, ANALYSED).recompiles
+    assert (limited.raises, limited.called_at) == ("fullgraph", call)

@@ -8,6 +8,7 @@ import {
     LanguageClientOptions,
     RevealOutputChannelOn,
     ServerOptions,
+    vsdiag,
 } from 'vscode-languageclient/node';
 import { serverCommand } from './debug';
 import { ClientPlan, serves } from './folders';
@@ -74,6 +75,10 @@ export function clientOptions(options: ClientOptions): LanguageClientOptions {
                 },
             },
             provideCodeLenses: async (document, token, next) => routeLenses(await next(document, token)),
+            // The server serves pulls, but this extension keeps its push: the window shows its last
+            // diagnostics until the server's push replaces them (restore.ts), which a pull would not.
+            // A pull never reaches the server, which then never stops pushing.
+            provideDiagnostics: () => ({ kind: vsdiag.DocumentDiagnosticReportKind.full, items: [] }),
         },
     };
 }

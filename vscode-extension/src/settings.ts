@@ -22,6 +22,7 @@ export interface ServerSettings {
     severityOverrides: Record<string, Severity>; // by code: a GB id or "recompile"
     ignore: string[];
     traces: string[]; // real runs' traces and logs, paths or globs relative to the workspace folder
+    inlayHints: boolean; // "graph 2 of 3" after a break, "×4" at a call that recompiles
 }
 
 // Settings of the extension alone, never sent: gbls.trace.server is read by vscode-languageclient.
@@ -60,6 +61,7 @@ export function readSettings(configuration: Configuration): ServerSettings {
         severityOverrides: contributed<Record<string, Severity>>(configuration, 'severityOverrides'),
         ignore: contributed<string[]>(configuration, 'ignore'),
         traces: contributed<string[]>(configuration, 'traces'),
+        inlayHints: contributed<boolean>(configuration, 'inlayHints'),
     };
 }
 

@@ -19,7 +19,7 @@ from ...worker.shared.workspace import installed
 from ..model import BreakReport
 from ..ranges import Span, line_text
 from ..sources import Sources, parse
-from . import branches, contexts, hatches, iterables, modules, moves, sorting
+from . import branches, contexts, hatches, iterables, leaves, modules, moves, sorting
 from .edits import Edit, Fix, Maker
 from .syntax import (
     alone_on_its_lines,
@@ -322,7 +322,7 @@ CATALOGUE: dict[str, tuple[Maker, ...]] = {
     ),
     # a debugging function that can't be reordered
     "GB0296": (hatches.print_in_graph, hatches.ignore_logging, remove_logging_call),
-    "GB0291": (hatches.ignore_logging, remove_logging_call),  # logging.Logger method
+    "GB0291": (leaves.reorder_logger, hatches.ignore_logging, remove_logging_call),  # logging.Logger method
     "GB0124": (config_flag("capture_scalar_outputs", "item"),),  # Tensor.item()
     "GB0036": (config_flag("capture_dynamic_output_shape_ops"),),  # Dynamic shape operator
     "GB0025": (remove_graph_break,),  # torch._dynamo.graph_break()

@@ -49,8 +49,9 @@ class Edit:
 # break gone and one "skip" of the disabled function in its place; for a custom op whose fake is a
 # "stub" left to write, the break gone and one break at the op's call, where Dynamo runs the stub; for
 # the one that moves the split into the callee (nested graph breaks), the compiled function in "fewer"
-# graphs.
-Proof = Literal["gone", "skip", "stub", "fewer"]
+# graphs. A recompilation's fix: the function recompiles fewer times ("fewer_recompiles"), or hits its
+# recompile limit no more ("under_limit").
+Proof = Literal["gone", "skip", "stub", "fewer", "fewer_recompiles", "under_limit"]
 # What a fix changes of what the program does, which its title says: nothing (""): its compiled calls'
 # results, its printed output and how it ends stay as they were; or its "output", some lines of which
 # it no longer prints (a print removed, or left out of compiled code).

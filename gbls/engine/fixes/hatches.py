@@ -25,9 +25,10 @@ from ...worker.shared.protocol import SPLIT
 from ..model import BreakReport, Location
 from ..ranges import Span, line_text
 from ..sources import Sources
-from . import custom_ops, moves
+from . import custom_ops, leaves, moves
 from .edits import Edit, Fix
 from .syntax import (
+    LOGGER_METHODS,
     after_imports,
     branch_at,
     enclosing_callee,
@@ -40,7 +41,6 @@ from .syntax import (
     torch_name,
 )
 
-LOGGER_METHODS = {"debug", "info", "warning", "error", "exception", "critical", "log"}
 # A break raised while Dynamo traces a higher-order operator's body (a checkpointed region's side
 # effect, GB0067): the whole operator falls back, in the callee or not, so nesting changes nothing.
 HIGHER_ORDER = re.compile(r"\bHOP\b|higher.?order|invoke_subgraph", re.IGNORECASE)
@@ -239,13 +239,14 @@ def run_eagerly(brk: BreakReport, here: str, sources: Sources) -> Fix | None:
 
 
 # Offered for every break, after its own fixes: they accept the break and make it cost less.
-FALLBACKS = (nested_graph_breaks, run_eagerly)
+FALLBACKS = (nested_graph_breaks, leaves.leaf_function, run_eagerly)
 # For a break that has no fix of its own: its code taken out of Dynamo's tracing, the least first.
 # Nonstrict tracing before a custom op: where it holds, the function's tensor operations stay in the
 # graph; a custom op is one opaque call, for the functions nonstrict tracing cannot take.
 LAST_RESORTS = (
     nested_graph_breaks,
     trace_nonstrictly,
+    leaves.leaf_function,
     custom_ops.custom_op,
     custom_ops.custom_op_stub,
     moves.expression_eagerly,

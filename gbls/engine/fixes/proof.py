@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from collections import Counter
 
-from ..model import BreakReport, FailureKind, FileReport
+from ..model import BreakReport, FailureKind, FileReport, RecompileReport
 from .edits import Fix
 from .outcomes import difference
 
@@ -74,6 +74,29 @@ def _graphs(report: FileReport, function: str) -> int:
 def _compiling(report: FileReport) -> set[str]:
     """The compiled functions that compiled a graph."""
     return {f.qualname for f in report.functions if f.graphs}
+
+
+def recompile_signature(found: RecompileReport) -> Signature:
+    """What a recompilation report is about, across re-analyses: the function, the frame, what changed."""
+    return ("recompile", found.function, f"{found.frame.name}: {found.changed}")
+
+
+def recompile_disproof(fix: Fix, found: RecompileReport, before: FileReport, after: FileReport) -> str | None:
+    """Why ``fix`` of ``found`` (a recompilation report of ``before``) is not proven by ``after``: the
+    program must run as before with no new break, and the function recompile fewer times (or, for
+    a raised limit, hit it no more); None when it is proven."""
+    if (after.status, after.failure_kind) != (before.status, before.failure_kind):
+        return f"the fixed program does not run as before: {after.message or after.status}"
+    new = _every(after) - _every(before)
+    if new:
+        gb_type, function, root = sorted(new)[0]
+        return f"it brings a new break: {gb_type} in {root} (compiled {function})"
+    mine = [r for r in after.recompiles if r.function == found.function]
+    if fix.proof == "under_limit":
+        return f"{found.function} still hits the recompile limit" if any(r.limit for r in mine) else None
+    was = sum(r.count for r in before.recompiles if r.function == found.function)
+    now = sum(r.count for r in mine)
+    return f"{found.function} recompiles as often after it ({now} times)" if now >= was else None
 
 
 def disproof(fix: Fix, brk: BreakReport, before: FileReport, after: FileReport) -> str | None:

@@ -18,6 +18,7 @@ from ..recompiles import literal
 from ..sources import Sources
 from .catalogue import compile_option, enable_flag
 from .edits import Edit, Fix
+from .shapes import mark_sizes, size_spec
 from .syntax import insert_after_imports, node_span, torch_name
 
 RecompileMaker = Callable[[RecompileReport, FunctionReport, str, Sources], Fix | None]
@@ -237,11 +238,24 @@ def unspecialized_module_ints(
 
 
 def raise_limit(found: RecompileReport, function: FunctionReport, here: str, sources: Sources) -> Fix | None:
-    """The last resort: more compilations before Dynamo gives up on the function."""
+    """The last resort: more compilations before Dynamo gives up on the function; for this compile
+    call alone where ``torch.compile`` takes a ``recompile_limit`` (the accumulated limit, of every
+    function together, is the config's)."""
     limit, source = found.limit, sources.text(here)
     if limit is None or source is None or not limit.limit.isidentifier():
         return None
     value = 2 * limit.limit_value
+    if limit.limit == "recompile_limit" and "recompile_limit_argument" in found.features:
+        own = compile_option(
+            here, source, function.decorator, function.call, "recompile_limit", str(value), overwrite=True
+        )
+        if own is not None:
+            return Fix(
+                f"Raise `{function.name}`'s recompile_limit to {value} in its torch.compile call (a last "
+                "resort: each recompilation is still a whole compilation)",
+                (own,),
+                proof="under_limit",
+            )
     lines = source.splitlines()
     setting = re.compile(rf"_dynamo\.config\.{limit.limit}\s*=\s*(\d+)\s*(#.*)?$")
     edit = insert_after_imports(here, source, f"{{torch}}._dynamo.config.{limit.limit} = {value}")
@@ -256,11 +270,14 @@ def raise_limit(found: RecompileReport, function: FunctionReport, here: str, sou
         f"Raise torch._dynamo.config.{limit.limit} to {value} (a last resort: each recompilation is "
         "still a whole compilation)",
         (edit,),
+        proof="under_limit",
     )
 
 
 MAKERS: tuple[RecompileMaker, ...] = (
     dynamic_shapes,
+    size_spec,
+    mark_sizes,
     scalar_as_tensor,
     switch_out,
     unspecialized_module_ints,

@@ -12,6 +12,9 @@ from ..ranges import Span, byte_to_char, line_text
 from ..sources import Sources, parse
 from .edits import Edit
 
+# The methods of a ``logging.Logger`` that log a line.
+LOGGER_METHODS = {"debug", "info", "warning", "error", "exception", "critical", "log"}
+
 
 def node_span(node: ast.AST, lines: list[str]) -> Span:
     """An AST node's span in characters (AST columns are UTF-8 bytes)."""

@@ -23,7 +23,7 @@ import sys
 import types
 from collections.abc import Callable
 from dataclasses import replace
-from typing import Any
+from typing import Any, get_args
 
 import torch
 import torch._dynamo
@@ -32,6 +32,7 @@ from ..log import log
 from ..shared.events import (
     BreakEvent,
     CallEvent,
+    CostEvent,
     ElidedEvent,
     Event,
     FrameEvent,
@@ -39,12 +40,14 @@ from ..shared.events import (
     InlinedEvent,
     NoteEvent,
     ReachEvent,
+    StanceEvent,
     TorchEvent,
 )
 from ..shared.frames import RESUME_PREFIX, base_name, resume_line
 from ..shared.messages import NESTED_BREAK_SEPARATOR, legacy_gb_type
-from ..shared.protocol import Frame, InputSource, Message, Raises, StaticTarget, Values
-from . import elision, flags, hookpoints, patches, trackers
+from ..shared.metrics import measured
+from ..shared.protocol import Frame, InputSource, Message, Raises, StanceName, StaticTarget, Values
+from . import elision, flags, hookpoints, patches, shapes, trackers
 from .chains import eager_chain, position
 from .compilations import (
     Recompilations,
@@ -70,6 +73,7 @@ Emit = Callable[[Event], None]
 REPORTED_SKIPS = ("frame is in the Dynamo skipfiles list", "tracing is non-recursively disabled")
 
 FX_CALLS = ("call_function", "call_method", "call_module")
+STANCES: dict[str, StanceName] = {name: name for name in get_args(StanceName)}
 
 
 class Capture:
@@ -96,6 +100,7 @@ class Capture:
         self.registry = Registry(emit, path, reuse, sites, first, process)
         self.messages = Messages()
         self.recompilations = Recompilations(self.note)
+        self.shapes = shapes.Shapes(emit, self.current)
         self.stopper = Stopper(lambda: bool(self.translations))
         self.translations: list[Translation] = []
         self.failed_hooks: set[str] = set()
@@ -138,6 +143,20 @@ class Capture:
             ("inlining", self._hook_inlining),
             ("Dynamo-generated code", lambda: hookpoints.register_bytecode_hook(self.bytecode_hook)),
             ("recompilation", self._hook_recompiles),
+            (
+                "why a size is dynamic",
+                lambda: hookpoints.wrap_automatic_dynamic(guard, self.shapes.automatic_dynamic),
+            ),
+            (
+                "why a size is specialized",
+                lambda: hookpoints.wrap_specializations(
+                    guard,
+                    lambda sources, value, reason: self.shapes.specialized(
+                        [shapes.source_name(source) for source in sources], value, reason
+                    ),
+                ),
+            ),
+            ("torch.compiler.set_stance", lambda: hookpoints.wrap_stance(guard, self.stance)),
         ]
         for what, hook in hooks:
             try:
@@ -148,7 +167,9 @@ class Capture:
                     "gbls reports what its other hooks see"
                 )
         self.last_metric = newest_metric()
-        self.guarded("torch's features", lambda: self.emit(TorchEvent(features=flags.features())))
+        self.guarded(
+            "torch's features", lambda: self.emit(TorchEvent(features=flags.features(self.original_compile)))
+        )
         return self
 
     def uninstall(self) -> None:
@@ -186,6 +207,15 @@ class Capture:
             and code is translation.code
             and runs_own_code(code, target)
         )
+
+    def stance(self, name: str) -> None:
+        """The program set torch.compile's stance: where, in its own code."""
+        frame: types.FrameType | None = sys._getframe(1)
+        while frame is not None and not self.own(frame.f_code.co_filename):
+            frame = frame.f_back
+        if frame is not None:
+            stance = STANCES.get(name, "other")
+            self.emit(StanceEvent(stance=stance, path=frame.f_code.co_filename, line=frame.f_lineno))
 
     def current(self) -> Translation | None:
         """The frame Dynamo is translating now, if it belongs to a compiled target's call."""
@@ -370,6 +400,7 @@ class Capture:
                     frame=base_name(translation.code.co_name),
                     ops=sum(1 for node in gm.graph.nodes if node.op in FX_CALLS),
                     first_line=min(lines) if lines else None,
+                    compile_id=current_compile_id(),
                 )
             )
 
@@ -466,8 +497,21 @@ class Capture:
                 dynamic=translation.dynamic,
                 limit=translation.limit,
                 limit_value=translation.limit_value,
+                raises=translation.raises,
+                called_at=collapse([translation.caller])[0] if translation.caller else None,
             )
         )
+        if mine and (translation.compile_id or compile_id):
+            self.emit(
+                CostEvent(
+                    target=target.number,
+                    compile_id=translation.compile_id or compile_id,
+                    frame=base_name(code.co_name),
+                    own=runs_own_code(code, target),
+                    resumes_at=resume_line(code.co_name),
+                    **measured(lambda name: getattr(mine[-1], name, None)),
+                )
+            )
 
     def record_break(
         self,

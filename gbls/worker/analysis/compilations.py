@@ -19,7 +19,7 @@ import torch._dynamo
 
 from ..shared import reasons
 from ..shared.frames import RawFrame, base_name
-from ..shared.protocol import Frame, Guard
+from ..shared.protocol import Frame, Guard, Raises
 from . import hookpoints, resumed
 from .frames import collapse, raw_frame
 from .targets import Target
@@ -42,6 +42,7 @@ class Translation:
         self.guard: Guard | None = None
         self.limit = ""
         self.limit_value = 0
+        self.raises: Raises = ""
         self.dynamic = False
 
 
@@ -58,8 +59,15 @@ class Recompilations:
         translation.compile_id = f"{compile_id.frame_id}/{compile_id.frame_compile_id}"
         exceeded, limit = decision
         if exceeded:
+            # The config as this compile call has it: a per-call ``recompile_limit=`` is patched in.
             translation.limit = limit
             translation.limit_value = int(getattr(torch._dynamo.config, limit, 0))
+            config = torch._dynamo.config
+            # The config's name from torch 2.7; fail_on_cache_limit_hit before.
+            if getattr(
+                config, "fail_on_recompile_limit_hit", getattr(config, "fail_on_cache_limit_hit", False)
+            ):
+                translation.raises = "fail_on_recompile_limit_hit"
 
     def note_recompilation(self, translation: Translation, found: list[str], stacks: list[Any]) -> None:
         """Dynamo compiles the frame again: the newest version's failed check, and where it is."""

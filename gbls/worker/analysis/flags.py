@@ -16,11 +16,15 @@ found by feature detection (never by version number), as ``hookpoints`` finds th
 - What ``fullgraph=True`` decides besides raising at a break: whether a frame whose graph is empty
   compiles (``hookpoints.wrap_returns``), kept for the target's frames: the compilations are the
   program's.
-- The escape hatches this torch has, for the fixes offered only where they exist.
+- The escape hatches this torch has, for the fixes offered only where they exist: and the knobs of
+  ``torch.compile`` itself (a per-call ``recompile_limit``, ``isolate_recompiles``, a shapes spec),
+  read from the signature of the real ``torch.compile``; whether a ``logging.Logger`` method may be
+  reorderable, from the names the logger's tracing code reads.
 """
 
 from __future__ import annotations
 
+import inspect
 from collections.abc import Callable
 from typing import Any
 
@@ -88,11 +92,34 @@ def hint_classes(hints: tuple[str, ...]) -> tuple[HintClass, ...]:
     )
 
 
-def features() -> tuple[Feature, ...]:
-    """The escape hatches from graph breaks this torch has."""
+def _parameters(function: Any) -> set[str]:
+    try:
+        return set(inspect.signature(function).parameters)
+    except (TypeError, ValueError):
+        return set()
+
+
+def _reorders_logger_methods() -> bool:
+    """Whether Dynamo reads ``reorderable_logging_functions`` when the code calls a method of a
+    ``logging.Logger`` (2.14+): before, a logger's method always breaks, whatever the config says."""
+    try:
+        from torch._dynamo.variables import misc
+    except ImportError:
+        return False
+    method = getattr(getattr(misc, "LoggingLoggerVariable", None), "call_method", None)
+    code = getattr(method, "__code__", None)
+    return code is not None and "reorderable_logging_functions" in code.co_names
+
+
+def features(compile: Callable[..., Any]) -> tuple[Feature, ...]:
+    """The escape hatches from graph breaks and the knobs ``compile`` (the real ``torch.compile``)
+    this torch has."""
+    import torch._dynamo.decorators as decorators
     import torch._higher_order_ops as higher_order_ops
 
     dynamo = torch._dynamo
+    options = _parameters(compile)
+    unbacked = getattr(decorators, "mark_unbacked", None)
     found: list[tuple[Feature, bool]] = [
         ("nested_graph_breaks", hasattr(dynamo.config, "nested_graph_breaks")),
         ("print_hop", isinstance(getattr(higher_order_ops, "print", None), torch._ops.HigherOrderOperator)),
@@ -102,5 +129,13 @@ def features() -> tuple[Feature, ...]:
         ("custom_op", callable(getattr(torch.library, "custom_op", None))),
         ("disable_nested_graph_breaks", callable(getattr(dynamo, "disable_nested_graph_breaks", None))),
         ("check", callable(getattr(torch, "_check", None))),
+        ("recompile_limit_argument", "recompile_limit" in options),
+        ("isolate_recompiles", "isolate_recompiles" in options),
+        ("dynamic_shapes_argument", "dynamic_shapes" in options),
+        ("shapes_spec_argument", "shapes_spec" in options),
+        ("mark_unbacked", callable(unbacked)),
+        ("mark_unbacked_bounds", {"min", "max"} <= _parameters(unbacked)),
+        ("leaf_function", callable(getattr(decorators, "leaf_function", None))),
+        ("reorderable_logger_methods", _reorders_logger_methods()),
     ]
     return tuple(feature for feature, present in found if present)

@@ -25,6 +25,11 @@ The shapes, read from each release's source:
 - a frame not to translate: ``config.disable``, which the frame callback reads first (all).
 - a frame's return: ``InstructionTranslator._return`` (all), which from 2.7 compiles a frame
   whose graph is empty only under ``fullgraph=True``, having realized its locals (and their guards).
+- shape decisions: ``pgo.update_automatic_dynamic`` (all), which merges a call's sizes into what
+  the frame keeps of an input; ``ShapeEnv._set_replacement`` (all), where a size symbol becomes a
+  constant; ``ShapeEnv.create_symbol`` (all), which makes no symbol of a dynamic size that is 0 or 1.
+- the stance: ``eval_frame._set_stance`` (all), which ``torch.compiler.set_stance`` calls by the
+  name ``decorators`` imported.
 - columns: Dynamo's user stacks carry them from 2.13; before, they are taken from the
   translators' current instructions when the ``Unsupported`` is made (on Python 3.10, which has
   no column table, from the syntax of their lines: ``columns``).
@@ -49,6 +54,7 @@ import torch._dynamo.guards as dynamo_guards
 import torch._dynamo.symbolic_convert as symbolic_convert
 
 from ..shared.messages import LOOP_SKIP, site_link
+from ..shared.protocol import ShapeReason
 from . import columns, patches
 
 # What the wrappers run gbls's bookkeeping through: (what it is about, the work).
@@ -444,6 +450,92 @@ def wrap_inlining(guard: Guard, record: Callable[[Any, list[Any]], None]) -> Non
 def register_bytecode_hook(hook: Callable[[types.CodeType, types.CodeType], None]) -> None:
     handle = _find(convert_frame, "register_bytecode_hook", "torch._dynamo.convert_frame")(hook)
     patches.on_restore(handle.remove)
+
+
+# -- shape decisions and the stance --------------------------------------------------------
+
+
+def wrap_automatic_dynamic(guard: Guard, record: Callable[[str, Any, Any], None]) -> None:
+    """``record(input's source name, its sizes on this call, what the frame keeps of them)`` each
+    time automatic dynamic shapes merge an input's sizes."""
+    from torch._dynamo import pgo
+
+    original = _find(pgo, "update_automatic_dynamic", "torch._dynamo.pgo")
+
+    @functools.wraps(original)
+    def update_automatic_dynamic(tx: Any, name: Any, entry: Any, *args: Any, **kwargs: Any) -> Any:
+        merged = original(tx, name, entry, *args, **kwargs)
+        guard("automatic dynamic shapes", lambda: record(str(name), entry, merged))
+        return merged
+
+    patches.replace(pgo, "update_automatic_dynamic", update_automatic_dynamic)
+
+
+def wrap_specializations(guard: Guard, record: Callable[[list[Any], Any, ShapeReason], None]) -> None:
+    """``record(the symbol's sources, the constant, "code" or "zero_one")`` for each size torch
+    specializes: a symbol replaced by a number, or a dynamic size of 0 or 1 made no symbol."""
+    from torch.fx.experimental import symbolic_shapes
+
+    shape_env = symbolic_shapes.ShapeEnv
+    replacement = _find(shape_env, "_set_replacement", "ShapeEnv")
+
+    @functools.wraps(replacement)
+    def _set_replacement(self: Any, symbol: Any, target: Any, *args: Any, **kwargs: Any) -> Any:
+        before = self.replacements.get(symbol)
+        result = replacement(self, symbol, target, *args, **kwargs)
+
+        def remember() -> None:
+            if (
+                getattr(target, "is_number", False)
+                and before != target
+                and self.replacements.get(symbol) == target
+            ):
+                record(list(self.var_to_sources.get(symbol, [])), target, "code")
+
+        guard("specialization", remember)
+        return result
+
+    patches.replace(shape_env, "_set_replacement", _set_replacement)
+    create = _find(shape_env, "create_symbol", "ShapeEnv")
+    signature = inspect.signature(create)
+    dynamic = getattr(getattr(symbolic_shapes, "DimDynamic", None), "DYNAMIC", None)
+
+    @functools.wraps(create)
+    def create_symbol(self: Any, value: Any, source: Any, *args: Any, **kwargs: Any) -> Any:
+        result = create(self, value, source, *args, **kwargs)
+        if type(value) is int and value in (0, 1) and getattr(result, "is_number", False):
+
+            def remember() -> None:
+                bound = signature.bind(self, value, source, *args, **kwargs)
+                bound.apply_defaults()
+                if bound.arguments.get("dynamic_dim") is dynamic:  # meant to be dynamic, not static
+                    record([source], value, "zero_one")
+
+            guard("specialization", remember)
+        return result
+
+    patches.replace(shape_env, "create_symbol", create_symbol)
+
+
+def wrap_stance(guard: Guard, record: Callable[[str], None]) -> None:
+    """``record(stance)`` each time the program sets torch.compile's stance (and gets it back at the
+    end of a ``with torch.compiler.set_stance(...)``)."""
+    import torch._dynamo.eval_frame as eval_frame
+
+    original = _find(eval_frame, "_set_stance", "torch._dynamo.eval_frame")
+
+    @functools.wraps(original)
+    def _set_stance(stance: Any, *args: Any, **kwargs: Any) -> Any:
+        prior = original(stance, *args, **kwargs)
+        guard("stance", lambda: record(str(getattr(stance, "stance", ""))))
+        return prior
+
+    # ``set_stance`` (in decorators) calls the name it imported.
+    import torch._dynamo.decorators as decorators
+
+    for module in (eval_frame, decorators):
+        if getattr(module, "_set_stance", None) is original:
+            patches.replace(module, "_set_stance", _set_stance)
 
 
 # -- GB ids ----------------------------------------------------------------------------------

@@ -48,13 +48,20 @@ def example_sources(lines: list[str], line: int) -> list[tuple[int, str]]:
 
 def suppressions(source: str) -> Suppressions:
     """``# gbls: ignore[...]`` comments of ``source`` by line (real comments only, not strings)."""
-    found: Suppressions = {}
+    return {line: codes for line, (codes, _, _) in suppression_comments(source).items()}
+
+
+def suppression_comments(source: str) -> dict[int, tuple[frozenset[str] | None, int, int]]:
+    """Each ``# gbls: ignore[...]`` comment of ``source`` by line: its codes, and the columns (in
+    characters) where the directive starts and ends."""
+    found: dict[int, tuple[frozenset[str] | None, int, int]] = {}
     try:
         for token in tokenize.generate_tokens(io.StringIO(source).readline):
             if token.type == tokenize.COMMENT:
                 match = IGNORE.search(token.string)
                 if match:
-                    found[token.start[0]] = _codes(match)
+                    start = token.start[1] + match.start()
+                    found[token.start[0]] = (_codes(match), start, token.start[1] + match.end())
     except (tokenize.TokenError, SyntaxError):
         pass
     return found
@@ -71,6 +78,20 @@ def is_suppressed(suppressed: Suppressions, line: int, code: str) -> bool:
         return False
     codes = suppressed[line]
     return codes is None or code in codes
+
+
+def without_suppression(text: str, codes: frozenset[str] | None) -> str:
+    """Line ``text`` with ``codes`` taken out of its ``# gbls: ignore[...]`` comment; the comment gone
+    once none is left (or ``codes`` is None: the whole comment)."""
+    match = IGNORE.search(text)
+    if match is None:
+        return text
+    listed = [c.strip() for c in (match.group(2) or "").split(",") if c.strip()]
+    kept = [c for c in listed if codes is not None and c.upper() not in codes]
+    if kept:
+        return text[: match.start()] + f"# gbls: ignore[{', '.join(kept)}]" + text[match.end() :]
+    before, rest = text[: match.start()], text[match.end() :]
+    return before.rstrip() + rest.rstrip()
 
 
 def with_suppression(text: str, code: str | None) -> str:

@@ -26,6 +26,9 @@ from .protocol import (
     Message,
     ProtocolError,
     Raises,
+    ShapeDecision,
+    ShapeReason,
+    StanceName,
     TargetKind,
     from_dict,
     to_dict,
@@ -108,6 +111,7 @@ class GraphEvent(Event):
     frame: str = ""
     ops: int = 0
     first_line: int | None = None
+    compile_id: str = ""
 
 
 @dataclass(frozen=True)
@@ -151,6 +155,53 @@ class FrameEvent(Event):
     dynamic: bool = False  # its graphs take symbolic sizes
     limit: str = ""  # the recompile limit that stopped its compilation, if one did
     limit_value: int = 0
+    raises: Raises = ""  # the limit raises in the program (a config says so), not runs eagerly
+    called_at: Frame | None = None  # the program's own innermost frame that made the call
+
+
+@dataclass(frozen=True)
+class CostEvent(Event):
+    """Dynamo's own measure (its compilation metrics) of one translation of a target's frame."""
+
+    KIND: ClassVar[str] = "cost"
+    target: int = 0
+    compile_id: str = ""
+    frame: str = ""
+    own: bool = True
+    resumes_at: int | None = None
+    seconds: float = 0.0
+    backend_seconds: float = 0.0
+    guards: int = 0
+    shape_guards: int = 0
+    ops: int = 0
+    restarts: tuple[str, ...] = ()
+    restart_seconds: float = 0.0
+
+
+@dataclass(frozen=True)
+class ShapeEvent(Event):
+    """Torch decided about a size of an input of ``target``'s frame (``protocol.Shape``)."""
+
+    KIND: ClassVar[str] = "shape"
+    target: int = 0
+    compile_id: str = ""
+    decision: ShapeDecision = "dynamic"
+    subject: str = ""
+    dim: int | None = None
+    value: str = ""
+    reason: ShapeReason = "changed"
+    rank: int = 0
+    chain: tuple[Frame, ...] = ()
+
+
+@dataclass(frozen=True)
+class StanceEvent(Event):
+    """The program set torch.compile's stance, at this line of its own code."""
+
+    KIND: ClassVar[str] = "stance"
+    stance: StanceName = "default"
+    path: str = ""
+    line: int = 0
 
 
 @dataclass(frozen=True)
@@ -309,6 +360,9 @@ KINDS: dict[str, type[Event]] = {
         GraphEvent,
         BreakEvent,
         FrameEvent,
+        CostEvent,
+        ShapeEvent,
+        StanceEvent,
         ElidedEvent,
         NoteEvent,
         TorchEvent,

@@ -31,6 +31,7 @@ from dataclasses import replace
 from .events import (
     BreakEvent,
     CallEvent,
+    CostEvent,
     DiscardEvent,
     ElidedEvent,
     Event,
@@ -38,7 +39,9 @@ from .events import (
     GraphEvent,
     InlinedEvent,
     ReachEvent,
+    ShapeEvent,
     SiteEvent,
+    StanceEvent,
     StaticEvent,
     TargetEvent,
     VerdictEvent,
@@ -50,6 +53,7 @@ from .protocol import (
     Break,
     Code,
     Compiled,
+    Cost,
     Effect,
     Elided,
     Frame,
@@ -58,6 +62,8 @@ from .protocol import (
     Recompile,
     Request,
     Result,
+    Shape,
+    Stance,
 )
 from .ranks import fold_processes, in_order
 from .workspace import in_workspace, roots_of
@@ -199,7 +205,13 @@ def merge(events: Iterable[Event], request: Request, cut: bool = False) -> Resul
         {number for number, target in targets.items() if target.fullgraph},
     )
     graphs = tuple(
-        Graph(function=names[event.target], frame=event.frame, ops=event.ops, first_line=event.first_line)
+        Graph(
+            function=names[event.target],
+            frame=event.frame,
+            ops=event.ops,
+            first_line=event.first_line,
+            compile_id=event.compile_id,
+        )
         for event in events
         if isinstance(event, GraphEvent) and event.target in targets
     )
@@ -216,7 +228,64 @@ def merge(events: Iterable[Event], request: Request, cut: bool = False) -> Resul
         graphs=graphs,
         recompiles=_recompiles(compilations, targets),
         elided=elided,
+        costs=_costs(events, names, graphs),
+        shapes=tuple(
+            dict.fromkeys(
+                Shape(
+                    function=names[e.target],
+                    compile_id=e.compile_id,
+                    decision=e.decision,
+                    subject=e.subject,
+                    dim=e.dim,
+                    value=e.value,
+                    reason=e.reason,
+                    rank=e.rank,
+                    chain=e.chain,
+                )
+                for e in events
+                if isinstance(e, ShapeEvent) and e.target in targets
+            )
+        ),
+        # ``set_stance(...)`` sets the stance, and its ``with`` sets it again on entry: once each.
+        stances=tuple(
+            dict.fromkeys(
+                Stance(e.stance, e.path, e.line) for e in events if isinstance(e, StanceEvent) and e.path
+            )
+        ),
     )
+
+
+def _costs(events: list[Event], names: dict[int, str], graphs: tuple[Graph, ...]) -> tuple[Cost, ...]:
+    """What each compilation cost, once per compile id of a function (each of the program's processes
+    numbers its own: they compile alike), with the graphs it made."""
+    made: dict[tuple[str, str], int] = {}
+    for graph in graphs:
+        key = (graph.function, graph.compile_id)
+        made[key] = made.get(key, 0) + 1
+    found: dict[tuple[str, str], Cost] = {}
+    for e in events:
+        if not isinstance(e, CostEvent) or e.target not in names:
+            continue
+        function = names[e.target]
+        found.setdefault(
+            (function, e.compile_id),
+            Cost(
+                function=function,
+                frame=e.frame,
+                compile_id=e.compile_id,
+                own=e.own,
+                resumes_at=e.resumes_at,
+                seconds=e.seconds,
+                backend_seconds=e.backend_seconds,
+                guards=e.guards,
+                shape_guards=e.shape_guards,
+                graphs=made.get((function, e.compile_id), 0),
+                ops=e.ops,
+                restarts=e.restarts,
+                restart_seconds=e.restart_seconds,
+            ),
+        )
+    return tuple(sorted(found.values(), key=lambda c: (c.function, _compile_order(c.compile_id))))
 
 
 def _recompiles(compilations: list[FrameEvent], targets: dict[int, TargetEvent]) -> tuple[Recompile, ...]:
@@ -237,6 +306,9 @@ def _recompiles(compilations: list[FrameEvent], targets: dict[int, TargetEvent])
                 limit=e.limit,
                 limit_value=e.limit_value,
                 resumes_at=e.resumes_at,
+                # Under fullgraph=True a recompile limit raises FailOnRecompileLimitHit: no eager fallback.
+                raises=e.raises or ("fullgraph" if e.limit and target.fullgraph else ""),
+                called_at=e.called_at,
             )
         )
     return tuple(found)

@@ -34,8 +34,10 @@ SPLIT: Final = "split"
 EAGER: Final = "eager"
 
 # What makes a break raise in the user's program instead of splitting the graph: the compiled
-# function's ``fullgraph=True``, or ``torch._dynamo.error_on_graph_break(True)`` around it.
-Raises = Literal["", "fullgraph", "error_on_graph_break"]
+# function's ``fullgraph=True``, or ``torch._dynamo.error_on_graph_break(True)`` around it; what
+# makes a recompile limit raise instead of running eagerly: ``fullgraph=True``, or
+# ``torch._dynamo.config.fail_on_recompile_limit_hit``.
+Raises = Literal["", "fullgraph", "error_on_graph_break", "fail_on_recompile_limit_hit"]
 # The classes torch gives its hints (``torch._dynamo.graph_break_hints``): what kind of break it is.
 HintClass = Literal[
     "user_error", "dynamo_bug", "difficult", "fundamental", "supportable", "caused_by_earlier_break"
@@ -50,7 +52,31 @@ Feature = Literal[
     "custom_op",  # torch.library.custom_op
     "disable_nested_graph_breaks",  # torch._dynamo.disable_nested_graph_breaks
     "check",  # torch._check: a condition the compiler may assume, checked when the code runs
+    "recompile_limit_argument",  # torch.compile(recompile_limit=N): a limit for one compile call
+    "isolate_recompiles",  # torch.compile(isolate_recompiles=True): a compile call's own compilations
+    "dynamic_shapes_argument",  # torch.compile(dynamic_shapes=...): which sizes are dynamic, by spec
+    "shapes_spec_argument",  # the same spec under its first name, torch.compile(shapes_spec=...)
+    "mark_unbacked",  # torch._dynamo.mark_unbacked: a size dynamic without 0/1 specialization
+    "mark_unbacked_bounds",  # mark_unbacked(..., min=, max=)
+    "leaf_function",  # torch._dynamo.decorators.leaf_function: a function run eagerly inside the graph
+    "reorderable_logger_methods",  # a logging.Logger method in reorderable_logging_functions
 ]
+# How the program's ``torch.compiler.set_stance`` makes torch.compile behave (torch's own names).
+StanceName = Literal[
+    "default",
+    "force_eager",
+    "eager_on_recompile",
+    "fail_on_recompile",
+    "eager_then_compile",
+    "aot_eager_then_compile",
+    "other",
+]
+# What torch decided about a size: made it dynamic (automatic dynamic shapes: it changed between
+# calls), or specialized it to a constant (the code needed its value, or it is 0 or 1).
+ShapeDecision = Literal["dynamic", "specialized"]
+# Why: it changed between calls (a size, or a number), its number of dimensions changed, the code
+# needed its value, or it is 0 or 1 (torch specializes those, whatever it was told).
+ShapeReason = Literal["changed", "rank_changed", "code", "zero_one"]
 
 TargetKind = Literal["function", "method", "module"]
 # Where the analysed code's CUDA goes: the CPU when CUDA cannot be used (auto), always (cpu), or the
@@ -179,6 +205,7 @@ class Graph:
     frame: str
     ops: int
     first_line: int | None = None
+    compile_id: str = ""  # the compilation that made it ("" when the trace does not say)
 
 
 @dataclass(frozen=True)
@@ -224,6 +251,10 @@ class Recompile:
     # A resume frame of ``frame``'s function: the line of the break it resumes after. Dynamo compiles
     # the rest of a function after a break as a frame of its own, with compilations of its own.
     resumes_at: int | None = None
+    # What the limit does in the program: it raises (``FailOnRecompileLimitHit``) instead of running
+    # the frame eagerly, and why; "" when it does not, or no limit was hit.
+    raises: Raises = ""
+    called_at: Frame | None = None  # the program's own innermost frame that made the call
 
 
 @dataclass(frozen=True)
@@ -243,6 +274,54 @@ class Compiled:
     @property
     def compilations(self) -> int:
         return len(self.compile_ids) - self.refused
+
+
+@dataclass(frozen=True)
+class Cost:
+    """What one compilation (a compile id) cost, as Dynamo measured it in the run: its translation
+    (``seconds``, the backend's part included: Inductor's in a real run, next to nothing in an
+    analysis), the guards its compiled code checks on every call, its graphs and their ops, and the
+    restarts of its translation (each one translates the frame again from its start)."""
+
+    function: str  # the compiled function's qualname
+    frame: str  # the frame it translated, as the user wrote it
+    compile_id: str
+    own: bool = True  # the function's own frame (or a resume function of it), not a re-entered callee
+    resumes_at: int | None = None  # for a resume function: the line it resumes after
+    seconds: float = 0.0
+    backend_seconds: float = 0.0
+    guards: int = 0
+    shape_guards: int = 0  # of the guards, those on symbolic sizes
+    graphs: int = 0
+    ops: int = 0
+    restarts: tuple[str, ...] = ()  # why Dynamo restarted the translation, in its words
+    restart_seconds: float = 0.0  # spent before the restarts: translation thrown away
+
+
+@dataclass(frozen=True)
+class Shape:
+    """A decision torch made about a size of a compiled function's input, in one compilation."""
+
+    function: str
+    compile_id: str
+    decision: ShapeDecision
+    subject: str  # the input, as the source names it: "x", "self.n"
+    dim: int | None  # the dimension of a tensor; None for a number (an int argument)
+    value: str  # specialized: the constant; dynamic: the sizes it had, "4 → 6"
+    reason: ShapeReason
+    rank: int = 0  # the tensor's number of dimensions, when torch said (0: not known)
+    # Where the code decided it (a specialization's ``range(n)``, ``int(n)``, ``if n == 4``), outermost
+    # frame first; empty when torch does not say, or the inputs decided (a size that changed).
+    chain: tuple[Frame, ...] = ()
+
+
+@dataclass(frozen=True)
+class Stance:
+    """The program called ``torch.compiler.set_stance`` (or left a ``with`` of it) there."""
+
+    stance: StanceName
+    path: str
+    line: int
 
 
 @dataclass(frozen=True)
@@ -431,6 +510,9 @@ class Result:
     cut: Cut | None = None  # the program was still running when the budget ended
     elided: tuple[Elided, ...] = ()  # the graphs whose values were not computed
     outcome: Outcome = field(default_factory=Outcome)
+    costs: tuple[Cost, ...] = ()  # what each compilation cost, as Dynamo measured it
+    shapes: tuple[Shape, ...] = ()  # torch's decisions about the inputs' sizes
+    stances: tuple[Stance, ...] = ()  # the program's set_stance calls, in order
 
 
 @dataclass(frozen=True, kw_only=True)

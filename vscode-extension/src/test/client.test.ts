@@ -126,3 +126,17 @@ test("every server asks for every notebook: a folder's client syncs its own fold
     assert.deepEqual(notebooks.filterCells(notebook('file:///work/b/n.ipynb'), cells), cells);
     assert.deepEqual(notebooks.filterCells(notebook('file:///work/a/n.ipynb'), cells), []);
 });
+
+test('no pull of diagnostics reaches the server: it keeps pushing them, as the restored ones need', async () => {
+    const sink = new fake.FakeOutputChannel(TRACE_CHANNEL);
+    const middleware = clientOptions(options(0, traceChannel(sink))).middleware;
+    const document = fake.Uri.parse('file:///work/a/train.py') as unknown as vscode.Uri;
+    const asked: unknown[] = [];
+    const token = { isCancellationRequested: false } as unknown as vscode.CancellationToken;
+    const report = await middleware?.provideDiagnostics?.(document, undefined, token, (...given) => {
+        asked.push(given);
+        return undefined;
+    });
+    assert.deepEqual(report, { kind: 'full', items: [] });
+    assert.deepEqual(asked, []);
+});

@@ -47,6 +47,7 @@ test('the defaults are the server defaults', () => {
         severityOverrides: {},
         ignore: [],
         traces: [],
+        inlayHints: true,
     });
 });
 
