@@ -540,10 +540,10 @@ class FunctionReport:
         return self.target.compilations
 
     @property
-    def times_compiled(self) -> int:
-        """How many times its code was compiled: its rest after a break is no recompilation."""
-        code = [f.compilations for f in self.target.frames if f.own and f.resumes_at is None]
-        return code[0] if code else self.target.compilations
+    def recompiled(self) -> bool:
+        """Whether one of its own frames compiled more than once: its rest after a break is a frame of
+        its own, compiled apart, and no recompilation."""
+        return self.compilations > max(1, sum(1 for frame in self.target.frames if frame.own))
 
     @property
     def not_computed(self) -> str:

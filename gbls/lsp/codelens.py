@@ -22,15 +22,16 @@ def lens_title(
     if function.target.inlined:
         return f"gbls: traced inline in {function.target.inlined}"
     graphs = len(function.graphs)
-    compilations = function.times_compiled
-    several = f"{compilations} compilations · " if compilations > 1 else ""
+    compilations = function.compilations
+    several = f"{compilations} compilations · " if function.recompiled else ""
     after = (
         (f" · translated in {seconds(function.seconds)}" if function.costs else "")
         + (" · shapes only, not computed" if function.elided else "")
         + (f" · run cut at {cut:g} s" if cut is not None else "")
     )
     limit = " · recompile limit hit" if limit_hit else ""
-    if breaks == 0 and graphs <= max(compilations, 1):  # one graph per compilation
+    # One graph per compilation, and no break (a suppressed one splits the graph all the same).
+    if breaks == 0 and not function.suppressed and graphs <= max(compilations, 1):
         if not graphs:
             return "gbls: no graph (no tensor ops traced)" + after
         return f"gbls: fullgraph-clean · {several}{graphs} graph{'s' * (graphs != 1)}{limit}{after}"

@@ -293,8 +293,8 @@ def function_markdown(function: FunctionReport, report: FileReport, where: Where
     counts = " · ".join(
         (_plural(len(function.graphs), "graph"), _plural(len(breaks), "break"), _plural(function.ops, "op"))
     )
-    if function.times_compiled > 1:
-        counts = f"{_plural(function.times_compiled, 'compilation')} · {counts}"
+    if function.recompiled:
+        counts = f"{_plural(function.compilations, 'compilation')} · {counts}"
     if function.suppressed:
         counts += f" · {function.suppressed} suppressed"
     lines.append(counts)
