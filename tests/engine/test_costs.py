@@ -30,10 +30,10 @@ from gbls.worker.shared.lines import split_lines
 from ..support import FIXTURES, ROOT
 from ..support.schema import gbls_json
 from ..support.torchlog_costs import PlainRun, plain_run
-from ..support.torchlog_recompiles import COLUMNS
+from ..support.torchlog_recompiles import COLUMNS, said_as_torch
 from ..support.worker import Analyse
 from .test_proofs import proofs_by
-from .test_recompiles import assert_agrees_with_torch, unscoped
+from .test_recompiles import assert_agrees_with_torch
 
 COSTS = FIXTURES / "costs"
 GRAD_AND_SIZES = COSTS / "grad_and_sizes.py"
@@ -100,7 +100,7 @@ async def test_why_a_size_is_dynamic_or_specialized(analyse_file: Analyse) -> No
     assert (dynamic.shape.decision, dynamic.shape.reason, dynamic.shape.dim) == ("dynamic", "changed", 0)
     old, new = dynamic.shape.value.split(" → ")
     mismatch = f"tensor 'x' size mismatch at index 0. expected {old}, actual {new}"
-    assert unscoped(checks[dynamic.shape.compile_id]) == mismatch
+    assert said_as_torch(mismatch, checks[dynamic.shape.compile_id])
     if LOGS_DYNAMIC:
         assert ran.dynamic == [(dynamic.shape.compile_id, "L['x']")]
     # Specialized apart for being 1: the compilation whose check is the bound of a dynamic size.
@@ -109,7 +109,7 @@ async def test_why_a_size_is_dynamic_or_specialized(analyse_file: Analyse) -> No
         "zero_one",
         "1",
     )
-    assert unscoped(checks[zero_one.shape.compile_id]) == "2 <= x.size()[0]"
+    assert said_as_torch("2 <= x.size()[0]", checks[zero_one.shape.compile_id])
     # Both on the input, in the def of forward.
     lines = GRAD_AND_SIZES.read_text().splitlines()
     for found in report.shapes:

@@ -6,23 +6,12 @@ from __future__ import annotations
 import subprocess
 import sys
 from pathlib import Path
-from typing import Any
 
 import pytest
 
 from ..support import FIXTURES
+from ..support.measured import unmeasured
 from ..support.schema import gbls_json
-
-MEASURED = ("seconds", "backend_seconds", "restart_seconds", "cost")
-
-
-def unmeasured(value: Any) -> Any:
-    """``value`` without what Dynamo measured (times differ from run to run)."""
-    if isinstance(value, dict):
-        return {key: unmeasured(item) for key, item in value.items() if key not in MEASURED}
-    if isinstance(value, list):
-        return [unmeasured(item) for item in value]
-    return value
 
 
 def check(*arguments: str) -> tuple[dict[str, object], str]:

@@ -10,7 +10,8 @@ from lsprotocol import types as lsp
 from pytest_lsp import LanguageClient
 
 from ..support import FIXTURES
-from ..support.lsp import LENS_REFRESHES, close, diagnostics_for, open_and_wait, unmeasured, until, uri_of
+from ..support.lsp import LENS_REFRESHES, close, diagnostics_for, open_and_wait, until, uri_of
+from ..support.measured import unmeasured
 
 ENGINE = FIXTURES / "engine"
 

@@ -20,7 +20,8 @@ from gbls.engine.fixes.edits import Edit, apply
 from gbls.lsp.diagnostics import to_span
 
 from ..support import FIXTURES
-from ..support.lsp import Recorder, answer_requests, diagnostics_for, unmeasured
+from ..support.lsp import Recorder, answer_requests, diagnostics_for
+from ..support.measured import unmeasured
 
 FIXES = FIXTURES / "fixes"
 

@@ -11,7 +11,8 @@ from lsprotocol import types as lsp
 from pytest_lsp import LanguageClient
 
 from ..support import FIXTURES
-from ..support.lsp import diagnostics_for, unmeasured, uri_of
+from ..support.lsp import diagnostics_for, uri_of
+from ..support.measured import unmeasured
 
 NOTEBOOK = FIXTURES / "lsp" / "notebook.ipynb"
 # Its cells: 1 Markdown; 2 imports and a magic; 3 the compiled `scale`, whose line 4 prints;

@@ -12,7 +12,8 @@ from pytest_lsp import LanguageClient
 from gbls.manual import page
 
 from ..engine.test_recompiles import LIMIT, RECOMPILES, placed
-from ..support.lsp import close, open_and_wait, unmeasured, uri_of
+from ..support.lsp import close, open_and_wait, uri_of
+from ..support.measured import unmeasured
 from ..support.torchlog_recompiles import COLUMNS
 
 

@@ -21,7 +21,8 @@ from gbls.engine import runs
 from gbls.worker.shared.protocol import Run
 
 from ..support import FIXTURES
-from ..support.lsp import Recorder, answer_requests, open_and_wait, unmeasured, until, uri_of
+from ..support.lsp import Recorder, answer_requests, open_and_wait, until, uri_of
+from ..support.measured import unmeasured
 
 
 @pytest.fixture(scope="session")

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import re
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any, TypeVar
@@ -58,11 +57,6 @@ def recorded(client: LanguageClient) -> None:
     @client.feature("gbls/status")
     def status(params: Any) -> None:
         client.statuses.append(params if isinstance(params, dict) else params._asdict())  # type: ignore[attr-defined]
-
-
-def unmeasured(title: str) -> str:
-    """A code lens's title without the translation time Dynamo measured (it differs from run to run)."""
-    return re.sub(r" · translated in [\d.]+ s", "", title)
 
 
 def uri_of(path: Path) -> str:

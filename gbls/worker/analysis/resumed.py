@@ -31,6 +31,16 @@ def in_user_words(guard: Guard, code: types.CodeType) -> Guard:
     return reasons.held(guard, _names(code) if reasons.HELD.search(guard.text + guard.subject) else {})
 
 
+def named(subject: str, code: types.CodeType) -> str:
+    """A value the resume function ``code`` received (``___stack0``), as the user wrote it."""
+    if not reasons.HELD.search(subject):
+        return subject
+    names = _names(code)
+    return reasons.HELD.sub(
+        lambda match: names.get(int(match.group(1) or match.group(2)), (reasons.UNNAMED, None))[0], subject
+    )
+
+
 def _names(code: types.CodeType) -> dict[int, tuple[str, Frame | None]]:
     """What each of the resume function ``code``'s frame values is, by its index: (the expression,
     where it was computed) for the stack values the statement of the break computed (the result of

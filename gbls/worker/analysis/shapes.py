@@ -21,6 +21,7 @@ import torch
 from ..shared.events import Event, ShapeEvent
 from ..shared.frames import RawFrame
 from ..shared.protocol import ShapeDecision, ShapeReason
+from . import resumed
 from .compilations import Translation, current_compile_id
 from .frames import collapse, raw_frame
 
@@ -104,7 +105,7 @@ class Shapes:
                 target=translation.target.number,
                 compile_id=current_compile_id(),
                 decision=decision,
-                subject=subject,
+                subject=resumed.named(subject, translation.code),
                 dim=dim,
                 value=value,
                 reason=reason,
