@@ -231,7 +231,7 @@ async def test_a_model_without_a_break_reports_what_compiled_it(
     report = await client.workspace_execute_command_async(
         lsp.ExecuteCommandParams(command="gbls.showReport", arguments=[uri_of(model)])
     )
-    assert "## GPT" in report and "Compiled at train.py:" in report, report
+    assert isinstance(report, str) and "## GPT" in report and "Compiled at train.py:" in report, report
     assert "grad_mode" in report, report
 
 

@@ -28,10 +28,10 @@ from ..support.lsp import (
     open_and_wait,
     proofs_done,
     published_after,
-    unmeasured,
     until,
     uri_of,
 )
+from ..support.measured import unmeasured
 
 LSP = FIXTURES / "lsp"
 ENGINE = FIXTURES / "engine"
