@@ -57,9 +57,22 @@ const SECOND_FILE = 'features.py'; // the fixture's file, in the second folder o
 const SECOND = 1000;
 const ANALYSED = 120 * SECOND; // server start, torch import in the worker, first analysis: ~10 s here
 const UI = 20 * SECOND;
-const SCENARIOS = ['trusted', 'project', 'runs', 'real-size', 'untrusted', 'notebook', 'no-torch', 'multi-root'];
+const SCENARIOS = [
+    'trusted',
+    'project',
+    'runs',
+    'real-size',
+    'costs',
+    'untrusted',
+    'notebook',
+    'no-torch',
+    'multi-root',
+];
 // The test suite's fixtures of projects: a script that needs its flags, and a GPT-2 trainer as it ships.
 const RUNS_FIXTURES = path.join(EXTENSION, '..', 'tests', 'fixtures', 'runs');
+// A forward evaluated under no_grad, then trained on batches of every size: 4 compilations.
+const COSTS_FIXTURE = path.join(EXTENSION, '..', 'tests', 'fixtures', 'costs');
+const COSTS = 'grad_and_sizes.py';
 const ONLY = (process.env.GBLS_E2E_ONLY ?? '').split(',').filter((name) => name !== '');
 
 const EXPECTED = {
@@ -830,6 +843,34 @@ async function runsScenario(page: Page): Promise<void> {
     await shoot(page, 'syntax-error');
 }
 
+// A function that recompiles for grad mode and for a changing size: its lens says what its
+// compilations cost in all; the hover on its name, each compilation's translation, guards and why,
+// and why torch made its input's size dynamic. The manual's "What it costs" shows this.
+async function costsScenario(page: Page): Promise<void> {
+    await openFile(page, COSTS);
+    const lens = page.locator('.monaco-editor .codelens-decoration a', { hasText: 'translated in' }).first();
+    await lens.waitFor({ timeout: ANALYSED });
+    const title = await lens.innerText();
+    log(`costs, lens: ${title}`);
+    check(title.includes('4 compilations'), `the lens does not count 4 compilations: ${title}`);
+    const name = page
+        .locator('.view-lines .view-line', { hasText: /def\sforward/ })
+        .locator('span', { hasText: /^forward$/ })
+        .first();
+    const box = await name.boundingBox();
+    check(box !== null, '`forward` is not on screen');
+    await page.mouse.move(box.x + box.width / 2, box.y + box.height / 2);
+    const hover = page.locator('.monaco-hover:visible', { hasText: 'Cost' }).first();
+    await hover.waitFor({ timeout: UI });
+    const text = await hover.innerText();
+    log(`costs, hover: ${text.replace(/\s+/g, ' ').slice(0, 500)}…`);
+    for (const expected of ['4 compilations', 'of translation', 'grad mode', 'the shape of', 'guards']) {
+        check(text.includes(expected), `the hover lacks "${expected}": ${text}`);
+    }
+    await shoot(page, 'costs');
+    await hideHover(page);
+}
+
 // A GPT-2 (124M) trainer as it ships (device "cuda", 600 000 iterations), nothing configured, the
 // default settings: its compiled forward is translated, not computed; the run is cut in its training
 // loop after the evaluation and the training step's recompilation; model.py tells the same story.
@@ -1124,6 +1165,9 @@ async function main(): Promise<void> {
             fs.cpSync(path.join(RUNS_FIXTURES, 'gpt2'), fixture, { recursive: true });
             execFileSync(PYTHON, ['data/openwebtext/prepare.py'], { cwd: fixture }); // its data: random tokens
             await inCodeServer(browser, root, 'real-size', true, realSizeScenario, {}, fixture);
+        }
+        if (wanted('costs')) {
+            await inCodeServer(browser, root, 'costs', true, costsScenario, {}, COSTS_FIXTURE);
         }
         if (wanted('untrusted')) {
             await inCodeServer(browser, root, 'untrusted', false, untrustedScenario);
