@@ -4,7 +4,10 @@
 The diagnostics are the ones a push publishes (``Server.diagnostics_of``), beside the push that
 older clients get. A client that pulls is pushed nothing from its first pull on (what was pushed to
 it before is cleared: it would show twice), and is asked to pull again
-(``workspace/diagnostic/refresh``) once per burst of publications, where it supports that.
+(``workspace/diagnostic/refresh``) once per burst of publications. A client that cannot be asked
+(Neovim 0.11 pulls when a buffer opens or changes, and has no refresh) keeps the push: an analysis
+ends after the pull that started it, and the client would not see it until the next edit. Its pulls
+get nothing, so that nothing shows twice.
 """
 
 from __future__ import annotations
@@ -31,6 +34,9 @@ class Server(Protocol):
     notebooks: notebooks.Notebooks
     pull: Pulling
 
+    @property
+    def client_capabilities(self) -> lsp.ClientCapabilities: ...
+
     def diagnostics_of(self, uri: str) -> tuple[list[lsp.Diagnostic], int | None]: ...
 
     def uri_of(self, path: str) -> str: ...
@@ -46,20 +52,22 @@ class Pulling:
         self.pushed: set[str] = set()
         self._refresh: asyncio.Handle | None = None
 
-    def started(self, ls: Server) -> None:
-        """The client pulled: push no more, and clear what was pushed."""
+    def started(self, ls: Server) -> bool:
+        """The client pulled: push no more, and clear what was pushed, where the client can be asked
+        to pull again. Whether it is served by its pulls."""
         if self.pulling:
-            return
+            return True
+        if not _refreshes(ls.client_capabilities):
+            return False
         self.pulling = True
         for uri in sorted(self.pushed):
             ls.text_document_publish_diagnostics(lsp.PublishDiagnosticsParams(uri=uri, diagnostics=[]))
         self.pushed.clear()
+        return True
 
     def changed(self, ls: LanguageServer) -> None:
         """A publication changed what a pull gets: one refresh for the burst, where the client has it."""
-        workspace = ls.client_capabilities.workspace
-        refresh = workspace.diagnostics if workspace else None
-        if self._refresh is not None or not (refresh and refresh.refresh_support):
+        if self._refresh is not None or not _refreshes(ls.client_capabilities):
             return
 
         def send() -> None:
@@ -67,6 +75,13 @@ class Pulling:
             ls.workspace_diagnostic_refresh(None)  # the answer says nothing: not awaited
 
         self._refresh = asyncio.get_running_loop().call_soon(send)
+
+
+def _refreshes(capabilities: lsp.ClientCapabilities) -> bool:
+    """Whether the client can be asked to pull again (``workspace/diagnostic/refresh``)."""
+    workspace = capabilities.workspace
+    refresh = workspace.diagnostics if workspace else None
+    return bool(refresh and refresh.refresh_support)
 
 
 def _result_id(diagnostics: list[lsp.Diagnostic]) -> str:
@@ -84,8 +99,7 @@ def document_diagnostics(ls: Server, uri: str) -> list[lsp.Diagnostic]:
 
 
 def document_report(ls: Server, params: lsp.DocumentDiagnosticParams) -> lsp.DocumentDiagnosticReport:
-    ls.pull.started(ls)
-    diagnostics = document_diagnostics(ls, params.text_document.uri)
+    diagnostics = document_diagnostics(ls, params.text_document.uri) if ls.pull.started(ls) else []
     result = _result_id(diagnostics)
     if params.previous_result_id == result:
         return lsp.RelatedUnchangedDocumentDiagnosticReport(result_id=result)
@@ -94,10 +108,9 @@ def document_report(ls: Server, params: lsp.DocumentDiagnosticParams) -> lsp.Doc
 
 def workspace_report(ls: Server, params: lsp.WorkspaceDiagnosticParams) -> lsp.WorkspaceDiagnosticReport:
     """Every file an analysis or a trace reached, open or not, with what a push would publish for it."""
-    ls.pull.started(ls)
     previous = {item.uri: item.value for item in params.previous_result_ids}
     items: list[lsp.WorkspaceDocumentDiagnosticReport] = []
-    for path in ls.session.viewed():
+    for path in ls.session.viewed() if ls.pull.started(ls) else ():
         uri = ls.uri_of(path)
         diagnostics, version = ls.diagnostics_of(uri)
         result = _result_id(diagnostics)

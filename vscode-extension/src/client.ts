@@ -77,8 +77,10 @@ export function clientOptions(options: ClientOptions): LanguageClientOptions {
             provideCodeLenses: async (document, token, next) => routeLenses(await next(document, token)),
             // The server serves pulls, but this extension keeps its push: the window shows its last
             // diagnostics until the server's push replaces them (restore.ts), which a pull would not.
-            // A pull never reaches the server, which then never stops pushing.
-            provideDiagnostics: () => ({ kind: vsdiag.DocumentDiagnosticReportKind.full, items: [] }),
+            // A pull never reaches the server, which then never stops pushing. Its answer is
+            // "unchanged": the pulls' collection has the pushes' name ("gbls"), one owner in VS Code,
+            // and a full report, even empty, would replace the pushed diagnostics.
+            provideDiagnostics: () => ({ kind: vsdiag.DocumentDiagnosticReportKind.unChanged, resultId: 'push' }),
         },
     };
 }

@@ -41,7 +41,8 @@ const VSIX = path.join(EXTENSION, 'gbls.vsix');
 const SCREENSHOT = path.resolve(EXTENSION, process.env.GBLS_SCREENSHOT ?? path.join('..', 'docs', 'vscode-hover.png'));
 const FIXTURE = path.join(EXTENSION, 'fixtures', 'workspace');
 const NOTEBOOK_FIXTURE = path.join(EXTENSION, 'fixtures', 'notebook');
-const NOTEBOOK = 'training.ipynb'; // its third cell is a compiled function whose fourth line prints
+const NOTEBOOK = 'training.ipynb'; // its third cell is a compiled function whose fourth line prints;
+// its fourth times a line that makes the input of the fifth's call (`%time x = torch.randn(4)`)
 const PROJECT_FIXTURE = path.join(EXTENSION, 'fixtures', 'project');
 const MODEL = 'model.py'; // TinyNet, whose forward prints and calls .item(); train.py compiles it
 const MODEL_PRINT_LINE = 13;
@@ -932,6 +933,9 @@ async function notebookScenario(page: Page): Promise<void> {
         return text.includes('1 graph break in this file') ? text : undefined;
     });
     log(`notebook: a squiggle in a cell; status bar: ${status}`);
+    // The cell `%time x = torch.randn(4)` runs as Jupyter runs it: the next cell's `step(x)` finds x.
+    const errors = await notebook.locator('.monaco-editor .squiggly-error').count();
+    check(errors === 0, `the notebook has ${errors} error squiggles: the %time cell did not define x`);
     const lens = notebook.locator('.codelens-decoration a', { hasText: '1 break' }).first();
     await lens.waitFor({ timeout: UI });
     log(`notebook: code lens ${await lens.innerText()}`);
