@@ -64,6 +64,10 @@ class Proofs:
         key = (fix, signature(brk), _fingerprint(fix, sources))
         return (key in self.verdicts, self.verdicts.get(key))
 
+    def holds(self, fix: Fix, brk: BreakReport, sources: Sources) -> bool:
+        """Whether ``fix`` of ``brk`` is proven on the texts as ``sources`` has them."""
+        return self.known(fix, brk, sources) == (True, None)
+
     async def prove(self, fix: Fix, brk: BreakReport, before: FileReport, sources: Sources) -> Verdict:
         """Why ``fix`` of ``brk``, a break of the analysis ``before``, is not proven; None when it is.
         Raises ``Undecided`` when the re-analysis could not tell (the next call tries again)."""
@@ -145,10 +149,9 @@ def _fingerprint(fix: Fix, sources: Sources) -> str:
 async def proven_fixes(
     proofs: Proofs, reports: Sequence[FileReport], sources: Sources, folders: list[str], unsafe: bool
 ) -> tuple[policy.Fixes, dict[tuple[str, BreakKey], str]]:
-    """Each break's first offered fix that removes it (safe ones only, unless ``unsafe``) that
-    re-analysis proves, and for each break left without one why its candidates were not proven: a
-    workaround is never chosen."""
-    chosen: policy.Fixes = {}
+    """Each break's fix that ``--fix`` applies (``policy.applied``: safe ones only, unless ``unsafe``;
+    never a workaround), its candidates proven in order until one passes; and for each break left
+    without one why its candidates were not proven."""
     refused: dict[tuple[str, BreakKey], str] = {}
     for report in reports:
         if not provable(report):
@@ -156,17 +159,17 @@ async def proven_fixes(
         for brk in report.breaks:
             why: list[str] = []
             for fix in policy.for_break(brk, report.path, sources, folders):
-                if not fix.removes or not (fix.safe or unsafe):
+                if not policy.applies(fix, unsafe):
                     continue
                 try:
                     verdict = await proofs.prove(fix, brk, report, sources)
                 except Undecided as error:
                     verdict = f"the re-analysis could not tell ({error})"
                 if verdict is None:
-                    chosen[(report.path, brk.key)] = fix
                     break
                 why.append(f"{fix.title}: {verdict}")
             else:
                 if why:
                     refused[(report.path, brk.key)] = "; ".join(why)
-    return chosen, refused
+    proven = lambda fix, brk, analysed: proofs.holds(fix, brk, sources)  # noqa: E731
+    return policy.applied(reports, sources, folders, proven, unsafe), refused
