@@ -332,7 +332,7 @@ def code_actions(
         if at_split:
             actions.append(_go_to(Location(brk.path, brk.root.function, brk.span), "the root cause", sources))
         elif brk.split is not None:
-            actions.append(_go_to(brk.split, f"where the graph of {brk.function} splits", sources))
+            actions.append(_go_to(brk.split, f"where the graph of {brk.split_graph} splits", sources))
         here = brk.split if at_split and brk.split is not None else Location(brk.path, brk.function, brk.span)
         actions += suppression_actions(brk, here, sources, diagnostic)
     source = sources.text(path)

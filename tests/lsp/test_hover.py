@@ -194,3 +194,18 @@ async def test_a_callee_run_as_a_frame_of_its_own_is_said_so_not_nested(analyse_
     assert (
         "**Chain:** `Net.forward` (line 21) → `summarize` (line 11): the cause (the graph splits" in markdown
     )
+
+
+async def test_a_callee_run_as_a_frame_of_its_own_is_the_graph_its_break_splits(
+    analyse_file: Analyse,
+) -> None:
+    """The diagnostic's related line where the graph splits names the graph the hover says the break
+    splits (``summarize``'s, its frame of its own), not the compiled module's."""
+    path = FIXTURES / "hover" / "own_frame.py"
+    report = await analyse_file(path)
+    view = views.by_file(report)[str(path)]
+    lines = Sources(read_source).lines
+    (item,) = [d for d in file_diagnostics(view, path.read_text(), "warning", lines) if d.code == "GB0124"]
+    related = [info.message for info in item.related_information or []]
+    assert "the graph of summarize splits here" in related, related
+    assert not [message for message in related if "splits here" in message and "summarize" not in message]
