@@ -55,7 +55,7 @@ def hover(report: FileReport, path: Path, code: str, where: Where | None = None)
         at.line,
         at.column,
         where or Where(str(path), str(FIXTURES)),
-        lambda b: offer(b, str(path), sources, [str(FIXTURES)], lambda fix, brk, analysed: None),
+        lambda b: offer(b, str(path), sources, [str(FIXTURES)], lambda fix, brk: (True, None)),
         tuple(f for f in report.functions if f.path != str(path)),  # as the server's compiled_elsewhere
     )
     assert markdown is not None
