@@ -173,7 +173,11 @@ class GblsServer(LanguageServer):
         """The file whose analysis found ``brk``, shown in the file ``path``: its fixes are made and
         proven for that analysis (the flag an ``.item()`` in ``model.py`` needs goes into the
         ``train.py`` that compiles it). The file's own analysis first; ``path`` if none has it."""
-        having = [report.path for report in self.reports() if any(b.key == brk.key for b in report.breaks)]
+        having = [
+            report.path
+            for report in self.reports()
+            if any((b.path, b.key) == (brk.path, brk.key) for b in report.breaks)
+        ]
         return path if path in having or not having else having[0]
 
     def fix_of(self, path: str) -> FixOf:
