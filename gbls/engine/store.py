@@ -165,6 +165,31 @@ class Store:
             return None
         return Hit(report, stored.torch) if report is not None else None
 
+    def verdict(self, key: str) -> tuple[bool, str | None]:
+        """The proof's verdict kept under ``key`` (``keep_verdict``): whether there is one, and it
+        (None: proven; else why not)."""
+        try:
+            with open(self._path(key), encoding="utf-8") as handle:
+                kept = json.loads(handle.read(4096))
+            verdict = kept["verdict"]
+        except (OSError, ValueError, KeyError, TypeError):
+            return False, None
+        return (True, verdict) if verdict is None or isinstance(verdict, str) else (False, None)
+
+    def keep_verdict(self, key: str, verdict: str | None) -> None:
+        """Keep a proof's verdict under ``key``, a digest of everything it was worked out from: a
+        second check of unchanged code says what is fixable without starting a worker."""
+        if not self._writable:
+            return
+        entry = self._path(key)
+        try:
+            ensure_folder(self.folder)
+            os.makedirs(os.path.dirname(entry), exist_ok=True)
+            write_atomically(entry, json.dumps({"verdict": verdict}))
+        except OSError as error:
+            self._writable = False
+            self._say_once(f"cannot write the cache in {self.folder}: {error}")
+
     def save(self, key: str, torch: str, files: list[str], report: FileReport, text_of: TextOf) -> bool:
         """Keep ``report`` under ``key``, with the code keys of ``files`` (the workspace files the
         analysis executed); False if one has none (it does not tokenize) or the folder is not writable."""
