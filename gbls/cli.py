@@ -188,12 +188,12 @@ async def check(
             runs, analyses = (tested[0],), [*analyses, tested[1]]
         reports = files_of(analyses, files)
         sources = Sources(read_source)
+        proofs = of_session(session)
+        # What is marked fixable is what --fix applies: the fixes re-analysis proves, never others.
         fixes = policy.preferred(reports, sources, session.folders)
+        applied, _ = await proven_fixes(proofs, reports, sources, session.folders, unsafe_fixes)
         if fix or show_diff:
-            proven, _ = await proven_fixes(
-                of_session(session), reports, sources, session.folders, unsafe_fixes
-            )
-            edits, taken = policy.safe_edits(reports, proven, unsafe_fixes)
+            edits, taken = policy.safe_edits(reports, applied)
             changed = {
                 path: apply(sources.text(path) or "", file_edits) for path, file_edits in edits.items()
             }
@@ -223,12 +223,13 @@ async def check(
                 reports = files_of(analyses, files)
                 sources = Sources(read_source)
                 fixes = policy.preferred(reports, sources, session.folders)
+                applied, _ = await proven_fixes(proofs, reports, sources, session.folders, unsafe_fixes)
     finally:
         await session.stop()
     ran = [(run, analyses[len(files) + index]) for index, run in enumerate(runs)]
     why = functools.partial(reaching.why, [*analyses, *(found for _, found in ran)])
     reports = [common.findings_only(r) if r.path in reaching.helpers else r for r in reports]
-    return print_reports(reports, torch, fixes, reporting, ran, named=named, why=why)
+    return print_reports(reports, torch, fixes, reporting, ran, named=named, why=why, applied=applied)
 
 
 async def _stored(session: Session, files: list[str], runs: tuple[Run, ...], index: int) -> FileReport | None:
@@ -258,10 +259,14 @@ def print_reports(
     named: list[str] | None = None,
     traces: list[Imported] | None = None,
     why: Callable[[str], str] = lambda _: reach.NOTHING_REACHES,
+    applied: policy.Fixes | None = None,
 ) -> int:
-    """Print the reports as ``reporting`` says; the exit status. ``runs``: each project run and its
-    analysis; ``named``: the files given, each of which must have been analysed; ``traces``: the
-    traces imported; ``why``: why a named file no analysis ran code of is not analysed."""
+    """Print the reports as ``reporting`` says; the exit status. ``fixes``: each break's preferred
+    fix, shown; ``applied``: those re-analysis proved, which ``--fix`` applies (``policy.applied``;
+    none unless proven). ``runs``: each project run and its analysis; ``named``: the files given,
+    each of which must have been analysed; ``traces``: the traces imported; ``why``: why a named
+    file no analysis ran code of is not analysed."""
+    applied = applied or {}
     from .formats import github, json, sarif, statistics
 
     runs = runs or []
@@ -276,13 +281,13 @@ def print_reports(
         if baselined.removable and reporting.format not in ("text", "json"):
             print(text.removable(baselined.path, baselined.removable), file=sys.stderr)
     if reporting.format == "json":
-        sys.stdout.write(json.render(reports, torch, fixes, baselined, runs, unreached, traces))
+        sys.stdout.write(json.render(reports, torch, fixes, applied, baselined, runs, unreached, traces))
     elif reporting.format == "sarif":
         sys.stdout.write(sarif.render(reports, unreached))
     elif reporting.format == "github":
         sys.stdout.write(github.render(reports, unreached))
     else:
-        sys.stdout.write(text.render(reports, fixes, baselined, runs, unreached, analysed))
+        sys.stdout.write(text.render(reports, applied, baselined, runs, unreached, analysed))
     if reporting.statistics:  # on stderr when stdout is for a machine
         table = statistics.render(reports)
         (sys.stdout if reporting.format == "text" else sys.stderr).write(table)

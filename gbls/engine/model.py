@@ -231,6 +231,12 @@ class BreakReport:
         return f"{self.split_frame.function} runs as a frame of its own: this splits its graph"
 
     @property
+    def split_graph(self) -> str:
+        """The function whose graph the break splits: the compiled function's, or the callee's that
+        runs as a frame of its own (``own_frame``)."""
+        return self.split_frame.function if self.own_frame else self.function
+
+    @property
     def raises(self) -> str:
         """``fullgraph=True: this break raises at run time``, or "" when the program goes on past it."""
         setting = RAISING_SETTINGS.get(self.cause.raises)

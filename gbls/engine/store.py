@@ -33,6 +33,8 @@ FOLDER = ".gbls_cache"
 # An entry past this size is no entry of gbls's: not read.
 MAX_BYTES = 64 << 20
 SUFFIX = ".json"
+# A proof's verdict: a file of its own kind beside the analyses' entries.
+VERDICT = ".verdict"
 
 
 def lookup(**parts: Any) -> str:
@@ -138,8 +140,8 @@ class Store:
         self._said: set[str] = set()
         self._writable = True
 
-    def _path(self, key: str) -> str:
-        return os.path.join(self.folder, key[:2], key + SUFFIX)
+    def _path(self, key: str, suffix: str = SUFFIX) -> str:
+        return os.path.join(self.folder, key[:2], key + suffix)
 
     def _say_once(self, note: str) -> None:
         if note not in self._said:
@@ -164,6 +166,31 @@ class Store:
             self._say_once(f"ignoring the cache entry {entry}: {error}")
             return None
         return Hit(report, stored.torch) if report is not None else None
+
+    def verdict(self, key: str) -> tuple[bool, str | None]:
+        """The proof's verdict kept under ``key`` (``keep_verdict``): whether there is one, and it
+        (None: proven; else why not)."""
+        try:
+            with open(self._path(key, VERDICT), encoding="utf-8") as handle:
+                kept = json.loads(handle.read(4096))
+            verdict = kept["verdict"]
+        except (OSError, ValueError, KeyError, TypeError):
+            return False, None
+        return (True, verdict) if verdict is None or isinstance(verdict, str) else (False, None)
+
+    def keep_verdict(self, key: str, verdict: str | None) -> None:
+        """Keep a proof's verdict under ``key``, a digest of everything it was worked out from: a
+        second check of unchanged code says what is fixable without starting a worker."""
+        if not self._writable:
+            return
+        entry = self._path(key, VERDICT)
+        try:
+            ensure_folder(self.folder)
+            os.makedirs(os.path.dirname(entry), exist_ok=True)
+            write_atomically(entry, json.dumps({"verdict": verdict}))
+        except OSError as error:
+            self._writable = False
+            self._say_once(f"cannot write the cache in {self.folder}: {error}")
 
     def save(self, key: str, torch: str, files: list[str], report: FileReport, text_of: TextOf) -> bool:
         """Keep ``report`` under ``key``, with the code keys of ``files`` (the workspace files the

@@ -65,20 +65,15 @@ def _position(span: Span, end: bool) -> dict[str, int]:
     )
 
 
-def _applicability(fix: Fix) -> str:
-    """ruff's word for whether ``--fix`` applies it: a workaround, which keeps the break, never."""
-    if not fix.removes:
-        return "display-only"
-    return "safe" if fix.safe else "unsafe"
-
-
-def _fix(fix: Fix | None) -> dict[str, Any] | None:
-    """ruff's fix object: what it does, whether ``--fix`` applies it, and its edits."""
+def _fix(fix: Fix | None, applied: bool = False) -> dict[str, Any] | None:
+    """ruff's fix object: what it does, whether ``--fix`` applies it (``applied``: re-analysis proved
+    it, ``policy.applied``; "safe", or "unsafe": with ``--unsafe-fixes``; else "display-only": a
+    workaround, a fix not proven, a recompilation's fix), and its edits."""
     if fix is None:
         return None
     return {
         "message": fix.title,
-        "applicability": _applicability(fix),
+        "applicability": ("safe" if fix.safe else "unsafe") if applied else "display-only",
         "edits": [
             {
                 "path": edit.path,
@@ -112,12 +107,15 @@ def render(
     reports: list[FileReport],
     torch_version: str,
     fixes: Fixes,
+    applied: Fixes | None = None,
     baselined: Applied | None = None,
     runs: Ran | None = None,
     missed: dict[str, str] | None = None,
     traces: list[Imported] | None = None,
 ) -> str:
-    """The report as ``gbls.schema.json`` describes it."""
+    """The report as ``gbls.schema.json`` describes it: each break's fix is the one ``--fix`` applies
+    (of ``applied``), else its preferred one (of ``fixes``), display-only."""
+    applied = applied or {}
     files = []
     for report in reports:
         reached = report.path not in (missed or {})
@@ -198,7 +196,10 @@ def render(
                         "gaps": list(b.cause.gaps),
                         "compile_ids": list(b.cause.compile_ids),
                         "trace": provenance_json(b.provenance),
-                        "fix": _fix(fixes.get((report.path, b.key))),
+                        "fix": _fix(
+                            applied.get((report.path, b.key)) or fixes.get((report.path, b.key)),
+                            (report.path, b.key) in applied,
+                        ),
                         "split_index": b.cause.split,
                         "raises": b.cause.raises or None,
                         "classes": list(b.cause.classes),

@@ -18,17 +18,18 @@ def where(span: Span) -> str:
 
 def render(
     reports: list[FileReport],
-    fixes: Fixes,
+    applied: Fixes,
     baselined: Applied | None = None,
     runs: Ran | None = None,
     missed: dict[str, str] | None = None,
     analysed: list[FileReport] | None = None,
 ) -> str:
-    """ruff's shape: ``path:line:col: CODE [*] message``, ``[*]`` where ``--fix`` would fix it; with a
-    baseline, what it held and which of its entries no longer occur; each run first (as the command
-    that does it), and the files asked for that nothing reached; then each compile site with what
-    became of it, and the counts, each saying what it counts. ``analysed``: the reports before the
-    baseline left out what it holds, whose compile sites found it."""
+    """ruff's shape: ``path:line:col: CODE [*] message``, ``[*]`` where ``--fix`` would fix it (its
+    safe fix in ``applied``: proven by re-analysis, ``policy.applied``); with a baseline, what it
+    held and which of its entries no longer occur; each run first (as the command that does it),
+    and the files asked for that nothing reached; then each compile site with what became of it,
+    and the counts, each saying what it counts. ``analysed``: the reports before the baseline left
+    out what it holds, whose compile sites found it."""
     lines: list[str] = []
     for run, analysis in runs or []:
         how = "ok" if analysis.status == "ok" else analysis.status
@@ -37,7 +38,7 @@ def render(
     for report in reports:
         path = relative(report.path)
         for brk in report.breaks:
-            fix = fixes.get((report.path, brk.key))
+            fix = applied.get((report.path, brk.key))
             mark = ""
             if fix is not None and fix.safe:
                 mark = "[*] "

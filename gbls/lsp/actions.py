@@ -39,6 +39,8 @@ SHOW_LOCATION = "gbls.showLocation"
 # What editor.codeActionsOnSave asks for: "source.fixAll" takes every linter's, "source.fixAll.gbls" gbls's.
 FIX_ALL = f"{lsp.CodeActionKind.SourceFixAll.value}.gbls"
 ReportOf = Callable[[str], FileReport | None]
+# The file whose analysis found a break shown in the file given: the one its fixes are made for.
+AnalysedOf = Callable[[BreakReport, str], str]
 
 
 def _uri(path: str) -> str:
@@ -89,25 +91,31 @@ def suppression_actions(
     return actions
 
 
-# Why re-analysis refused a fix of a break of the analysed file given; None: not refused (yet).
-Refused = Callable[[Fix, BreakReport, str], str | None]
+# What re-analysis made of a fix of a break: whether its verdict is known, and why it refused it
+# (None: proven).
+Verdicts = Callable[[Fix, BreakReport], tuple[bool, str | None]]
 NO_CANDIDATE = "gbls's catalogue has no fix for this break in code of this shape"
 
 
 def offer(
-    brk: BreakReport, analysed: str, sources: Sources, folders: list[str], refused: Refused
+    brk: BreakReport, analysed: str, sources: Sources, folders: list[str], verdicts: Verdicts
 ) -> tuple[str | None, str]:
-    """What the hover says to do about ``brk``, a break of the file ``analysed``: the title of the
-    first fix re-analysis has not refused; else None, and why there is no fix."""
+    """What the hover says to do about ``brk``, a break of the file ``analysed``: the title of its
+    first quick fix (``policy.in_order``: the one fix all applies, else the first proven); else None,
+    and why there is none."""
+    ordered = policy.in_order(
+        brk, analysed, sources, folders, lambda fix, b, _: verdicts(fix, b) == (True, None)
+    )
+    if ordered:
+        return ordered[0].title, ""
     candidates = policy.for_break(brk, analysed, sources, folders)
-    reasons = [(fix, refused(fix, brk, analysed)) for fix in candidates]
-    for fix, reason in reasons:
-        if reason is None:
-            return fix.title, ""
-    if not reasons:
+    if not candidates:
         return None, NO_CANDIDATE
-    fix, reason = reasons[0]
-    return None, f"re-analysis refused every fix gbls has for it ({fix.title}: {reason})"
+    refused = [(fix, why) for fix in candidates for known, why in [verdicts(fix, brk)] if known]
+    if len(refused) < len(candidates):
+        return None, "none of gbls's fixes for it is proven yet"
+    fix, why = refused[0]
+    return None, f"re-analysis refused every fix gbls has for it ({fix.title}: {why})"
 
 
 def fix_action(
@@ -311,10 +319,12 @@ def code_actions(
     snippets: bool = False,
     keep: policy.Keep | None = None,
     keep_recompile: KeepRecompile | None = None,
+    analysed_of: AnalysedOf = lambda brk, path: path,
 ) -> list[lsp.CodeAction | lsp.Command]:
     """Fixes and suppressions for the gbls diagnostics in ``diagnostics``, and ``fullgraph=True`` for
     break-free compiled functions of ``path`` under ``selection``. Fixes only edit the analysed file
-    and files in the workspace ``folders``, and are those ``keep`` keeps (the proven ones)."""
+    (``analysed_of``: that of the analysis that found the break) and files in the workspace
+    ``folders``, and are those ``keep`` keeps (the proven ones), the one fix all applies first."""
     actions: list[lsp.CodeAction | lsp.Command] = []
     for diagnostic in diagnostics:
         if diagnostic.source == "gbls":
@@ -325,14 +335,15 @@ def code_actions(
         found = _break_of(diagnostic.data, report_of) if diagnostic.source == "gbls" else None
         if found is None:
             continue
-        analysed, brk = found
-        for index, fix in enumerate(policy.for_break(brk, analysed.path, sources, folders, keep)):
+        brk = found[1]
+        proven = keep or (lambda fix, b, analysed: True)
+        for index, fix in enumerate(policy.in_order(brk, analysed_of(brk, path), sources, folders, proven)):
             actions.append(fix_action(fix, sources, diagnostic, preferred=index == 0, snippets=snippets))
         at_split = isinstance(diagnostic.data, dict) and diagnostic.data["kind"] == "split"
         if at_split:
             actions.append(_go_to(Location(brk.path, brk.root.function, brk.span), "the root cause", sources))
         elif brk.split is not None:
-            actions.append(_go_to(brk.split, f"where the graph of {brk.function} splits", sources))
+            actions.append(_go_to(brk.split, f"where the graph of {brk.split_graph} splits", sources))
         here = brk.split if at_split and brk.split is not None else Location(brk.path, brk.function, brk.span)
         actions += suppression_actions(brk, here, sources, diagnostic)
     source = sources.text(path)
@@ -356,17 +367,24 @@ def fix_all(
     reports: list[FileReport],
     sources: Sources,
     folders: list[str],
-    keep: policy.Keep | None = None,
+    keep: policy.Keep,
+    is_open: Callable[[str], bool] = lambda path: True,
+    annotations: bool = False,
 ) -> lsp.CodeAction | None:
-    """What ``gbls check --fix`` changes for ``path``: the safe preferred fix of each break of
-    ``reports`` shown in ``path`` (its edits wherever they are: the flag a break in ``model.py`` needs
-    goes into the ``train.py`` that compiles it), and of each break elsewhere whose edits are all in
-    ``path``; as one action of kind ``source.fixAll.gbls``, None if there is none.
+    """What ``gbls check --fix`` changes for ``path``: the fix ``--fix`` applies (``policy.applied``,
+    of the fixes ``keep`` says are proven) of each break of ``reports`` shown in ``path`` (its edits
+    wherever they are: the flag a break in ``model.py`` needs goes into the ``train.py`` that
+    compiles it), and of each break elsewhere whose edits are all in ``path``; as one action of kind
+    ``source.fixAll.gbls``, None if there is none.
+
+    A file it changes that is not open (``is_open``), which an editor would change and save unseen,
+    is named in its title; where the client takes change annotations (``annotations``), its edits
+    are annotated as needing confirmation, so that the client says so before changing it.
 
     A fix checks the code's shape where the break is in the text as it is now (the call it removes,
     the ``.item()`` it is about), so a report older than an edit cannot make it edit the wrong code.
     """
-    fixes = policy.preferred(reports, sources, folders, keep)
+    fixes = policy.applied(reports, sources, folders, keep)
     shown = {(report.path, brk.key) for report in reports for brk in report.breaks if brk.path == path}
     here = {
         key: fix for key, fix in fixes.items() if key in shown or all(edit.path == path for edit in fix.edits)
@@ -375,8 +393,45 @@ def fix_all(
     if not edits:
         return None
     taken = tuple(edit for in_file in edits.values() for edit in in_file)
-    every = Fix("gbls: apply the safe fixes (as gbls check --fix)", taken, safe=True)
-    return fix_action(every, sources, None, preferred=False, kind=FIX_ALL)
+    closed = [edited for edited in edits if edited != path and not is_open(edited)]
+    names = ", ".join(os.path.basename(edited) for edited in closed)
+    title = "gbls: apply the safe fixes (as gbls check --fix)" + (
+        f", changing {names} (not open)" * bool(closed)
+    )
+    action = fix_action(Fix(title, taken, safe=True), sources, None, preferred=False, kind=FIX_ALL)
+    if closed and annotations:
+        action.edit = _confirmed(action.edit, {_uri(edited) for edited in closed}, names)
+    return action
+
+
+NOT_OPEN = "gbls.notOpen"
+
+
+def _confirmed(edit: lsp.WorkspaceEdit | None, closed: set[str], names: str) -> lsp.WorkspaceEdit:
+    """``edit`` (of plain text edits) with its edits of the files ``closed`` (``names``) annotated
+    as needing the user's confirmation: the client shows them before it changes those files."""
+    assert edit is not None and edit.changes is not None
+    return lsp.WorkspaceEdit(
+        document_changes=[
+            lsp.TextDocumentEdit(
+                lsp.OptionalVersionedTextDocumentIdentifier(uri, version=None),
+                [
+                    lsp.AnnotatedTextEdit(annotation_id=NOT_OPEN, range=e.range, new_text=e.new_text)
+                    for e in changes
+                ]
+                if uri in closed
+                else list(changes),
+            )
+            for uri, changes in edit.changes.items()
+        ],
+        change_annotations={
+            NOT_OPEN: lsp.ChangeAnnotation(
+                label=f"gbls fix all changes {names}, which is not open",
+                needs_confirmation=True,
+                description="the fix of a break shown in this file is made in the file that compiles it",
+            )
+        },
+    )
 
 
 def requested_actions(
@@ -388,8 +443,11 @@ def requested_actions(
     reports: Callable[[], list[FileReport]],
     folders: list[str],
     snippets: bool,
-    keep: policy.Keep | None = None,
+    keep: policy.Keep,
     keep_recompile: KeepRecompile | None = None,
+    analysed_of: AnalysedOf = lambda brk, path: path,
+    is_open: Callable[[str], bool] = lambda path: True,
+    annotations: bool = False,
 ) -> list[lsp.CodeAction | lsp.Command]:
     """The actions a code action request for ``selection`` of ``path`` asks for: quick fixes (see
     ``code_actions``) and fix all (of every report of ``reports()``), as ``context.only`` has it."""
@@ -411,8 +469,9 @@ def requested_actions(
             snippets,
             keep,
             keep_recompile,
+            analysed_of,
         )
     if asked(FIX_ALL):  # a source action: only on request (on save, or from the Source Action menu)
-        every = fix_all(path, reports(), sources, folders, keep)
+        every = fix_all(path, reports(), sources, folders, keep, is_open, annotations)
         found += [every] if every is not None else []
     return found

@@ -169,12 +169,23 @@ class GblsServer(LanguageServer):
         sources = Sources(self.text_of)
         return Where(path, self.session.folder_of(path), links, self.notebooks.cell_line, sources.qualname)
 
+    def analysed_of(self, brk: BreakReport, path: str) -> str:
+        """The file whose analysis found ``brk``, shown in the file ``path``: its fixes are made and
+        proven for that analysis (the flag an ``.item()`` in ``model.py`` needs goes into the
+        ``train.py`` that compiles it). The file's own analysis first; ``path`` if none has it."""
+        having = [
+            report.path
+            for report in self.reports()
+            if any((b.path, b.key) == (brk.path, brk.key) for b in report.breaks)
+        ]
+        return path if path in having or not having else having[0]
+
     def fix_of(self, path: str) -> FixOf:
-        """Each break's preferred fix not refused by its proof, for the file ``path`` (what to do
-        first), or why it has none."""
+        """Each break's first proven fix, for the file ``path`` (what to do first: the first quick
+        fix), or why it has none."""
         sources = Sources(self.text_of)
-        refused = lambda fix, brk, analysed: self.proven.why_not(fix, brk, sources)  # noqa: E731
-        return lambda brk: offer(brk, path, sources, self.session.folders, refused)
+        verdicts = lambda fix, brk: self.proven.proofs.known(fix, brk, sources)  # noqa: E731
+        return lambda brk: offer(brk, self.analysed_of(brk, path), sources, self.session.folders, verdicts)
 
     # -- the worker -----------------------------------------------------------------------------
 

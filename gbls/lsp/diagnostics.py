@@ -78,7 +78,7 @@ def _related(brk: BreakReport, lines_of: LinesOf) -> list[lsp.DiagnosticRelatedI
     last = len(brk.chain) - 1
     for index, location in enumerate(brk.chain):
         if index == brk.cause.split:
-            text = f"the graph of {brk.function} splits here"
+            text = f"the graph of {brk.split_graph} splits here"
         elif index == 0 and brk.nested:
             text = f"{brk.function} calls here: a nested graph break keeps its code in the graphs"
         elif index == 0:
@@ -268,7 +268,7 @@ def split_diagnostics(report: FileView, source: str, lines_of: LinesOf) -> list[
         found.append(
             lsp.Diagnostic(
                 range=to_range(brk.split.span, lines),
-                message=f"the graph of `{brk.function}` splits here: {brk.title} at {where}{via}{effect}"
+                message=f"the graph of `{brk.split_graph}` splits here: {brk.title} at {where}{via}{effect}"
                 + imported_from(brk.provenance),
                 severity=lsp.DiagnosticSeverity.Information,
                 code=brk.code,

@@ -65,8 +65,7 @@ class Proven:
 
     def holds(self, fix: Fix, brk: BreakReport, sources: Sources) -> bool:
         """Whether ``fix`` of ``brk`` is proven on the texts as they are."""
-        known, verdict = self.proofs.known(fix, brk, sources)
-        return known and verdict is None
+        return self.proofs.holds(fix, brk, sources)
 
     def holds_recompile(self, fix: Fix, found: RecompileReport, sources: Sources) -> bool:
         """Whether ``fix`` of the recompilation report ``found`` is proven on the texts as they are."""

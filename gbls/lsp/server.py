@@ -205,6 +205,9 @@ def create_server() -> GblsServer:
             snippets=bool(edits and edits.snippet_edit_support),
             keep=lambda fix, brk, analysed: ls.proven.holds(fix, brk, sources),
             keep_recompile=lambda fix, found: ls.proven.holds_recompile(fix, found, sources),
+            analysed_of=ls.analysed_of,
+            is_open=lambda edited: ls.open_document(ls.uri_of(edited)) is not None,
+            annotations=bool(edits and edits.change_annotation_support),
         )
         if found_cell is not None:
             return notebooks.cell_actions(*found_cell, found)

@@ -9,6 +9,7 @@ texts it was made on, and kept.
 
 from __future__ import annotations
 
+import asyncio
 import functools
 import hashlib
 import os
@@ -16,6 +17,7 @@ import shutil
 import tempfile
 from collections.abc import Awaitable, Callable, Sequence
 
+from ..engine.cache import code_key
 from ..engine.fixes import policy
 from ..engine.fixes.edits import Fix, apply
 from ..engine.fixes.proof import (
@@ -30,7 +32,7 @@ from ..engine.fixes.proof import (
 )
 from ..engine.model import BreakKey, BreakReport, FileReport, RecompileReport
 from ..engine.sources import Sources
-from ..engine.store import FOLDER
+from ..engine.store import FOLDER, Store, code_digest, lookup
 from .session import Session, analyse
 
 Verdict = str | None  # None: proven; else why not, in words
@@ -38,22 +40,42 @@ Verdict = str | None  # None: proven; else why not, in words
 Reanalyse = Callable[[str, str, str], Awaitable[FileReport]]
 
 
+# Where a verdict is kept across sessions, for the proof of the analysis given whose inputs are
+# digested in the string given: the persistent cache's store and the verdict's lookup key; None: not kept.
+Keeping = Callable[[FileReport, str], Awaitable[tuple[Store, str] | None]]
+
+
 def of_session(session: Session) -> Proofs:
-    """Proofs by ``session``'s worker, with its settings."""
+    """Proofs by ``session``'s worker, with its settings; their verdicts kept in its persistent cache."""
 
     async def reanalyse(path: str, text: str, workspace: str) -> FileReport:
         folder = workspace or session.folder_of(path)
         worker, settings = session.worker_for(path), session.settings_for(path)
         return await analyse(worker, path, text, settings, folder, session.text_of)
 
-    return Proofs(reanalyse)
+    async def keeping(before: FileReport, proof: str) -> tuple[Store, str] | None:
+        persistent = session.persistent
+        if persistent is None:
+            return None
+        path = before.path
+        workspace, settings = session.folder_of(path), session.settings_for(path)
+
+        def work() -> tuple[Store, str] | None:
+            # What the analysis was made with (gbls, the interpreter, the settings), as its own key has it.
+            analysis = persistent.key(settings, path, workspace, None, session.cwd or workspace)
+            return (persistent.store(workspace), lookup(proof=proof, analysis=analysis)) if analysis else None
+
+        return await asyncio.to_thread(work)
+
+    return Proofs(reanalyse, keeping)
 
 
 class Proofs:
     """The verdicts of the fixes of one session's analyses."""
 
-    def __init__(self, reanalyse: Reanalyse) -> None:
+    def __init__(self, reanalyse: Reanalyse, keeping: Keeping | None = None) -> None:
         self.reanalyse = reanalyse
+        self.keeping = keeping
         # By the fix, the break it is for (one fix can be offered for several: a library call that
         # breaks in three places, moved out whole) and the texts it edits.
         self.verdicts: dict[tuple[Fix, Signature, str], Verdict] = {}
@@ -64,13 +86,46 @@ class Proofs:
         key = (fix, signature(brk), _fingerprint(fix, sources))
         return (key in self.verdicts, self.verdicts.get(key))
 
+    def holds(self, fix: Fix, brk: BreakReport, sources: Sources) -> bool:
+        """Whether ``fix`` of ``brk`` is proven on the texts as ``sources`` has them."""
+        return self.known(fix, brk, sources) == (True, None)
+
     async def prove(self, fix: Fix, brk: BreakReport, before: FileReport, sources: Sources) -> Verdict:
         """Why ``fix`` of ``brk``, a break of the analysis ``before``, is not proven; None when it is.
         Raises ``Undecided`` when the re-analysis could not tell (the next call tries again)."""
         key = (fix, signature(brk), _fingerprint(fix, sources))
         if key not in self.verdicts:
-            self.verdicts[key] = await self._prove(fix, brk, before, sources)
+            prove = functools.partial(self._prove, fix, brk, before, sources)
+            self.verdicts[key] = await self._kept(key, before, sources, prove)
         return self.verdicts[key]
+
+    async def _kept(
+        self,
+        key: tuple[Fix, Signature, str],
+        before: FileReport,
+        sources: Sources,
+        prove: Callable[[], Awaitable[Verdict]],
+    ) -> Verdict:
+        """The verdict the persistent cache kept for ``key`` on these texts, else ``prove()``'s, kept."""
+        # The proof's inputs: the fix, its break and the code of every file the fixed program runs,
+        # as the cache keys an analysis (comments and line moves aside: a fix found at a line a
+        # comment moved is the same fix).
+        fix, signed, _ = key
+        paths = sorted({before.path, *before.executed, *(edit.path for edit in fix.edits)})
+        code = [(path, _code(sources.text(path) or "")) for path in paths]
+        edits = [(edit.path, edit.text) for edit in fix.edits]
+        proof = lookup(
+            title=fix.title, edits=edits, proof=fix.proof, changes=fix.changes, signature=signed, code=code
+        )
+        kept = await self.keeping(before, proof) if self.keeping is not None else None
+        if kept is not None:
+            known, verdict = kept[0].verdict(kept[1])
+            if known:
+                return verdict
+        verdict = await prove()
+        if kept is not None:
+            kept[0].keep_verdict(kept[1], verdict)
+        return verdict
 
     def known_recompile(self, fix: Fix, found: RecompileReport, sources: Sources) -> tuple[bool, Verdict]:
         key = (fix, recompile_signature(found), _fingerprint(fix, sources))
@@ -125,6 +180,11 @@ class Proofs:
         return judge(_decided(after))
 
 
+def _code(text: str) -> str:
+    found = code_key(text)
+    return code_digest(found[0]) if found is not None else text
+
+
 def _decided(after: FileReport) -> FileReport:
     if after.failure_kind in UNDECIDED:
         raise Undecided(after.message or after.failure_kind)
@@ -145,10 +205,9 @@ def _fingerprint(fix: Fix, sources: Sources) -> str:
 async def proven_fixes(
     proofs: Proofs, reports: Sequence[FileReport], sources: Sources, folders: list[str], unsafe: bool
 ) -> tuple[policy.Fixes, dict[tuple[str, BreakKey], str]]:
-    """Each break's first offered fix that removes it (safe ones only, unless ``unsafe``) that
-    re-analysis proves, and for each break left without one why its candidates were not proven: a
-    workaround is never chosen."""
-    chosen: policy.Fixes = {}
+    """Each break's fix that ``--fix`` applies (``policy.applied``: safe ones only, unless ``unsafe``;
+    never a workaround), its candidates proven in order until one passes; and for each break left
+    without one why its candidates were not proven."""
     refused: dict[tuple[str, BreakKey], str] = {}
     for report in reports:
         if not provable(report):
@@ -156,17 +215,17 @@ async def proven_fixes(
         for brk in report.breaks:
             why: list[str] = []
             for fix in policy.for_break(brk, report.path, sources, folders):
-                if not fix.removes or not (fix.safe or unsafe):
+                if not policy.applies(fix, unsafe):
                     continue
                 try:
                     verdict = await proofs.prove(fix, brk, report, sources)
                 except Undecided as error:
                     verdict = f"the re-analysis could not tell ({error})"
                 if verdict is None:
-                    chosen[(report.path, brk.key)] = fix
                     break
                 why.append(f"{fix.title}: {verdict}")
             else:
                 if why:
                     refused[(report.path, brk.key)] = "; ".join(why)
-    return chosen, refused
+    proven = lambda fix, brk, analysed: proofs.holds(fix, brk, sources)  # noqa: E731
+    return policy.applied(reports, sources, folders, proven, unsafe), refused

@@ -62,6 +62,8 @@ def moved(output: str, lines: int) -> str:
 def test_a_second_check_is_served_from_the_cache_until_the_code_changes(project: Path) -> None:
     first = gbls(project, "check", "train.py")
     assert first.returncode == 1 and "model.py:13:" in first.stdout, first.stderr
+    # What is fixable is proven by re-analysis: the proofs' verdicts are kept with the analyses.
+    assert "[*] 1 fixable with `gbls check --fix`." in first.stdout
     assert worker_ran(first) and SERVED not in first.stderr
     assert (project / ".gbls_cache" / ".gitignore").read_text().splitlines()[-1] == "*"
 
@@ -109,6 +111,8 @@ def test_another_torch_analyses_again(project: Path) -> None:
 def test_a_run_is_served_from_the_cache_until_its_environment_changes(project: Path) -> None:
     first = gbls(project, "run", "train.py")
     assert first.returncode == 1 and "model.py:13:" in first.stdout, first.stderr
+    # No fix of a run's is proven (the fixed file alone does not run as the run does): none fixable.
+    assert " [*] " not in first.stdout and "fixable" not in first.stdout
     second = gbls(project, "run", "train.py")
     assert served(second) and (second.stdout, second.returncode) == (first.stdout, first.returncode)
     other = gbls(project, "run", "--env", "SEED=1", "train.py")

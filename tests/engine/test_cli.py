@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import shutil
 import subprocess
 import sys
 from collections.abc import Callable
@@ -263,3 +264,21 @@ def test_recompilations_in_sarif_and_github_annotations(runs: Runs) -> None:
     assert github.stdout.startswith(
         "::warning title=gbls (recompile),file=tests/fixtures/recompiles/shapes.py,line=10,col=11,"
     )
+
+
+def test_what_is_marked_fixable_is_what_fix_fixes(tmp_path: Path) -> None:
+    """``[*]`` and the fixable count are the fixes ``--fix`` applies, proven by re-analysis: after
+    ``--fix`` nothing it fixed is left, and nothing left is said fixable that it did not fix."""
+    for name in ("checked", "fixed"):
+        shutil.copy(FIXTURES / "fixes" / "fix_all.py", tmp_path / f"{name}.py")
+    checked = gbls(str(tmp_path / "checked.py"))
+    fixed = gbls("--fix", str(tmp_path / "fixed.py"))
+    said, _ = checked.communicate(timeout=600)
+    after, _ = fixed.communicate(timeout=600)
+    marked = [line.split()[1] for line in said.splitlines() if " [*] " in line]
+    assert marked == ["GB0025", "GB0124"] and "[*] 2 fixable with `gbls check --fix`." in said
+    applied = [line.split()[1] for line in after.splitlines() if line.startswith("Fixed ")]
+    assert applied == marked, after
+    assert " [*] " not in after and "fixable with" not in after
+    left = [line.split()[1] for line in after.splitlines() if line.startswith(f"{tmp_path / 'fixed.py'}:")]
+    assert left == ["GB0059"]

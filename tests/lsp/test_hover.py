@@ -55,7 +55,7 @@ def hover(report: FileReport, path: Path, code: str, where: Where | None = None)
         at.line,
         at.column,
         where or Where(str(path), str(FIXTURES)),
-        lambda b: offer(b, str(path), sources, [str(FIXTURES)], lambda fix, brk, analysed: None),
+        lambda b: offer(b, str(path), sources, [str(FIXTURES)], lambda fix, brk: (True, None)),
         tuple(f for f in report.functions if f.path != str(path)),  # as the server's compiled_elsewhere
     )
     assert markdown is not None
@@ -194,3 +194,26 @@ async def test_a_callee_run_as_a_frame_of_its_own_is_said_so_not_nested(analyse_
     assert (
         "**Chain:** `Net.forward` (line 21) → `summarize` (line 11): the cause (the graph splits" in markdown
     )
+
+
+async def test_a_callee_run_as_a_frame_of_its_own_is_the_graph_its_break_splits(
+    analyse_file: Analyse,
+) -> None:
+    """The diagnostic's related line where the graph splits names the graph the hover says the break
+    splits (``summarize``'s, its frame of its own, where torch's log has the break in summarize's
+    resume function: see the test above), not the compiled module's."""
+    path = FIXTURES / "hover" / "own_frame.py"
+    report = await analyse_file(path)
+    view = views.by_file(report)[str(path)]
+    lines = Sources(read_source).lines
+    (item,) = [d for d in file_diagnostics(view, path.read_text(), "warning", lines) if d.code == "GB0124"]
+    related = [info.message for info in item.related_information or []]
+    (brk,) = [b for b in view.breaks if b.code == "GB0124"]
+    graph = "summarize" if brk.own_frame else "Net"  # torch 2.6 translates summarize inline
+    assert [message for message in related if "splits here" in message] == [
+        f"the graph of {graph} splits here"
+    ]
+    said = hover(
+        report, path, "GB0124", Where(str(path), str(FIXTURES), qualname=Sources(read_source).qualname)
+    )
+    assert ("this break splits `summarize`'s graph" in said) == bool(brk.own_frame)

@@ -2,8 +2,8 @@
 fresh after every save, whatever file is open.
 
 Three workspace folders, each a copy of a fixture project: ``twofile`` (no run configured: its
-``train.py`` imports ``model.py`` and compiles the model), ``edited`` (another copy of it, the one a
-test fixes: the tests run in any order) and ``trainer`` (a run configured in its pyproject.toml, with
+``train.py`` imports ``model.py`` and compiles the model), ``edited`` and ``fixed`` (other copies of it,
+the ones tests edit: the tests run in any order) and ``trainer`` (a run configured in its pyproject.toml, with
 flags, a config and data read relative to the folder).
 """
 
@@ -21,12 +21,20 @@ import torch
 from lsprotocol import types as lsp
 from pytest_lsp import ClientServerConfig, LanguageClient, client_capabilities
 
+from gbls.lsp.markdown import prose
+
 from ..support import FIXTURES
 from ..support.lsp import Recorder, open_and_wait, published_after, recorded, until, uri_of
 
 PROJECTS = FIXTURES / "runs"
 # Workspace folder: fixture. "fresh" is opened by one test only: what a file shows from the start.
-FOLDERS = {"twofile": "twofile", "edited": "twofile", "trainer": "trainer", "fresh": "twofile"}
+FOLDERS = {
+    "twofile": "twofile",
+    "edited": "twofile",
+    "trainer": "trainer",
+    "fresh": "twofile",
+    "fixed": "twofile",
+}
 
 
 @pytest.fixture(scope="session")
@@ -269,3 +277,54 @@ async def test_nothing_stale_is_shown_as_current(client: LanguageClient, project
 
     after = await until(settled, 180)
     assert after[0]["rechecking"] and {s["breaks"] for s in after} == {2}
+
+
+async def test_the_quick_fix_the_hover_and_fix_all_agree_on_the_model_file(
+    client: LanguageClient, projects: Path
+) -> None:
+    """The .item() in model.py, compiled by train.py (never opened): the first quick fix, preferred,
+    is the hover's "To do" and what fix all applies, in train.py, the file that compiles the model;
+    fix all names train.py in its title, not open, and shows it once changed."""
+    model, train = projects / "fixed" / "model.py", projects / "fixed" / "train.py"
+    await model_shows_its_breaks(client, model)
+    (item,) = [d for d in client.diagnostics[uri_of(model)] if d.code == "GB0124"]
+    document = lsp.TextDocumentIdentifier(uri_of(model))
+    found = await client.text_document_code_action_async(
+        lsp.CodeActionParams(
+            document, item.range, lsp.CodeActionContext(diagnostics=[item], only=["quickfix"])
+        )
+    )
+    fixes = [
+        a
+        for a in found or []
+        if isinstance(a, lsp.CodeAction) and a.edit is not None and not a.title.startswith("Suppress")
+    ]
+    first = fixes[0]
+    assert (first.title, first.is_preferred) == ("Enable torch._dynamo.config.capture_scalar_outputs", True)
+    assert first.edit is not None and list(first.edit.changes or {}) == [uri_of(train)]
+    hover = await client.text_document_hover_async(lsp.HoverParams(document, item.range.start))
+    assert hover is not None and isinstance(hover.contents, lsp.MarkupContent)
+    assert hover.contents.value.startswith(f"**To do:** {prose(first.title)}. "), hover.contents.value
+    every = await client.text_document_code_action_async(
+        lsp.CodeActionParams(
+            document,
+            lsp.Range(lsp.Position(0, 0), lsp.Position(0, 0)),
+            lsp.CodeActionContext(diagnostics=[], only=["source.fixAll.gbls"]),
+        )
+    )
+    (fix_all,) = every or []
+    assert isinstance(fix_all, lsp.CodeAction)
+    assert fix_all.title == "gbls: apply the safe fixes (as gbls check --fix), changing train.py (not open)"
+    # The print's fixes are unsafe: fix all applies the .item()'s alone, asking before it changes
+    # train.py (VS Code previews an edit that needs confirmation).
+    assert fix_all.edit is not None and fix_all.edit.document_changes is not None
+    (changed,) = fix_all.edit.document_changes
+    assert isinstance(changed, lsp.TextDocumentEdit) and changed.text_document.uri == uri_of(train)
+    assert [(e.range, getattr(e, "new_text", None)) for e in changed.edits] == [
+        (e.range, e.new_text)
+        for e in first.edit.changes[uri_of(train)]  # type: ignore[index]
+    ]
+    annotations = fix_all.edit.change_annotations or {}
+    assert {getattr(e, "annotation_id", None) for e in changed.edits} == set(annotations)
+    (annotation,) = annotations.values()
+    assert annotation.needs_confirmation and "train.py, which is not open" in annotation.label

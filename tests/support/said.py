@@ -50,7 +50,7 @@ def _file(report: FileView, sources: Sources, folder: str, report_of: Any) -> It
     where = Where(report.path, folder)
 
     def fix_of(brk: Any) -> tuple[str | None, str]:
-        return offer(brk, report.path, sources, [folder], lambda fix, brk, analysed: None)
+        return offer(brk, report.path, sources, [folder], lambda fix, brk: (True, None))
 
     diagnostics = file_diagnostics(report, source, "warning", sources.lines)
     for diagnostic in diagnostics:

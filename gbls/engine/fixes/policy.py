@@ -7,9 +7,13 @@ that keeps the program's meaning comes first: the fixes that remove the break be
 workarounds that keep it (running code eagerly, moving the split), those that keep the program's
 output before those that drop some of it, the safe ones (they keep what the code computes for
 any input) first among them; each kind in the catalogue's order, the most direct first. The first
-offered is the preferred one: the editor marks it ``isPreferred``, the CLI reports it as the
-break's fix, and ``--fix`` applies it when it is safe. A workaround is never applied by ``--fix``
-or fix-all.
+offered is the preferred one.
+
+What is applied is one rule too (``applied``), read from the proofs' verdicts (a fix is proven when
+re-analysis shows it removes its break and keeps the program's meaning): each break's first offered
+fix that removes it, is safe (any, with ``--unsafe-fixes``) and is proven. It is what ``gbls check``
+marks ``[*]`` and counts as fixable, what ``--fix`` and the editor's fix all apply, the editor's
+preferred quick fix and the hover's "To do" (``in_order``). A workaround is never applied.
 """
 
 from __future__ import annotations
@@ -66,18 +70,64 @@ def preferred(
     return found
 
 
+def applies(fix: Fix, unsafe: bool = False) -> bool:
+    """Whether ``--fix`` may take ``fix`` once proven: it removes its break and is safe (or any such,
+    ``unsafe``)."""
+    return fix.removes and (fix.safe or unsafe)
+
+
+def first_applied(
+    brk: BreakReport, analysed: str, sources: Sources, folders: list[str], proven: Keep, unsafe: bool = False
+) -> Fix | None:
+    """The fix ``--fix`` applies for ``brk``, a break of the file ``analysed``: its first offered fix
+    that ``applies`` and that ``proven`` says re-analysis proved."""
+    return next(
+        (
+            fix
+            for fix in for_break(brk, analysed, sources, folders)
+            if applies(fix, unsafe) and proven(fix, brk, analysed)
+        ),
+        None,
+    )
+
+
+def applied(
+    reports: Sequence[FileReport], sources: Sources, folders: list[str], proven: Keep, unsafe: bool = False
+) -> Fixes:
+    """Each break's fix that ``--fix`` (``--unsafe-fixes``: ``unsafe``) and fix all apply, that
+    ``gbls check`` marks ``[*]``: ``first_applied``."""
+    found: Fixes = {}
+    for report in reports:
+        for brk in report.breaks:
+            fix = first_applied(brk, report.path, sources, folders, proven, unsafe)
+            if fix is not None:
+                found[(report.path, brk.key)] = fix
+    return found
+
+
+def in_order(
+    brk: BreakReport, analysed: str, sources: Sources, folders: list[str], proven: Keep
+) -> list[Fix]:
+    """The proven fixes of ``brk``, a break of the file ``analysed``, as the editor offers them: the
+    one fix all applies first (the preferred quick fix, the hover's "To do"), then the others in
+    the policy's order."""
+    offered = for_break(brk, analysed, sources, folders, proven)
+    taken = next((fix for fix in offered if applies(fix)), None)
+    return offered if taken is None else [taken, *(fix for fix in offered if fix != taken)]
+
+
 def safe_edits(
-    reports: Sequence[FileReport], fixes: Fixes, unsafe: bool = False
+    reports: Sequence[FileReport], fixes: Fixes
 ) -> tuple[dict[str, list[Edit]], list[tuple[str, BreakReport, Fix]]]:
-    """What ``--fix`` applies: the edits by file of each break's fix in ``fixes`` where it removes the
-    break and is safe (or any such, ``unsafe``), each edit once, leaving out a fix that overlaps one
-    taken before it; and the (analysed file, break, fix) of each fix taken."""
+    """What ``--fix`` applies of the breaks' fixes ``fixes`` (``applied``): their edits by file, each
+    edit once, leaving out a fix that overlaps one taken before it; and the (analysed file, break,
+    fix) of each fix taken."""
     edits: dict[str, list[Edit]] = {}
     taken: list[tuple[str, BreakReport, Fix]] = []
     for report in reports:
         for brk in report.breaks:
             fix = fixes.get((report.path, brk.key))
-            if fix is None or not fix.removes or not (fix.safe or unsafe):
+            if fix is None:
                 continue
             new = [e for e in fix.edits if e not in edits.get(e.path, [])]
             if any(e.span.overlaps(other.span) for e in new for other in edits.get(e.path, [])):
