@@ -81,6 +81,7 @@ export function clientOptions(options: ClientOptions): LanguageClientOptions {
             // "unchanged": the pulls' collection has the pushes' name ("gbls"), one owner in VS Code,
             // and a full report, even empty, would replace the pushed diagnostics.
             provideDiagnostics: () => ({ kind: vsdiag.DocumentDiagnosticReportKind.unChanged, resultId: 'push' }),
+            provideWorkspaceDiagnostics: () => ({ items: [] }),
         },
     };
 }

@@ -140,5 +140,11 @@ test('no pull of diagnostics reaches the server: it keeps pushing them, as the r
         return undefined;
     });
     assert.deepEqual(report, { kind: 'unChanged', resultId: 'push' });
+    const reporter = () => undefined;
+    const workspace = await middleware?.provideWorkspaceDiagnostics?.([], token, reporter, (...given) => {
+        asked.push(given);
+        return undefined;
+    });
+    assert.deepEqual(workspace, { items: [] });
     assert.deepEqual(asked, []);
 });
