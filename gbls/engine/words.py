@@ -5,7 +5,8 @@ Dynamo explains a break with its own names: the resume function it runs the rest
 by), the ATen operator a data-dependent call became (``aten._local_scalar_dense.default`` for
 ``np.random.rand()``, ``.item()``, ``float(x)``; ``aten.nonzero.default``). The user wrote a function
 and a call: a resume function is its function, resumed after the break at its line, and the
-operator is the call at the break's root, as written, else the torch function it is.
+operator is the call at the break's root, as written, else the torch function it is. Its flag for
+keyword arguments (``(has_kwargs False)``, after a builtin's argument types) is said, where true.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ RESUMED = re.compile(RESUME.pattern.rstrip("$"))
 OPERATOR = re.compile(r"(?:Operator )?`?\baten\.(\w+)(?:\.(\w+))?`?")
 # The operators whose torch function is not their name.
 TORCH_NAMES = {"_local_scalar_dense": "a tensor's value read as a Python number (`.item()`)"}
+KEYWORDS = re.compile(r" \(has_kwargs (True|False)\)")
 
 
 def resumed(text: str) -> str:
@@ -39,7 +41,12 @@ def operators(text: str, call: str) -> str:
     return OPERATOR.sub(named, text)
 
 
+def keywords(text: str) -> str:
+    """``(has_kwargs True)`` as ``and keyword arguments``; nothing for ``(has_kwargs False)``."""
+    return KEYWORDS.sub(lambda found: " and keyword arguments" if found.group(1) == "True" else "", text)
+
+
 def said(text: str, call: str) -> str:
     """Dynamo's ``text`` about a break with its names as the user wrote them; ``call``: the break's
     root cause as written ("" where Python gives no columns)."""
-    return operators(resumed(text), call)
+    return keywords(operators(resumed(text), call))

@@ -60,7 +60,7 @@ def titles(fixes: list[Fix]) -> list[str]:
 
 async def test_print_from_the_graph(analyse_file: Analyse, tmp_path: Path) -> None:
     copy = Copy(analyse_file, tmp_path, "printed.py")
-    title = "Print from the graph with torch._higher_order_ops.print"
+    title = "Print from the graph: torch._higher_order_ops.print"
     _, fixes = await copy.offered()
     if not HAS_PRINT_HOP:
         assert title not in titles(fixes)

@@ -31,3 +31,9 @@ def test_an_operator_is_the_call_the_user_wrote_else_its_torch_function() -> Non
     assert words.said(explanation, "").startswith("a tensor's value read as a Python number (`.item()`) has")
     said = words.said("Operator `aten.nonzero.default`'s output shape", "")
     assert said == "`torch.nonzero`'s output shape"
+
+
+def test_the_flag_for_keyword_arguments_is_said_where_true() -> None:
+    text = "Dynamo does not know how to trace builtin operator `print` with argument types ['str', 'Size']"
+    assert words.said(f"{text} (has_kwargs False)", "") == text
+    assert words.said(f"{text} (has_kwargs True)", "") == f"{text} and keyword arguments"

@@ -89,7 +89,7 @@ def print_in_graph(brk: BreakReport, here: str, sources: Sources) -> Fix | None:
     if torch is None:
         line = after_imports(tree)
         edits.append(Edit(brk.root.path, Span(line, 0, line, 0), "import torch\n"))
-    return Fix("Print from the graph with torch._higher_order_ops.print (the same output)", tuple(edits))
+    return Fix("Print from the graph: torch._higher_order_ops.print", tuple(edits))
 
 
 def ignore_logging(brk: BreakReport, here: str, sources: Sources) -> Fix | None:
