@@ -12,6 +12,7 @@ import {
 } from 'vscode-languageclient/node';
 import { serverCommand } from './debug';
 import { ClientPlan, serves } from './folders';
+import { routeHover } from './hovers';
 import { routeLenses } from './lenses';
 import { serverSettings } from './settings';
 
@@ -75,6 +76,12 @@ export function clientOptions(options: ClientOptions): LanguageClientOptions {
                 },
             },
             provideCodeLenses: async (document, token, next) => routeLenses(await next(document, token)),
+            provideHover: async (document, position, token, next) => {
+                const related = vscode.languages
+                    .getDiagnostics(document.uri)
+                    .some((d) => d.source === 'gbls' && d.range.contains(position) && d.relatedInformation?.length);
+                return routeHover(await next(document, position, token), related === true);
+            },
             // The server serves pulls, but this extension keeps its push: the window shows its last
             // diagnostics until the server's push replaces them (restore.ts), which a pull would not.
             // A pull never reaches the server, which then never stops pushing. Its answer is

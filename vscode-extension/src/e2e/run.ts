@@ -388,6 +388,18 @@ async function hoverSquiggle(page: Page, line: RegExp): Promise<{ hover: Locator
     return hoverAt(page, target.x, target.y);
 }
 
+// The hover of `word` once the break's fixes are proven: before, it says that none is yet.
+async function provenHover(page: Page, line: RegExp, word: string): Promise<{ hover: Locator; text: string }> {
+    return until('the hover to give the proven fix', ANALYSED, async () => {
+        const shown = await hoverWord(page, line, word);
+        if (shown.text.includes('proven yet')) {
+            await hideHover(page);
+            return undefined;
+        }
+        return shown;
+    });
+}
+
 // VS Code's hover at its default size holds it all: the diagnostic and gbls's markdown.
 async function checkFits(hover: Locator): Promise<void> {
     const hidden = await hover
@@ -517,7 +529,7 @@ async function trustedScenario(page: Page, workspace: string): Promise<void> {
     check(split.includes(`Ln ${SPLIT_LINE},`), `the split is not on normalize(y), line ${SPLIT_LINE}: ${split}`);
     await page.keyboard.press('Control+Shift+M'); // close the panel again
 
-    const { hover, text: hoverText } = await hoverWord(page, /print\("normalizing"/, 'print');
+    const { hover, text: hoverText } = await provenHover(page, /print\("normalizing"/, 'print');
     log(`hover: ${hoverText.replace(/\s+/g, ' ').slice(0, 300)}…`);
     check(hoverText.includes(EXPECTED.gbType), `the hover lacks the gb_type: ${hoverText}`);
     check(hoverText.includes(EXPECTED.code), `the hover lacks ${EXPECTED.code}: ${hoverText}`);
@@ -643,7 +655,7 @@ async function projectScenario(page: Page, workspace: string): Promise<void> {
     );
     await page.keyboard.press('Control+Shift+M'); // close the panel again for the screenshot
 
-    const { hover, text } = await hoverWord(page, /print\("mean\sactivation:"/, 'print');
+    const { hover, text } = await provenHover(page, /print\("mean\sactivation:"/, 'print');
     log(`project, hover: ${text.replace(/\s+/g, ' ').slice(0, 300)}…`);
     // TinyNet is compiled in train.py: the hover in model.py tells how it splits all the same.
     for (const expected of [EXPECTED.code, EXPECTED.gbType, 'print', 'How TinyNet splits']) {
@@ -763,6 +775,15 @@ async function oneStory(page: Page, workspace: string): Promise<void> {
     await openFile(page, MODEL);
     await page.locator('.editor-instance .monaco-editor .view-lines').first().click(); // the editor has focus
     await runCommand(page, 'Fix All');
+    // train.py is not open (the explorer's single click replaced its tab): Fix All shows its change
+    // to train.py in the Refactor Preview, unchecked, to be confirmed before anything is written.
+    const preview = page.locator('.bulk-edit-panel');
+    const change = preview.locator('.monaco-list-row', { hasText: TRAIN }).first();
+    await change.waitFor({ timeout: UI });
+    log(`project, Fix All asks first: ${(await preview.innerText()).replace(/\s+/g, ' ')}`);
+    await shoot(page, 'fix-all-confirm');
+    await change.locator('.monaco-checkbox').first().click();
+    await preview.getByRole('button', { name: 'Apply' }).click();
     await openFile(page, TRAIN);
     const fixed = await until('Fix All in model.py to set the flag in train.py', UI, async () => {
         const text = await editorText(page);
