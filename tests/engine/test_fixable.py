@@ -29,16 +29,27 @@ from ..support import FIXTURES
 from ..support.worker import Analyse
 from .test_proofs import proofs_by
 
-# Safe fixes (a flag, a graph_break() removed), unsafe ones (a branch rewritten, a print reordered or
-# removed), one in another file (a decorator dropped in fix_helpers.py), none (a Python value).
+# Every fixture of a break fix: safe fixes (a flag, a graph_break() removed), unsafe ones (a branch
+# rewritten, a print or a warning reordered or removed, a logger's call), one in another file (a
+# decorator dropped in fix_helpers.py), a leaf function, none (a Python value).
 FIXTURES_WITH_FIXES = [
-    "fix_all.py",
-    "item_call.py",
-    "nonzero_call.py",
-    "print_call.py",
+    "branch_cond.py",
+    "branch_skeleton.py",
     "branch_where.py",
     "disabled.py",
+    "explicit_break.py",
+    "fix_all.py",
+    "ifexp_where.py",
+    "item_call.py",
+    "leaf_logging.py",
+    "logger_call.py",
+    "logger_method.py",
+    "nonzero_call.py",
+    "print_call.py",
+    "propagated.py",
+    "return_cond.py",
     "return_scalar.py",
+    "warn_call.py",
 ]
 
 
