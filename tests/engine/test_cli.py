@@ -11,6 +11,8 @@ from pathlib import Path
 
 import pytest
 
+from gbls.engine import words
+
 from ..support import FIXTURES, ROOT
 from ..support.schema import gbls_json
 from ..support.torchlog import logged_breaks
@@ -126,7 +128,8 @@ def test_json_output(runs: Runs) -> None:
         ("log_stats", 5, 5, 28),
     ]
     (logged,) = [entry for entry in logged_breaks(ENGINE / "deep_helpers.py") if entry.stack]
-    assert brk["explanation"] == logged.explanations[0]
+    # torch's explanation, its keyword-argument flag in words.
+    assert brk["explanation"] == words.keywords(logged.explanations[0])
     assert [hint.splitlines()[0] for hint in brk["hints"]] == logged.hints
     assert brk["context"].startswith("builtin print")
 
