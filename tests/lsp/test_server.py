@@ -101,8 +101,7 @@ async def test_hover_on_a_break_and_on_a_function(
     # (the reordering is refused), and printed from the graph the output stays the same. The
     # diagnostic's title is above the hover already.
     assert text.startswith(
-        "**To do:** Print from the graph: torch.\\_higher_order_ops.print. "
-        "**Failed to trace builtin "
+        "**To do:** Print from the graph: torch.\\_higher_order_ops.print. **Failed to trace builtin "
     )
     assert "[GB0059](https://meta-pytorch.github.io/compile-graph-break-site/gb/gb0059.html)" in text
     assert "`print`" in text
