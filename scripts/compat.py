@@ -61,6 +61,8 @@ TESTS = [
     # What each compilation costs and why a size was specialized, against each torch's own metrics;
     # the size fix and the recompile limit's (per call from 2.12, the config before) proven.
     "tests/engine/test_costs.py",
+    # A library's decorated compile sites run through its own tests: every compile id torch logs.
+    "tests/engine/test_decorated_library.py",
     "tests/engine/test_traces.py",  # the trace's and the log's format differs between releases
     # Programs run as their users start them, to their end: torch 2.15 aborted in the autograd
     # engine's threads of a fork (fork.setup._fresh_thread_pool).
