@@ -11,6 +11,7 @@ the same way (same folder, ``-m``), and its folder byte for byte unchanged.
 
 from __future__ import annotations
 
+import os
 import shutil
 import subprocess
 import sys
@@ -26,6 +27,7 @@ from gbls.runtime.workerclient import Worker
 from gbls.settings import Settings
 from gbls.worker.shared.protocol import Run
 
+from ..support import ROOT
 from ..support.torchlog_runs import RunLog
 from .test_runs import PROJECTS, assert_breaks_agree, fingerprint, oracle, run_report
 
@@ -161,6 +163,7 @@ def test_checking_a_model_says_nothing_of_the_scripts_failures_it_ran_to_reach_i
         capture_output=True,
         text=True,
         timeout=600,
+        env=dict(os.environ, PYTHONPATH=str(ROOT)),  # this checkout's gbls, in any interpreter
     )
     assert "error:" not in checked.stdout and "sample.py" not in checked.stdout, checked.stdout
     assert checked.returncode == 1, checked.stdout + checked.stderr  # model.py's break, nothing else
