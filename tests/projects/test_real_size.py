@@ -128,7 +128,7 @@ async def test_a_program_that_lives_in_its_compiled_calls_is_stopped_in_its_own_
             cwd=str(folder),
         )
         assert report.cut is not None and report.cut.span is not None, report.message
-        assert report.cut.span.line in (14, 15), report.cut
+        assert report.cut.span.line in (13, 14, 15), report.cut  # the loop: its `while`, its body
         (scorer,) = report.functions
         assert scorer.analysed and scorer.elided
         assert views.by_file(report)[str(folder / "model.py")].translated
