@@ -263,7 +263,10 @@ async def test_fix_all_in_the_model_file_takes_the_flag_the_compile_site_needs(
         assert action.edit.changes is not None and list(action.edit.changes) == [uri_of(train)]
         edits = list(action.edit.changes[uri_of(train)])
     (edit,) = edits
-    assert edit.new_text == "torch._dynamo.config.capture_scalar_outputs = True\n"
+    assert (
+        isinstance(edit, lsp.TextEdit)
+        and edit.new_text == "torch._dynamo.config.capture_scalar_outputs = True\n"
+    )
 
 
 async def test_nothing_stale_is_shown_as_current(client: LanguageClient, projects: Path) -> None:
