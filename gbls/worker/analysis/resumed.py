@@ -35,10 +35,7 @@ def named(subject: str, code: types.CodeType) -> str:
     """A value the resume function ``code`` received (``___stack0``), as the user wrote it."""
     if not reasons.HELD.search(subject):
         return subject
-    names = _names(code)
-    return reasons.HELD.sub(
-        lambda match: names.get(int(match.group(1) or match.group(2)), (reasons.UNNAMED, None))[0], subject
-    )
+    return reasons.name_held(subject, _names(code))[0]
 
 
 def _names(code: types.CodeType) -> dict[int, tuple[str, Frame | None]]:

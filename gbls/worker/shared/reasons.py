@@ -83,10 +83,11 @@ def parse(reason: str) -> Guard:
     )
 
 
-def held(guard: Guard, names: Mapping[int, tuple[str, Frame | None]]) -> Guard:
-    """``guard`` with the values a resume function received named as the user wrote them: ``names``
+def name_held(text: str, names: Mapping[int, tuple[str, Frame | None]]) -> tuple[str, Frame | None]:
+    """``text`` with the values a resume function received named as the user wrote them: ``names``
     gives, by its index among them, each one's expression and where it was computed (the call the
-    function broke at), or a local's name; one it does not name is said as held across the break."""
+    function broke at), or a local's name; one it does not name is said as held across the break.
+    With where the first one named was computed."""
     origin: Frame | None = None
 
     def named(match: re.Match[str]) -> str:
@@ -97,9 +98,17 @@ def held(guard: Guard, names: Mapping[int, tuple[str, Frame | None]]) -> Guard:
         origin = origin or found[1]
         return found[0]
 
+    return HELD.sub(named, text), origin
+
+
+def held(guard: Guard, names: Mapping[int, tuple[str, Frame | None]]) -> Guard:
+    """``guard`` with the values a resume function received named as the user wrote them
+    (``name_held``), and where the first was computed."""
     if not HELD.search(guard.text + guard.subject):
         return guard
-    text, subject = HELD.sub(named, guard.text), HELD.sub(named, guard.subject)
+    text, origin = name_held(guard.text, names)
+    subject, subject_origin = name_held(guard.subject, names)
+    origin = origin or subject_origin
     kind = guard.kind
     if not subject:  # ``__resume_frame_values[2] == 3`` reads as no check of a name; ``noise == 3`` does
         kind, subject = classify(text)
