@@ -264,7 +264,7 @@ async def test_fix_all_in_the_model_file_takes_the_flag_the_compile_site_needs(
         edits = list(action.edit.changes[uri_of(train)])
     (edit,) = edits
     assert (
-        isinstance(edit, lsp.TextEdit)
+        isinstance(edit, (lsp.TextEdit, lsp.AnnotatedTextEdit))
         and edit.new_text == "torch._dynamo.config.capture_scalar_outputs = True\n"
     )
 
