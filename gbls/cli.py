@@ -33,7 +33,7 @@ from .runtime.errors import WorkerError
 from .runtime.persistent import Persistent
 from .runtime.proofs import of_session, proven_fixes
 from .runtime.sandbox import not_dumpable
-from .runtime.session import Session, analyse, entry_of
+from .runtime.session import Session, analyse
 from .settings import DEVICES, SANDBOX_MODES, VALUES, Settings
 from .worker.shared.protocol import Run
 from .worker.shared.workspace import in_workspace
@@ -155,12 +155,12 @@ async def check(
     torch = session.torch
     if len(cached) < len(stored):
         try:
-            torch = (await session.warm()).torch
+            torch = (await session.workers.warm()).torch
         except WorkerError as error:
             print(f"gbls: {error}", file=sys.stderr)
             return 2
-        if session.worker.note:
-            print(f"gbls: {session.worker.note}", file=sys.stderr)
+        if session.workers.worker.note:
+            print(f"gbls: {session.workers.worker.note}", file=sys.stderr)
     if cached and cache_dir is not None:
         note = f"{len(cached)} of {len(stored)} analyses from the cache in {common.relative(cache_dir)}"
         print(f"gbls: {note}", file=sys.stderr)
@@ -232,10 +232,13 @@ async def check(
     return print_reports(reports, torch, fixes, reporting, ran, named=named, why=why, applied=applied)
 
 
-async def _stored(session: Session, files: list[str], runs: tuple[Run, ...], index: int) -> FileReport | None:
+async def _stored(
+    session: Session, files: list[str], started: tuple[Run, ...], index: int
+) -> FileReport | None:
     """The persistent cache's report of the file or run ``index``, if it holds one that still holds."""
     if index >= len(files):
-        return await session.stored(entry_of(runs[index - len(files)]), runs[index - len(files)])
+        run = started[index - len(files)]
+        return await session.stored(runs.entry_of(run), run)
     return await session.stored(files[index])
 
 
@@ -272,7 +275,7 @@ def print_reports(
     runs = runs or []
     for note in dict.fromkeys(note for report in reports for note in report.notes):
         print(f"gbls: {note}", file=sys.stderr)
-    unreached = common.unreached(reports, named or [], why)
+    unreached = common.not_translated(reports, named or [], why)
     analysed = reports  # before the baseline leaves out what it holds
     baselined = None
     if reporting.baseline:
@@ -295,7 +298,7 @@ def print_reports(
         with open(reporting.sarif_file, "w", encoding="utf-8") as handle:
             handle.write(sarif.render(reports, unreached))
     failed = any(report.status != "ok" for report in reports) or any(r.status != "ok" for _, r in runs)
-    if failed or common.unanalysed(reports) or unreached:
+    if failed or common.unanalysed_count(reports) or unreached:
         return 2  # CI never stays green on code gbls did not run
     limit_hit = any(problem.limit is not None for report in reports for problem in report.problems)
     return 1 if limit_hit or any(report.breaks for report in reports) else 0

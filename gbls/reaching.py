@@ -2,14 +2,14 @@
 analysed: the files themselves, the workspace files that import one that compiles nothing, then,
 for one whose compiled code its own analysis could not run, the scripts that import it (a script
 that calls a library's compiled method never says "compile") and the project's tests that use it
-(``engine.reach``, ``engine.reaching_tests``, as the editor has them)."""
+(``engine.reach``, as the editor has them)."""
 
 from __future__ import annotations
 
 import asyncio
 from dataclasses import dataclass, field
 
-from .engine import reach, reaching_tests
+from .engine import reach
 from .engine.model import FileReport
 from .engine.sources import read_source
 from .formats import common
@@ -40,7 +40,7 @@ class Reaching:
     async def by_importers(self, session: Session, reports: list[FileReport]) -> list[FileReport]:
         """The analyses of the scripts that import the files whose compiled functions no analysis ran
         (a library method only a script calls), but those already analysed."""
-        unanalysed = _unanalysed(reports)
+        unanalysed = reach.unanalysed(reports)
         found = reach.importers(unanalysed, self.folder, read_source) if unanalysed else {}
         analysed = {r.path for r in reports}
         scripts = sorted({s for files in found.values() for s in files} - analysed - set(self.files))
@@ -53,11 +53,11 @@ class Reaching:
         """The run of the project's tests that use the files whose compiled functions no analysis
         ran (or, of the named files, whose code none translated), and its report; None when there are
         none."""
-        unreached = [*common.unreached(reports, self.named, lambda _: ""), *_unanalysed(reports)]
-        tests = reaching_tests.tests_of(unreached, self.folder, read_source) if unreached else []
+        unreached = [*common.not_translated(reports, self.named, lambda _: ""), *reach.unanalysed(reports)]
+        tests = reach.tests_of(unreached, self.folder, read_source) if unreached else []
         if not tests:
             return None
-        run = reaching_tests.test_run(self.folder, tests)
+        run = reach.test_run(self.folder, tests)
         return run, await session.check_run(run)
 
     def why(self, analyses: list[FileReport], path: str) -> str:
@@ -66,11 +66,6 @@ class Reaching:
         would = set(self.importers.get(path, []))
         tried = [found for found in analyses if found.path in would or found.origin]
         return reach.unreached(path, tried, self.folder)
-
-
-def _unanalysed(reports: list[FileReport]) -> list[str]:
-    """The files with a compiled function of their own that no analysis ran."""
-    return [r.path for r in reports if any(not f.analysed and f.path == r.path for f in r.functions)]
 
 
 def _has_code(path: str) -> bool:

@@ -20,8 +20,9 @@ from functools import lru_cache
 from typing import Any
 
 from ..worker.shared.lines import split_lines
-from .cache import Key, code_key, shifted_break, shifted_function, shifted_recompile, shifted_shape
+from .cache import Key, code_key
 from .model import FileReport
+from .shifts import shifted_break, shifted_function, shifted_recompile, shifted_shape
 from .sources import TextOf
 
 

@@ -46,6 +46,18 @@ class Runs:
     problems: tuple[str, ...] = ()
 
 
+def entry_of(run: Run) -> str:
+    """The file a run starts with: its script, or the module's file ``python -m`` finds first (in the
+    working directory), or "" for a module of an installed package."""
+    if run.script:
+        return run.script
+    base = os.path.join(run.cwd, *run.module.split("."))
+    for candidate in (base + ".py", os.path.join(base, "__main__.py")):
+        if os.path.isfile(candidate):
+            return candidate
+    return ""
+
+
 def command_line(
     folder: str,
     target: str,

@@ -24,8 +24,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..worker.shared.protocol import ProtocolError, from_dict, to_dict
-from .cache import code_key, line_map, shifted_files
+from .cache import code_key, line_map
 from .model import FileReport
+from .shifts import shifted_files
 from .sources import TextOf
 
 CACHE_VERSION = 2

@@ -44,7 +44,7 @@ def findings_only(report: FileReport) -> FileReport:
     )
 
 
-def unanalysed(reports: list[FileReport]) -> int:
+def unanalysed_count(reports: list[FileReport]) -> int:
     """Compile sites gbls did not run: none of them may pass for clean; but one in a branch the run
     did not take, which is what the run is."""
     return sum(
@@ -55,7 +55,7 @@ def unanalysed(reports: list[FileReport]) -> int:
     )
 
 
-def unreached(reports: list[FileReport], named: list[str], why: Callable[[str], str]) -> dict[str, str]:
+def not_translated(reports: list[FileReport], named: list[str], why: Callable[[str], str]) -> dict[str, str]:
     """The files asked for whose code no analysis translated, though it ran, each with why (``why``
     of its path, after "not analysed: "): they are not analysed, never clean. A file whose analysis
     failed (a syntax error) says its failure instead."""

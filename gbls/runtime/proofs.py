@@ -50,7 +50,7 @@ def of_session(session: Session) -> Proofs:
 
     async def reanalyse(path: str, text: str, workspace: str) -> FileReport:
         folder = workspace or session.folder_of(path)
-        worker, settings = session.worker_for(path), session.settings_for(path)
+        worker, settings = session.workers.worker_for(path), session.settings_for(path)
         return await analyse(worker, path, text, settings, folder, session.text_of)
 
     async def keeping(before: FileReport, proof: str) -> tuple[Store, str] | None:

@@ -1,25 +1,23 @@
-"""One engine for the CLI and the language server: the warm worker and what each analysis left.
+"""One engine for the CLI and the language server: the warm workers and what each analysis left.
 
-A ``Session`` owns the workers (one per interpreter, sandbox and GPU the settings name: a
-workspace folder may have settings of its own, its interpreter too; a worker no settings name any
-longer is stopped); per document (keyed by whatever its driver names documents by: the
-server's URI, the CLI's path) the last result of its own analysis, the cache entry that lets a
-comment-only edit reuse it, and the incremental memory that lets an edit re-translate only what
-it can change; per configured run its last result; and per imported trace of a real run what it
-says of each file. Every analysis's findings belong to the files they are in: ``view(path)`` is
-what all of them say about one file (an imported finding only while its lines read as the run's).
+A ``Session`` keeps every analysis's last result by its ``AnalysisKey``: a document's own (keyed by
+whatever its driver names documents by: the server's URI, the CLI's path) and a project run's, one
+family; per document also the cache entry that lets a comment-only edit reuse its result, and the
+incremental memory that lets an edit re-translate only what it can change; and per imported trace
+of a real run what it says of each file. Every analysis's findings belong to the files they are
+in: ``view(path)`` is what all of them say about one file (an imported finding only while its lines
+read as the run's). The workers, and the settings each file is analysed with, are ``Workers``'s.
 """
 
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import os
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Protocol
 
-from ..engine import cache, imports, incremental, views
+from ..engine import cache, imports, incremental, runs, views
 from ..engine.discovery import CompiledSite, find_compiled
 from ..engine.model import FileReport, FileView
 from ..engine.report import build
@@ -29,9 +27,8 @@ from ..settings import Settings
 from ..traces.report import current, lines_of
 from ..worker.shared.protocol import Request, Result, Run, StaticTarget
 from ..worker.shared.workspace import roots_of
-from .persistent import Persistent, interpreter
-from .sandbox import launch
-from .workerclient import Worker, WorkerInfo
+from .persistent import Persistent
+from .workers import Workers
 
 
 @dataclass(frozen=True)
@@ -49,10 +46,9 @@ class Analysed:
 
 @dataclass
 class Document:
-    """Everything the session keeps about one document."""
+    """What the session keeps about one document besides its result: what its next analysis reuses."""
 
     path: str
-    analysed: Analysed | None = None
     cache: cache.Entry | None = None
     memory: incremental.Memory | None = None
     reused: list[str] = field(default_factory=list)  # what its last analysis did not translate again
@@ -140,18 +136,6 @@ async def analyse(
     return build(path, source, result, sites, text_of, roots_of(request), run.name if run else "")
 
 
-def entry_of(run: Run) -> str:
-    """The file a run starts with: its script, or the module's file ``python -m`` finds first (in the
-    working directory), or "" for a module of an installed package."""
-    if run.script:
-        return run.script
-    base = os.path.join(run.cwd, *run.module.split("."))
-    for candidate in (base + ".py", os.path.join(base, "__main__.py")):
-        if os.path.isfile(candidate):
-            return candidate
-    return ""
-
-
 class Session:
     def __init__(
         self,
@@ -164,138 +148,100 @@ class Session:
         """``persistent``: the persistent cache (``engine.store``); None: every analysis runs.
         ``cwd``: the folder files start in, as their users start them there (the CLI's working
         directory); "": each file's workspace folder, as VS Code's "Run Python File" has it."""
-        self.settings = settings
-        self.folders = [os.path.abspath(folder) for folder in folders]
+        self.workers = Workers(settings, folders)
         self.text_of = text_of
         self.persistent = persistent
         self.cwd = cwd
-        self._documents: dict[str, Document] = {}
-        self._runs: dict[str, Analysed] = {}
+        self._results: dict[AnalysisKey, Analysed] = {}
+        self._documents: dict[DocumentKey, Document] = {}
         self._imports: dict[str, dict[str, FileView]] = {}  # each trace's view of each file
-        self._folder_settings: dict[str, Settings] = {}  # a workspace folder's own, where it has some
-        self._workers: dict[tuple[str, str, bool], Worker] = {}  # by what each was started with
-        self._stopping: set[asyncio.Task[None]] = set()
         self.torch = ""  # the torch version of the cache's reports, for a check no worker ran
         self.served = 0  # the analyses it served
 
-    def configure(self, settings: Settings, folders: dict[str, Settings] | None = None) -> None:
-        """The client's new settings, and those of the workspace folders that have their own (the
-        others keep ``settings``): the next analysis runs with them. A worker that no settings name
-        any longer (another interpreter, sandbox or GPU) is stopped."""
-        self.settings = settings
-        if folders is not None:
-            self._folder_settings = {os.path.abspath(folder): own for folder, own in folders.items()}
-        wanted = {self.settings.worker_key(), *(own.worker_key() for own in self._folder_settings.values())}
-        for key in [key for key in self._workers if key not in wanted]:
-            self._stop_later(self._workers.pop(key))
-
-    def settings_for(self, path: str) -> Settings:
-        """The settings ``path`` is analysed with: its workspace folder's own, else the client's."""
-        return self._folder_settings.get(self.folder_of(path), self.settings) if path else self.settings
-
-    # -- the workers ------------------------------------------------------------------------
+    @property
+    def settings(self) -> Settings:
+        return self.workers.settings
 
     @property
-    def worker(self) -> Worker:
-        """The warm worker for the client's settings (a folder's own may name another)."""
-        return self._worker_of(self.settings)
+    def folders(self) -> list[str]:
+        return self.workers.folders
 
-    def worker_for(self, path: str) -> Worker:
-        """The warm worker that analyses ``path``: its folder's interpreter's."""
-        return self._worker_of(self.settings_for(path))
+    def settings_for(self, path: str) -> Settings:
+        return self.workers.settings_for(path)
 
-    def _worker_of(self, settings: Settings) -> Worker:
-        key = settings.worker_key()
-        worker = self._workers.get(key)
-        if worker is None:
-            interpreter.cache_clear()  # a new worker: its interpreter may have changed since
-            folders = self.folders or [os.getcwd()]
-            worker = self._workers[key] = Worker(
-                lambda: launch(settings.interpreter or None, folders, settings.sandbox, settings.gpu)
-            )
-        return worker
+    def folder_of(self, path: str) -> str:
+        return self.workers.folder_of(path)
 
-    async def warm(self) -> WorkerInfo:
-        """Start the current worker, if it is not running; raises ``WorkerError`` if it cannot start."""
-        return await self.worker.start()
+    async def stop(self) -> None:
+        await self.workers.stop()
 
     async def restart(self) -> None:
-        for worker in list(self._workers.values()):
-            await worker.stop()
-        self._workers.clear()
+        """Fresh workers; every document's next analysis translates every function again."""
+        await self.workers.restart()
         for document in self._documents.values():
             document.memory = None
 
-    async def stop(self) -> None:
-        for worker in list(self._workers.values()):
-            with contextlib.suppress(Exception):
-                await worker.stop()
-        for task in list(self._stopping):
-            with contextlib.suppress(Exception):
-                await task
+    # -- every analysis's result, by its key --------------------------------------------------
 
-    def _stop_later(self, worker: Worker) -> None:
-        task = asyncio.create_task(worker.stop())
-        self._stopping.add(task)
-        task.add_done_callback(self._stopping.discard)
+    def analysed_of(self, key: AnalysisKey) -> Analysed | None:
+        """The analysis's last result, if it has one."""
+        return self._results.get(key)
 
-    # -- documents ----------------------------------------------------------------------------
+    def record(self, key: AnalysisKey, analysed: Analysed) -> Analysed | None:
+        """Keep ``analysed`` as the analysis's result; the previous one, if any."""
+        previous, self._results[key] = self._results.get(key), analysed
+        return previous
 
-    def _document(self, key: str, path: str) -> Document:
+    def forget(self, key: AnalysisKey) -> Analysed | None:
+        """The analysis goes, with what it kept for the next one."""
+        if isinstance(key, DocumentKey):
+            self._documents.pop(key, None)
+        return self._results.pop(key, None)
+
+    def results(self) -> Iterator[tuple[AnalysisKey, Analysed]]:
+        """Every analysis's last result: documents' (their own first), then runs'."""
+        found = list(self._results.items())
+        yield from [(key, analysed) for key, analysed in found if isinstance(key, DocumentKey)]
+        yield from [(key, analysed) for key, analysed in found if isinstance(key, RunKey)]
+
+    def executing(self, path: str) -> list[AnalysisKey]:
+        """The analyses whose results an edit of ``path`` can change: those that executed it."""
+        return [
+            key
+            for key, analysed in self.results()
+            if path == analysed.report.path or path in analysed.report.executed
+        ]
+
+    # -- documents: what an edit can reuse ------------------------------------------------------
+
+    def _document(self, key: DocumentKey, path: str) -> Document:
         document = self._documents.get(key)
         if document is None or document.path != path:
             document = self._documents[key] = Document(path)
         return document
 
-    def analysed_of(self, key: str) -> Analysed | None:
-        """The document's last result, if it has one."""
-        document = self._documents.get(key)
-        return document.analysed if document else None
-
-    def reused(self, key: str) -> list[str]:
+    def reused(self, key: DocumentKey) -> list[str]:
         """The compiled functions the document's last analysis did not translate again."""
         document = self._documents.get(key)
         return document.reused if document else []
 
-    def forget_memory(self, key: str) -> None:
+    def forget_memory(self, key: DocumentKey) -> None:
         """The document's next analysis translates every function again, reusing nothing."""
         document = self._documents.get(key)
         if document is not None:
             document.memory = None
 
-    def analysed(self) -> Iterator[tuple[str, Analysed]]:
-        for key, document in self._documents.items():
-            if document.analysed is not None:
-                yield key, document.analysed
-
-    def report_of(self, path: str) -> FileReport | None:
-        """The last report of the document at ``path``, whatever its key."""
-        for document in self._documents.values():
-            if document.path == path and document.analysed is not None:
-                return document.analysed.report
-        return None
-
-    def forget(self, key: str) -> Analysed | None:
-        document = self._documents.pop(key, None)
-        return document.analysed if document else None
-
     def _settings_key(self, path: str) -> tuple[object, ...]:
         settings = self.settings_for(path)
         return (settings.for_worker(), settings.worker_key())
 
-    def from_cache(self, key: str, path: str, source: str) -> FileReport | None:
+    def from_cache(self, key: DocumentKey, path: str, source: str) -> FileReport | None:
         """The last report moved onto ``source``, when the edit (comments, blank lines) cannot change it."""
         return cache.reuse(self._document(key, path).cache, source, self._settings_key(path), self.text_of)
 
-    def record(self, key: str, path: str, analysed: Analysed) -> Analysed | None:
-        """Keep ``analysed`` as the document's result; the previous one, if any."""
-        document = self._document(key, path)
-        previous, document.analysed = document.analysed, analysed
-        return previous
-
     # -- analysing --------------------------------------------------------------------------
 
-    async def analyse(self, key: str, path: str, source: str) -> FileReport:
+    async def analyse(self, key: DocumentKey, path: str, source: str) -> FileReport:
         """Translate what the edit can have changed; keep the other functions' last results."""
         document = self._document(key, path)
         memory = document.memory
@@ -316,10 +262,17 @@ class Session:
         workspace = self.folder_of(path)
         settings = self.settings_for(path)
         return await analyse(
-            self.worker_for(path), path, source, settings, workspace, self.text_of, reuse, cwd=self.cwd
+            self.workers.worker_for(path),
+            path,
+            source,
+            settings,
+            workspace,
+            self.text_of,
+            reuse,
+            cwd=self.cwd,
         )
 
-    async def remember(self, key: str, path: str, source: str, report: FileReport) -> None:
+    async def remember(self, key: DocumentKey, path: str, source: str, report: FileReport) -> None:
         """What the next analysis of the document may reuse; worked out off the event loop."""
         if report.status != "ok":
             return
@@ -345,13 +298,29 @@ class Session:
 
     async def check(self, path: str, source: str) -> FileReport:
         """The CLI's whole cycle for one file: reuse what still holds, analyse the rest, remember it."""
-        report = self.from_cache(path, path, source) or await self.stored(path)
+        key = DocumentKey(path)
+        report = self.from_cache(key, path, source) or await self.stored(path)
         if report is None:
-            report = await self.analyse(path, path, source)
-            await self.remember(path, path, source, report)
+            report = await self.analyse(key, path, source)
+            await self.remember(key, path, source, report)
             await self.keep(report)
-        self.record(path, path, Analysed(None, source, report))
+        self.record(key, Analysed(None, source, report))
         return report
+
+    async def check_run(self, run: Run) -> FileReport:
+        """The CLI's cycle for a run: the persistent cache's report, else the run analysed, and kept."""
+        report = await self.stored(runs.entry_of(run), run)
+        if report is None:
+            report = await self.analyse_run(run)
+            await self.keep(report, run)
+        return report
+
+    async def analyse_run(self, run: Run) -> FileReport:
+        """The project run ``run``, as its users start it, from the files on disk."""
+        path, worker = runs.entry_of(run), self.workers.worker_for(run.cwd)
+        source = (self.text_of(path) or "") if path else ""
+        folder, settings = self.folder_of(run.cwd), self.settings_for(run.cwd)
+        return await analyse(worker, path, source, settings, folder, self.text_of, run=run)
 
     # -- the persistent cache -----------------------------------------------------------------
 
@@ -379,44 +348,7 @@ class Session:
             settings = self.settings_for(run.cwd if run else report.path)
             await self.persistent.save(settings, workspace, report, self.text_of, run, start)
 
-    # -- runs ---------------------------------------------------------------------------------
-
-    async def check_run(self, run: Run) -> FileReport:
-        """The CLI's cycle for a run: the persistent cache's report, else the run analysed, and kept."""
-        report = await self.stored(entry_of(run), run)
-        if report is None:
-            report = await self.analyse_run(run)
-            await self.keep(report, run)
-        return report
-
-    async def analyse_run(self, run: Run) -> FileReport:
-        """The project run ``run``, as its users start it, from the files on disk."""
-        path = entry_of(run)
-        source = (self.text_of(path) or "") if path else ""
-        settings = self.settings_for(run.cwd)
-        return await analyse(
-            self.worker_for(run.cwd), path, source, settings, self.folder_of(run.cwd), self.text_of, run=run
-        )
-
-    def record_run(self, name: str, analysed: Analysed) -> Analysed | None:
-        """Keep ``analysed`` as the run's result; the previous one, if any."""
-        previous, self._runs[name] = self._runs.get(name), analysed
-        return previous
-
-    def run_analysed(self, name: str) -> Analysed | None:
-        return self._runs.get(name)
-
-    def forget_run(self, name: str) -> Analysed | None:
-        return self._runs.pop(name, None)
-
-    # -- every analysis, by file --------------------------------------------------------------
-
-    def results(self) -> Iterator[tuple[AnalysisKey, Analysed]]:
-        """Every analysis's last result: documents' and runs'."""
-        for key, analysed in self.analysed():
-            yield DocumentKey(key), analysed
-        for name, analysed in self._runs.items():
-            yield RunKey(name), analysed
+    # -- what every analysis and trace says, by file ------------------------------------------
 
     def view(self, path: str) -> FileView | None:
         """What every analysis and every imported trace says about the file ``path``; None if none
@@ -433,8 +365,6 @@ class Session:
         found += [path for seen in self._imports.values() for path in seen]
         return [path for path in dict.fromkeys(found) if path]
 
-    # -- imported traces ------------------------------------------------------------------------
-
     def record_import(self, name: str, found: dict[str, FileView]) -> dict[str, FileView]:
         """Keep what the trace ``name`` says of each file; what it said before (maybe nothing)."""
         previous, self._imports[name] = self._imports.get(name, {}), found
@@ -449,15 +379,3 @@ class Session:
     def imported_in(self, path: str) -> bool:
         """Whether a trace says something of ``path``: an edit of it can hide what it says."""
         return any(path in seen for seen in self._imports.values())
-
-    def executing(self, path: str) -> list[AnalysisKey]:
-        """The analyses whose results an edit of ``path`` can change: those that executed it."""
-        return [
-            key
-            for key, analysed in self.results()
-            if path == analysed.report.path or path in analysed.report.executed
-        ]
-
-    def folder_of(self, path: str) -> str:
-        containing = [f for f in self.folders if path == f or path.startswith(f.rstrip(os.sep) + os.sep)]
-        return max(containing, key=len) if containing else os.path.dirname(path)

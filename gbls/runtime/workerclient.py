@@ -91,6 +91,8 @@ class Worker:
         self._idle.set()
         self.info: WorkerInfo | None = None
         self.note = ""
+        # Replaced (a restart, settings that name another interpreter): what it says no longer matters.
+        self.retired = False
 
     async def start(self) -> WorkerInfo:
         async with self._lock:

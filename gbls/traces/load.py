@@ -140,7 +140,7 @@ def _release(version: str) -> tuple[int, int] | None:
     return (int(found.group(1)), int(found.group(2))) if found else None
 
 
-def entry_of(
+def traced_script(
     trace: TraceFile, found: list[Compilation], workspace: list[str], relocate: Callable[[str], str]
 ) -> str:
     """The program's script: the workspace file of the outermost ``<module>`` frame the trace names
@@ -210,7 +210,7 @@ def _process(
     torch: str,
     relocate: Relocation,
 ) -> Process:
-    entry = relocate(entry_of(trace, found, workspace, relocate))
+    entry = relocate(traced_script(trace, found, workspace, relocate))
     named = [*trace.strings.values(), *(f.path for c in found for b in c.breaks for f in b.frames)]
     mine = user_file(torch_dirs(named))
     release = _release(torch)

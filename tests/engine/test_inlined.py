@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from gbls.formats.common import unanalysed
+from gbls.formats.common import unanalysed_count
 from gbls.lsp.codelens import lens_title
 
 from ..support import FIXTURES
@@ -25,7 +25,7 @@ async def test_a_compiled_module_traced_inline_in_a_compiled_step(analyse_file: 
     linear = summary(report, "Linear")
     assert (linear.analysed, linear.target.inlined, linear.graphs) == (True, "step", ())
     assert lens_title(linear, 0) == "gbls: traced inline in step"
-    assert unanalysed([report]) == 0  # gbls check fails on nothing
+    assert unanalysed_count([report]) == 0  # gbls check fails on nothing
     assert summary(report, "step").graphs
     logged = logged_script(fixture).main
     assert_same_roots(report, logged)  # the print in step where there is one, else nothing

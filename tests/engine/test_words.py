@@ -11,8 +11,9 @@ from pathlib import Path
 
 import pytest
 
+from gbls.engine.runs import entry_of
 from gbls.engine.sources import read_source
-from gbls.runtime.session import analyse, entry_of
+from gbls.runtime.session import analyse
 from gbls.runtime.workerclient import Worker
 from gbls.settings import Settings
 from gbls.worker.shared import reasons

@@ -18,8 +18,9 @@ import torch
 
 from gbls.engine import views
 from gbls.engine.model import FileReport
+from gbls.engine.runs import entry_of
 from gbls.engine.sources import read_source
-from gbls.runtime.session import analyse, entry_of
+from gbls.runtime.session import analyse
 from gbls.runtime.workerclient import Worker
 from gbls.settings import Settings
 from gbls.worker.shared.protocol import Run

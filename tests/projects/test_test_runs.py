@@ -20,7 +20,7 @@ from typing import Any
 
 import pytest
 
-from gbls.engine import reaching_tests
+from gbls.engine import reach
 from gbls.engine.model import FileReport
 from gbls.engine.sources import read_source
 from gbls.runtime.session import analyse
@@ -68,7 +68,7 @@ async def test_a_pytest_run_reports_the_library_s_break_in_the_library_and_the_t
     assert (brk.path, brk.span.line, brk.reason) == (str(folder / "mylib" / "ops.py"), 13, "print")
     assert brk.called_at is not None and brk.called_at.path == str(folder / "tests" / "test_ops.py")
     source = (folder / "tests" / "test_ops.py").read_text()
-    assert reaching_tests.test_in(brk.called_at.path, brk.called_at.span.line, source) == "test_apply_scales"
+    assert reach.test_in(brk.called_at.path, brk.called_at.span.line, source) == "test_apply_scales"
     (apply,) = report.functions
     assert (apply.qualname, apply.analysed) == ("Scaler.apply", True)
 

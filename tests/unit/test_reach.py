@@ -12,7 +12,7 @@ from gbls.engine.model import CutReport, failure_report
 from gbls.engine.ranges import Span
 from gbls.engine.sources import read_source
 
-from .test_reaching_tests import write
+from .test_reach_tests import write
 
 
 def test_the_importers_of_several_files_and_of_a_file_outside_the_workspace(tmp_path: Path) -> None:

@@ -1,10 +1,10 @@
-"""Which of the project's tests reach a file (``reaching_tests``): found from the syntax only."""
+"""Which of the project's tests reach a file (``reach``): found from the syntax only."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
-from gbls.engine import reaching_tests
+from gbls.engine import reach
 from gbls.engine.sources import read_source
 
 from ..support import FIXTURES
@@ -18,8 +18,8 @@ def write(folder: Path, files: dict[str, str]) -> None:
 
 def test_the_module_name_is_the_file_s_packages_and_its_own() -> None:
     library = FIXTURES / "runs" / "testreach" / "mylib"
-    assert reaching_tests.module_name(str(library / "ops.py")) == "mylib.ops"
-    assert reaching_tests.module_name(str(library / "__init__.py")) == "mylib"
+    assert reach.module_name(str(library / "ops.py")) == "mylib.ops"
+    assert reach.module_name(str(library / "__init__.py")) == "mylib"
 
 
 def test_tests_that_name_the_module_anywhere_in_them_are_found(tmp_path: Path) -> None:
@@ -38,7 +38,7 @@ def test_tests_that_name_the_module_anywhere_in_them_are_found(tmp_path: Path) -
             "tests/.hidden/test_h.py": "from lib.ops import Scaler\n",
         },
     )
-    found = reaching_tests.tests_of([str(tmp_path / "src/lib/ops.py")], str(tmp_path), read_source)
+    found = reach.tests_of([str(tmp_path / "src/lib/ops.py")], str(tmp_path), read_source)
     # A file none of whose tests says so, or all of whose tests do (test_body.py's one), runs whole.
     assert [str(Path(path).relative_to(tmp_path)) for path in found] == [
         "tests/ops_test.py",
@@ -71,30 +71,30 @@ def test_of_a_large_test_file_only_the_tests_that_use_the_module_run(tmp_path: P
             ),
         },
     )
-    found = reaching_tests.tests_of([str(tmp_path / "lib/up.py")], str(tmp_path), read_source)
+    found = reach.tests_of([str(tmp_path / "lib/up.py")], str(tmp_path), read_source)
     assert [str(Path(test).relative_to(tmp_path)) for test in found] == [
         "tests/test_lib.py::test_wrapper",
         "tests/test_lib.py::test_helper",
         "tests/test_lib.py::test_inside",
         "tests/test_lib.py::TestUp::test_method",
     ]
-    run = reaching_tests.test_run(str(tmp_path), found[:1])
+    run = reach.test_run(str(tmp_path), found[:1])
     assert (run.module, run.args) == ("pytest", ("tests/test_lib.py::test_wrapper",))
 
 
 def test_at_most_a_few_test_files_are_run(tmp_path: Path) -> None:
     write(tmp_path, {"ops.py": ""} | {f"test_{n:02}.py": "import ops\n" for n in range(20)})
-    found = reaching_tests.tests_of([str(tmp_path / "ops.py")], str(tmp_path), read_source)
-    assert len(found) == reaching_tests.MOST_TESTS and found == sorted(found)
+    found = reach.tests_of([str(tmp_path / "ops.py")], str(tmp_path), read_source)
+    assert len(found) == reach.MOST_TESTS and found == sorted(found)
 
 
 def test_a_file_no_test_imports_has_none(tmp_path: Path) -> None:
     write(tmp_path, {"ops.py": "", "test_a.py": "import os\n", "test_broken.py": "def (:\n"})
-    assert reaching_tests.tests_of([str(tmp_path / "ops.py")], str(tmp_path), read_source) == []
+    assert reach.tests_of([str(tmp_path / "ops.py")], str(tmp_path), read_source) == []
 
 
 def test_the_run_is_python_m_pytest_from_the_folder(tmp_path: Path) -> None:
-    run = reaching_tests.test_run(str(tmp_path), [str(tmp_path / "tests" / "test_ops.py")])
+    run = reach.test_run(str(tmp_path), [str(tmp_path / "tests" / "test_ops.py")])
     assert (run.name, run.module, run.args, run.cwd) == (
         "-m pytest tests/test_ops.py",
         "pytest",
@@ -109,16 +109,16 @@ def test_the_test_a_line_is_in_is_named_as_pytest_names_it() -> None:
         "def test_a():\n    x = 1\n\n"
         "class TestScaler:\n    def test_b(self):\n        y = 2\n\n    def helper(self):\n        pass\n"
     )
-    assert reaching_tests.test_in("tests/test_x.py", 4, source) == "test_a"
-    assert reaching_tests.test_in("tests/test_x.py", 8, source) == "TestScaler::test_b"
-    assert reaching_tests.test_in("tests/test_x.py", 11, source) == ""  # a helper is no test
-    assert reaching_tests.test_in("tests/test_x.py", 1, source) == ""
-    assert reaching_tests.test_in("train.py", 4, source) == ""  # not a test file
+    assert reach.test_in("tests/test_x.py", 4, source) == "test_a"
+    assert reach.test_in("tests/test_x.py", 8, source) == "TestScaler::test_b"
+    assert reach.test_in("tests/test_x.py", 11, source) == ""  # a helper is no test
+    assert reach.test_in("tests/test_x.py", 1, source) == ""
+    assert reach.test_in("train.py", 4, source) == ""  # not a test file
 
 
 def test_a_test_file_is_its_own_test(tmp_path: Path) -> None:
     write(tmp_path, {"ops.py": "", "test_ops.py": "import ops\n", "test_more.py": "import test_ops\n"})
-    found = reaching_tests.tests_of([str(tmp_path / "test_ops.py")], str(tmp_path), read_source)
+    found = reach.tests_of([str(tmp_path / "test_ops.py")], str(tmp_path), read_source)
     assert found == [str(tmp_path / "test_ops.py"), str(tmp_path / "test_more.py")]
 
 
@@ -140,7 +140,7 @@ def test_a_test_reaches_a_file_through_the_modules_that_import_it(tmp_path: Path
             ),
         },
     )
-    found = reaching_tests.tests_of([str(tmp_path / "lib/utils.py")], str(tmp_path), read_source)
+    found = reach.tests_of([str(tmp_path / "lib/utils.py")], str(tmp_path), read_source)
     assert [str(Path(test).relative_to(tmp_path)) for test in found] == [
         "tests/test_lib.py::test_adam",
         "tests/test_lib.py::test_step",
