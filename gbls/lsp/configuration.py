@@ -6,36 +6,56 @@ whose settings are the workspace's has none of its own."""
 from __future__ import annotations
 
 import logging
-from collections.abc import Sequence
-from typing import Any, Protocol
+from typing import TYPE_CHECKING
 
 from lsprotocol import types as lsp
 from pygls import uris
 
-from ..runtime.session import Session
+from ..runtime.session import DocumentKey
 from ..settings import Settings, from_options
+
+if TYPE_CHECKING:
+    from .features import GblsServer
 
 log = logging.getLogger(__name__)
 
 
-class Server(Protocol):
-    """What pulling the settings needs of the server (``analyses.GblsServer``)."""
+async def pull(ls: GblsServer) -> None:
+    """The client's settings, the workspace's and each folder's own; an open document whose settings
+    changed (opened before they came: another folder's interpreter) is analysed again."""
+    found = await pulled(ls)
+    if found is None:
+        return
+    documents = ls.notebooks.documents()
+    before = {uri: ls.session.settings_for(ls.documents.path_of(uri)) for uri in documents}
+    apply(ls, *found)
+    for uri, settings in before.items():
+        if ls.session.settings_for(ls.documents.path_of(uri)) != settings:
+            ls.analyses.request(ls.documents.snapshot(uri))
 
-    session: Session
-    initial_settings: Settings
 
-    @property
-    def client_capabilities(self) -> lsp.ClientCapabilities: ...
+def apply(ls: GblsServer, settings: Settings, folders: dict[str, Settings] | None = None) -> None:
+    """``folders``: the workspace folders' own settings (None: as they were)."""
+    was_enabled = ls.settings.enable
+    replaced = settings.worker_key() != ls.settings.worker_key()
+    ls.session.workers.configure(settings, folders)
+    if not settings.enable:
+        ls.analyses.scheduler.cancel_all()
+        ls.reaching.forget()
+        for key, _ in list(ls.session.results()):
+            if isinstance(key, DocumentKey):
+                ls.analyses.forget(key)
+        return
+    if replaced or not was_enabled:
+        ls.in_background(ls.warm())
+    if not was_enabled:
+        for uri in ls.notebooks.documents():
+            ls.analyses.request(ls.documents.snapshot(uri))
 
-    async def workspace_configuration_async(
-        self, params: lsp.ConfigurationParams
-    ) -> Sequence[Any | None]: ...
 
-
-async def pulled(ls: Server) -> tuple[Settings, dict[str, Settings]] | None:
+async def pulled(ls: GblsServer) -> tuple[Settings, dict[str, Settings]] | None:
     """The workspace's settings and each folder's own; None when the client has none to give."""
-    workspace = ls.client_capabilities.workspace
-    if workspace is None or not workspace.configuration:
+    if not ls.capabilities.configuration:
         return None
     folders = ls.session.folders
     items = [lsp.ConfigurationItem(section="gbls")]

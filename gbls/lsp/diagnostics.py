@@ -16,7 +16,7 @@ from pygls import uris
 
 from ..engine.model import LIMIT_CODE, BreakReport, FileView, RecompileReport, imported_from
 from ..engine.ranges import Span, char_to_utf16, line_text
-from ..engine.reaching_tests import is_test_file, test_in
+from ..engine.reach import is_test_file, test_in
 from ..manual import page
 from ..settings import Settings, Severity
 from ..worker.shared.lines import split_lines
@@ -138,21 +138,34 @@ def file_diagnostics(
     """The analysed document's own diagnostics. ``lines_of(path)`` gives another file's lines."""
     lines = split_lines(source)
     level = SEVERITY.get(severity, lsp.DiagnosticSeverity.Warning)
+    return [
+        *(_break_diagnostic(brk, lines, level, lines_of) for brk in report.breaks),
+        *_recompile_diagnostics(report, lines, level, lines_of),
+        *_unanalysed_diagnostics(report, lines),
+        *_run_diagnostics(report, lines),
+    ]
+
+
+def _break_diagnostic(
+    brk: BreakReport, lines: list[str], level: lsp.DiagnosticSeverity, lines_of: LinesOf
+) -> lsp.Diagnostic:
+    return lsp.Diagnostic(
+        range=to_range(brk.span, lines),
+        message=brk.message + imported_from(brk.provenance),
+        # The program raises there (fullgraph=True, error_on_graph_break): always an error.
+        severity=lsp.DiagnosticSeverity.Error if brk.raises else level,
+        code=brk.code,
+        code_description=lsp.CodeDescription(href=brk.url) if brk.url else None,
+        source=SOURCE,
+        related_information=_related(brk, lines_of),
+        data=break_data(brk),
+    )
+
+
+def _recompile_diagnostics(
+    report: FileView, lines: list[str], level: lsp.DiagnosticSeverity, lines_of: LinesOf
+) -> list[lsp.Diagnostic]:
     found = []
-    for brk in report.breaks:
-        found.append(
-            lsp.Diagnostic(
-                range=to_range(brk.span, lines),
-                message=brk.message + imported_from(brk.provenance),
-                # The program raises there (fullgraph=True, error_on_graph_break): always an error.
-                severity=lsp.DiagnosticSeverity.Error if brk.raises else level,
-                code=brk.code,
-                code_description=lsp.CodeDescription(href=brk.url) if brk.url else None,
-                source=SOURCE,
-                related_information=_related(brk, lines_of),
-                data=break_data(brk),
-            )
-        )
     for problem in report.problems:
         found.append(
             lsp.Diagnostic(
@@ -185,25 +198,34 @@ def file_diagnostics(
                     data=recompile_data(problem, report.path),
                 )
             )
-    for function in report.functions:
-        if not function.analysed:
-            found.append(
-                lsp.Diagnostic(
-                    range=to_range(function.span, lines),
-                    message=(
-                        f"{function.qualname}: {function.reason}"  # what the run is: no advice
-                        if function.untaken
-                        else f"{function.qualname} not analysed: {function.reason}. Declare inputs with "
-                        "`# gbls: example(...)` above it."
-                        # Inputs cannot help a function the program never reached, failed or cut.
-                        if "gbls: example" not in function.reason and not report.message and not report.cut
-                        else f"{function.qualname} not analysed: {function.reason}"
-                    ),
-                    severity=lsp.DiagnosticSeverity.Information,
-                    source=SOURCE,
-                    data={"kind": "not-analysed", "function": function.qualname},
-                )
-            )
+    return found
+
+
+def _unanalysed_diagnostics(report: FileView, lines: list[str]) -> list[lsp.Diagnostic]:
+    return [
+        lsp.Diagnostic(
+            range=to_range(function.span, lines),
+            message=(
+                f"{function.qualname}: {function.reason}"  # what the run is: no advice
+                if function.untaken
+                else f"{function.qualname} not analysed: {function.reason}. Declare inputs with "
+                "`# gbls: example(...)` above it."
+                # Inputs cannot help a function the program never reached, failed or cut.
+                if "gbls: example" not in function.reason and not report.message and not report.cut
+                else f"{function.qualname} not analysed: {function.reason}"
+            ),
+            severity=lsp.DiagnosticSeverity.Information,
+            source=SOURCE,
+            data={"kind": "not-analysed", "function": function.qualname},
+        )
+        for function in report.functions
+        if not function.analysed
+    ]
+
+
+def _run_diagnostics(report: FileView, lines: list[str]) -> list[lsp.Diagnostic]:
+    """How the analysis's program ran: a failure, a cut, the stances it set, calls only a GPU makes."""
+    found = []
     if report.message and report.failure_span is not None:
         found.append(
             lsp.Diagnostic(
@@ -218,42 +240,26 @@ def file_diagnostics(
     cut = report.cut
     here = cut.span_in(report.path) if cut is not None else None
     if cut is not None and here is not None:
-        found.append(
-            lsp.Diagnostic(
-                range=to_range(here, lines),
-                message=cut.message,
-                severity=lsp.DiagnosticSeverity.Information,
-                source=SOURCE,
-                code="cut",
-                code_description=lsp.CodeDescription(href=page("runs", "a-program-that-runs-on")),
-                data={"kind": "cut"},
-            )
-        )
+        found.append(_note(here, lines, cut.message, "cut", page("runs", "a-program-that-runs-on"), "cut"))
     for stance in report.stances:
         found.append(
-            lsp.Diagnostic(
-                range=to_range(stance.span, lines),
-                message=stance.message,
-                severity=lsp.DiagnosticSeverity.Information,
-                source=SOURCE,
-                code="stance",
-                code_description=lsp.CodeDescription(href=page("recompilations", "stances")),
-                data={"kind": "stance"},
-            )
+            _note(stance.span, lines, stance.message, "stance", page("recompilations", "stances"), "stance")
         )
     for call in report.cuda_only:
-        found.append(
-            lsp.Diagnostic(
-                range=to_range(call.span, lines),
-                message=call.message,
-                severity=lsp.DiagnosticSeverity.Information,
-                source=SOURCE,
-                code="not-checkable",
-                code_description=lsp.CodeDescription(href=page("cuda")),
-                data={"kind": "cuda-only"},
-            )
-        )
+        found.append(_note(call.span, lines, call.message, "not-checkable", page("cuda"), "cuda-only"))
     return found
+
+
+def _note(span: Span, lines: list[str], message: str, code: str, href: str, kind: str) -> lsp.Diagnostic:
+    return lsp.Diagnostic(
+        range=to_range(span, lines),
+        message=message,
+        severity=lsp.DiagnosticSeverity.Information,
+        source=SOURCE,
+        code=code,
+        code_description=lsp.CodeDescription(href=href),
+        data={"kind": kind},
+    )
 
 
 def split_diagnostics(report: FileView, source: str, lines_of: LinesOf) -> list[lsp.Diagnostic]:

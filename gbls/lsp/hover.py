@@ -271,24 +271,9 @@ def function_markdown(function: FunctionReport, report: FileReport, where: Where
     """``full`` (the report): every compilation, not only the costliest."""
     kind = {"module": "compiled module", "method": "compiled method"}.get(function.kind, "compiled function")
     lines = [f"**`{function.qualname}`** · {kind}"]
-    if function.untaken:  # what the run is: inputs would not make it so
-        lines.append(f"{prose(function.reason[0].upper() + function.reason[1:])}.")
-        return "\n\n".join(lines)
-    if not function.analysed:
-        lines.append(f"Not analysed: {prose(function.reason)}.")
-        if report.cut is None:  # inputs cannot help a function the program was cut before
-            # No shape of gbls's guessing: a GPT's forward takes token ids, not torch.randn(4, 8).
-            lines.append(
-                "Declare inputs with a comment above it: `# gbls: example(...)`, the arguments as the code "
-                "that calls it passes them"
-            )
-        return "\n\n".join(lines)
-    if function.target.inlined:
-        outer = function.target.inlined
-        lines.append(
-            f"Traced inline in `{outer}`: its code is part of `{outer}`'s graphs, its breaks `{outer}`'s."
-        )
-        return "\n\n".join(lines)
+    untranslated = _untranslated(function, report)
+    if untranslated:
+        return "\n\n".join([*lines, *untranslated])
     breaks = costliest_first(report.breaks_of(function.qualname))
     counts = " · ".join(
         (_plural(len(function.graphs), "graph"), _plural(len(breaks), "break"), _plural(function.ops, "op"))
@@ -318,6 +303,39 @@ def function_markdown(function: FunctionReport, report: FileReport, where: Where
         lines.append(f"**Cost**: {spent}.\n\n" + cost_table(function, report, None if full else HOVER_ROWS))
     if report.cut is not None:
         lines.append(f"The run was {report.cut.message}.")
+    lines += _graphs_told(function, breaks, where)
+    lines += [_recompile_summary(found) for found in report.recompiles_of(function.qualname)]
+    shapes = report.shapes_of(function.qualname)
+    if shapes:
+        lines.append("**Sizes**\n" + "\n".join(f"- {shape_line(shape, where)}" for shape in shapes))
+    return "\n\n".join(lines)
+
+
+def _untranslated(function: FunctionReport, report: FileReport) -> list[str]:
+    """Why the function has no graphs of its own to tell: the program never takes it, no inputs
+    reached it, or it is traced inline in another; nothing if it has."""
+    if function.untaken:  # what the run is: inputs would not make it so
+        return [f"{prose(function.reason[0].upper() + function.reason[1:])}."]
+    if not function.analysed:
+        lines = [f"Not analysed: {prose(function.reason)}."]
+        if report.cut is None:  # inputs cannot help a function the program was cut before
+            # No shape of gbls's guessing: a GPT's forward takes token ids, not torch.randn(4, 8).
+            lines.append(
+                "Declare inputs with a comment above it: `# gbls: example(...)`, the arguments as the code "
+                "that calls it passes them"
+            )
+        return lines
+    if function.target.inlined:
+        outer = function.target.inlined
+        return [
+            f"Traced inline in `{outer}`: its code is part of `{outer}`'s graphs, its breaks `{outer}`'s."
+        ]
+    return []
+
+
+def _graphs_told(function: FunctionReport, breaks: tuple[BreakReport, ...], where: Where) -> list[str]:
+    """How the function's graphs split, which break to fix first, and where Dynamo gives up."""
+    lines = []
     if function.graphs:
         elsewhere = f" (in {where.file(function.code_path)})" if function.code_path != where.here else ""
         lines.append(f"**Graphs**{elsewhere}: " + split_story(function, breaks, where))
@@ -329,11 +347,7 @@ def function_markdown(function: FunctionReport, report: FileReport, where: Where
     for line in sorted({b.cause.eager_from for b in breaks if b.cause.eager_from is not None}):
         after = where.line(function.code_path, line)
         lines.append(f"⚠ Dynamo gives up on the rest of this function: after {after} it runs in eager mode.")
-    lines += [_recompile_summary(found) for found in report.recompiles_of(function.qualname)]
-    shapes = report.shapes_of(function.qualname)
-    if shapes:
-        lines.append("**Sizes**\n" + "\n".join(f"- {shape_line(shape, where)}" for shape in shapes))
-    return "\n\n".join(lines)
+    return lines
 
 
 def _frames_told(function: FunctionReport) -> str:

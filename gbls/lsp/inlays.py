@@ -10,9 +10,9 @@ Clients ask for hints when they show a document; one that asked is asked to ask 
 from __future__ import annotations
 
 import asyncio
+from typing import TYPE_CHECKING
 
 from lsprotocol import types as lsp
-from pygls.lsp.server import LanguageServer
 
 from ..engine.model import FileView, FunctionReport
 from ..engine.ranges import Span
@@ -20,6 +20,9 @@ from ..runtime.session import Session
 from ..worker.shared.lines import split_lines
 from ..worker.shared.protocol import Frame, Graph
 from .diagnostics import to_range
+
+if TYPE_CHECKING:
+    from .features import GblsServer
 
 TIMES = "\N{MULTIPLICATION SIGN}"
 
@@ -31,10 +34,8 @@ class Asked:
         self.asking = False
         self._refresh: asyncio.Handle | None = None
 
-    def changed(self, ls: LanguageServer) -> None:
-        workspace = ls.client_capabilities.workspace
-        refresh = workspace.inlay_hint if workspace else None
-        if not self.asking or self._refresh is not None or not (refresh and refresh.refresh_support):
+    def changed(self, ls: GblsServer) -> None:
+        if not self.asking or self._refresh is not None or not ls.capabilities.inlay_refresh:
             return
 
         def send() -> None:

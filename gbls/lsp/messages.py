@@ -1,6 +1,9 @@
-"""What the server writes in the client's log about an analysis."""
+"""What the server writes in the client's log about an analysis, and the notes it says once."""
 
 from __future__ import annotations
+
+from lsprotocol import types as lsp
+from pygls.lsp.server import LanguageServer
 
 from ..engine.model import FileReport
 
@@ -26,3 +29,27 @@ def analysis_line(
     if report.message:  # the first line: the message can be a traceback's last lines
         line += f"; stopped: {report.message.splitlines()[0]}"
     return line
+
+
+class Notes:
+    """What the server tells the user once, however often it comes up."""
+
+    def __init__(self, ls: LanguageServer) -> None:
+        self._ls = ls
+        self._said: set[str] = set()
+
+    def log(self, message: str, kind: lsp.MessageType = lsp.MessageType.Info) -> None:
+        self._ls.window_log_message(lsp.LogMessageParams(type=kind, message=message))
+
+    def note_once(self, note: str) -> None:
+        """In the log (the output channel), not a pop-up: a note informs, it asks nothing of the user."""
+        if note not in self._said:
+            self._said.add(note)
+            self.log(f"gbls: {note}", lsp.MessageType.Warning)
+
+    def say_once(self, note: str) -> None:
+        if note not in self._said:
+            self._said.add(note)
+            self._ls.window_show_message(
+                lsp.ShowMessageParams(type=lsp.MessageType.Warning, message=f"gbls: {note}")
+            )

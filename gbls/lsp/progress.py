@@ -6,16 +6,18 @@ from __future__ import annotations
 import asyncio
 import uuid
 from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 from lsprotocol import types as lsp
-from pygls.lsp.server import LanguageServer
+
+if TYPE_CHECKING:
+    from .features import GblsServer
 
 
-async def progress_begin(server: LanguageServer, name: str, cancel: Callable[[], None]) -> str | None:
+async def progress_begin(server: GblsServer, name: str, cancel: Callable[[], None]) -> str | None:
     """Show ``analysing NAME`` in the client; its token, or None where the client shows no progress.
     Cancelling it in the client calls ``cancel``."""
-    capabilities = server.client_capabilities.window
-    if capabilities is None or not capabilities.work_done_progress:
+    if not server.capabilities.progress:
         return None
     token = f"gbls-{uuid.uuid4()}"
     try:
@@ -33,7 +35,7 @@ async def progress_begin(server: LanguageServer, name: str, cancel: Callable[[],
     return token
 
 
-def progress_end(server: LanguageServer, token: str | None) -> None:
+def progress_end(server: GblsServer, token: str | None) -> None:
     if token is not None:
         server.work_done_progress.end(token, lsp.WorkDoneProgressEnd())
         server.work_done_progress.tokens.pop(token, None)

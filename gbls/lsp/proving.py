@@ -23,7 +23,9 @@ from ..engine.fixes.proof import Undecided, provable
 from ..engine.model import BreakReport, FileReport, RecompileReport
 from ..engine.sources import Sources
 from ..runtime.proofs import of_session
-from ..runtime.session import Session
+from ..runtime.session import DocumentKey, Session
+from .actions import offer
+from .hover import FixOf
 
 log = logging.getLogger(__name__)
 
@@ -57,6 +59,28 @@ class Proven:
         for task in pending:
             task.cancel()
         await asyncio.gather(*pending, return_exceptions=True)
+
+    def reports(self) -> list[FileReport]:
+        """Every document analysis's report: what fix all applies, as ``gbls check --fix`` would."""
+        return [analysed.report for key, analysed in self.session.results() if isinstance(key, DocumentKey)]
+
+    def analysed_of(self, brk: BreakReport, path: str) -> str:
+        """The file whose analysis found ``brk``, shown in the file ``path``: its fixes are made and
+        proven for that analysis (the flag an ``.item()`` in ``model.py`` needs goes into the
+        ``train.py`` that compiles it). The file's own analysis first; ``path`` if none has it."""
+        having = [
+            report.path
+            for report in self.reports()
+            if any((b.path, b.key) == (brk.path, brk.key) for b in report.breaks)
+        ]
+        return path if path in having or not having else having[0]
+
+    def fix_of(self, path: str, text_of: Callable[[str], str | None]) -> FixOf:
+        """Each break's first proven fix, for the file ``path`` (what to do first: the first quick
+        fix), or why it has none."""
+        sources = Sources(text_of)
+        verdicts = lambda fix, brk: self.proofs.known(fix, brk, sources)  # noqa: E731
+        return lambda brk: offer(brk, self.analysed_of(brk, path), sources, self.session.folders, verdicts)
 
     async def settled(self) -> None:
         """Once the proofs under way are done (a cancelled request leaves them running)."""

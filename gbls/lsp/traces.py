@@ -8,9 +8,12 @@ said in its summary.
 
 from __future__ import annotations
 
+import asyncio
 import glob
+import logging
 import os
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from pygls import uris
 
@@ -19,6 +22,53 @@ from ..engine.model import FileView
 from ..engine.sources import TextOf
 from ..traces.load import Imported, load
 from ..traces.report import reports
+from .snapshot import Snapshot
+
+if TYPE_CHECKING:
+    from .features import GblsServer
+
+log = logging.getLogger(__name__)
+
+
+class Traces:
+    """The traces the settings name, and those imported by command, shown with the rest."""
+
+    def __init__(self, ls: GblsServer) -> None:
+        self._ls = ls
+        self._commanded: set[str] = set()  # the traces imported by command, not by the settings
+
+    async def import_named(self) -> None:
+        """Read the traces ``gbls.traces`` names; forget the ones it no longer names."""
+        ls = self._ls
+        wanted = named(ls.settings.traces, ls.session.folders) if ls.settings.enable else []
+        for name in ls.session.imports():
+            if name not in wanted and name not in self._commanded:
+                ls.publishing.publish_files(ls.session.forget_import(name))
+        for path in wanted:
+            await self.import_trace(path)
+
+    async def import_trace(self, path: str, commanded: bool = False) -> str:
+        """Read the trace or log at ``path``, show what it says, and say how the reading went."""
+        ls = self._ls
+        if commanded:
+            self._commanded.add(path)
+        try:
+            found = await asyncio.to_thread(read, path, ls.session.folders, ls.documents.text_of)
+        except Exception as error:  # a bug in gbls: said, and the other traces are still read
+            log.exception("gbls failed to import %s", path)
+            ls.notes.say_once(f"could not import {path} ({type(error).__name__}: {error})")
+            return f"gbls could not import {path}: {error}"
+        previous = ls.session.record_import(path, found.views)
+        ls.publishing.publish_files({**previous, **found.views})
+        ls.notes.log(f"gbls: {found.summary}")
+        for problem in found.trace.problems:
+            ls.notes.say_once(problem)
+        return found.summary
+
+    def changed(self, snapshot: Snapshot) -> None:
+        """The document changed: what a trace says of it shows only while its lines read as the run's."""
+        if self._ls.session.imported_in(snapshot.path):
+            self._ls.publishing.publish(snapshot.uri)
 
 
 @dataclass(frozen=True)

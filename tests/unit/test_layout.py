@@ -1,8 +1,11 @@
 """The shape of the code: no import cycle in gbls, the worker's boundary (the server side never
-imports torch; the worker imports the standard library, torch and itself only). Modules are cut
-where their meaning ends, not at a line count: none is checked here.
+imports torch; the worker imports the standard library, torch and itself only), and the server's
+parts small enough to read: no class of the language server or the runtime over 250 lines, no
+function over 60, one word per idea. Modules are cut where their meaning ends, not at a line count.
 
 Read from the sources' syntax (imports inside functions too), so that nothing is imported here.
+An import under ``if TYPE_CHECKING:`` never runs: a server's features name the server's type so,
+and are imported by it.
 """
 
 from __future__ import annotations
@@ -25,11 +28,23 @@ def modules() -> dict[str, Path]:
     return {module_name(path): path for path in sorted(PACKAGE.rglob("*.py"))}
 
 
+def _run_time(tree: ast.Module) -> list[ast.AST]:
+    """The nodes of ``tree`` that can run: not those under ``if TYPE_CHECKING:``."""
+    typing_only = {
+        id(inner)
+        for node in ast.walk(tree)
+        if isinstance(node, ast.If) and isinstance(node.test, ast.Name) and node.test.id == "TYPE_CHECKING"
+        for statement in node.body
+        for inner in ast.walk(statement)
+    }
+    return [node for node in ast.walk(tree) if id(node) not in typing_only]
+
+
 def imports_of(name: str, path: Path, known: set[str]) -> set[str]:
-    """The gbls modules ``name`` imports, resolved as Python resolves them."""
+    """The gbls modules ``name`` imports when it runs, resolved as Python resolves them."""
     package = name if path.name == "__init__.py" else name.rpartition(".")[0]
     found: set[str] = set()
-    for node in ast.walk(ast.parse(path.read_text(), str(path))):
+    for node in _run_time(ast.parse(path.read_text(), str(path))):
         if isinstance(node, ast.Import):
             targets = [alias.name for alias in node.names]
         elif isinstance(node, ast.ImportFrom):
@@ -126,3 +141,37 @@ def test_the_worker_imports_the_standard_library_torch_and_itself_only() -> None
     assert {name: found for name, found in outside.items() if found} == {
         "gbls.worker.spawned.site.sitecustomize": ["sitecustomize"]
     }
+
+
+def test_the_server_and_the_runtime_have_no_long_class_or_function() -> None:
+    too_long = []
+    for name, path in modules().items():
+        if not name.startswith(("gbls.lsp", "gbls.runtime")):
+            continue
+        for node in ast.walk(ast.parse(path.read_text(), str(path))):
+            limit = 250 if isinstance(node, ast.ClassDef) else 60
+            if isinstance(node, ast.ClassDef | ast.FunctionDef | ast.AsyncFunctionDef):
+                length = (node.end_lineno or node.lineno) - node.lineno + 1
+                if length > limit:
+                    too_long.append(f"{name}.{node.name}: {length} lines")
+    assert too_long == []
+
+
+def test_one_word_one_idea() -> None:
+    """``unreached`` is one function, why no analysis reached a file; the session's analyses are
+    named by their key, never by a bare string."""
+    found: dict[str, list[str]] = {}
+    for name, path in modules().items():
+        for node in ast.walk(ast.parse(path.read_text(), str(path))):
+            if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
+                found.setdefault(node.name, []).append(name)
+            if isinstance(node, ast.ClassDef) and name == "gbls.runtime.session" and node.name == "Session":
+                bare = [
+                    method.name
+                    for method in node.body
+                    if isinstance(method, ast.FunctionDef | ast.AsyncFunctionDef)
+                    for argument in method.args.args
+                    if argument.arg == "key" and ast.unparse(argument.annotation or ast.Constant("")) == "str"
+                ]
+                assert bare == []
+    assert found["unreached"] == ["gbls.engine.reach"]

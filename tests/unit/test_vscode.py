@@ -11,7 +11,7 @@ import typing
 from collections.abc import Mapping
 from typing import Annotated, Any, Literal
 
-from gbls.lsp import analyses, server
+from gbls.lsp import server, status
 from gbls.lsp.actions import FIX_ALL
 from gbls.lsp.codelens import SHOW_REPORT
 from gbls.settings import TYPES, Settings, camel
@@ -99,7 +99,7 @@ def test_the_client_speaks_the_server_protocol() -> None:
     source = "\n".join(path.read_text() for path in (EXTENSION / "src").glob("*.ts"))
     assert f"SERVER_SHOW_REPORT = '{SHOW_REPORT}'" in source
     assert f"SERVER_ANALYSE_FILE = '{server.ANALYSE_FILE}'" in source
-    assert f"STATUS_NOTIFICATION = '{analyses.STATUS}'" in source
+    assert f"STATUS_NOTIFICATION = '{status.STATUS}'" in source
     assert [entry["actions"]["kind"] for entry in manifest()["contributes"]["codeActions"]] == [FIX_ALL]
     # vscode-languageclient registers the server's commands as VS Code commands itself.
     server_commands = set(server.create_server().protocol.fm.commands)

@@ -1,0 +1,34 @@
+"""A finished analysis, as an event the server's features listen to (esbonio's ``EventSource``):
+the analyses say what finished, and each feature does its part (publishing, the proofs)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from ..runtime.session import Analysed, AnalysisKey
+
+
+@dataclass(frozen=True)
+class Finished:
+    """The analysis ``key`` has a new result, ``analysed``, which replaced ``previous``."""
+
+    key: AnalysisKey
+    previous: Analysed | None
+    analysed: Analysed
+
+
+Listener = Callable[[Finished], None]
+
+
+class Events:
+    def __init__(self) -> None:
+        self._listeners: list[Listener] = []
+
+    def listen(self, listener: Listener) -> None:
+        """``listener`` hears each finished analysis, after those that listened before it."""
+        self._listeners.append(listener)
+
+    def finished(self, event: Finished) -> None:
+        for listener in self._listeners:
+            listener(event)
