@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import dataclasses
 import functools
 import os
 import sys
@@ -18,7 +17,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from . import __version__, doctor
+from . import __version__, doctor, flags
 from .engine import baseline, reach, runs, views
 from .engine.baseline import Entry
 from .engine.fixes import policy
@@ -28,13 +27,12 @@ from .engine.sources import Sources, python_files, read_source, source_encoding,
 from .engine.store import FOLDER
 from .formats import common, text
 from .reaching import Reaching
-from .runtime import persistent
 from .runtime.errors import WorkerError
 from .runtime.persistent import Persistent
 from .runtime.proofs import of_session, proven_fixes
 from .runtime.sandbox import not_dumpable
 from .runtime.session import Session, analyse
-from .settings import DEVICES, SANDBOX_MODES, VALUES, Settings
+from .settings import Settings, cache_dir_from_environment, cache_off_by_environment
 from .worker.shared.protocol import Run
 from .worker.shared.workspace import in_workspace
 
@@ -139,7 +137,7 @@ async def check(
     reaching = Reaching.of(files, workspace, scripts)
     named, files = reaching.named, reaching.files
     if not files and not runs:  # nothing to run (pre-commit's files none of which compiles): no worker
-        return print_reports([], "", {}, reporting)
+        return print_reports([], "", {}, reporting, settings)
     # A file or run outside the working directory is a workspace of its own; inside, the working
     # directory is the project (a script's own package beside it, in a folder above it).
     outside = {os.path.dirname(path) for path in files} | {run.cwd for run in runs}
@@ -187,13 +185,15 @@ async def check(
         if tested is not None:
             runs, analyses = (tested[0],), [*analyses, tested[1]]
         reports = files_of(analyses, files)
+        # A code ignored is neither reported nor fixed.
+        fixable = [common.ignoring(report, settings) for report in reports]
         sources = Sources(read_source)
         proofs = of_session(session)
         # What is marked fixable is what --fix applies: the fixes re-analysis proves, never others.
-        fixes = policy.preferred(reports, sources, session.folders)
-        applied, _ = await proven_fixes(proofs, reports, sources, session.folders, unsafe_fixes)
+        fixes = policy.preferred(fixable, sources, session.folders)
+        applied, _ = await proven_fixes(proofs, fixable, sources, session.folders, unsafe_fixes)
         if fix or show_diff:
-            edits, taken = policy.safe_edits(reports, applied)
+            edits, taken = policy.safe_edits(fixable, applied)
             changed = {
                 path: apply(sources.text(path) or "", file_edits) for path, file_edits in edits.items()
             }
@@ -221,15 +221,18 @@ async def check(
                 for index, found in zip(again, fresh, strict=True):
                     analyses[index] = found
                 reports = files_of(analyses, files)
+                fixable = [common.ignoring(report, settings) for report in reports]
                 sources = Sources(read_source)
-                fixes = policy.preferred(reports, sources, session.folders)
-                applied, _ = await proven_fixes(proofs, reports, sources, session.folders, unsafe_fixes)
+                fixes = policy.preferred(fixable, sources, session.folders)
+                applied, _ = await proven_fixes(proofs, fixable, sources, session.folders, unsafe_fixes)
     finally:
         await session.stop()
     ran = [(run, analyses[len(files) + index]) for index, run in enumerate(runs)]
     why = functools.partial(reaching.why, [*analyses, *(found for _, found in ran)])
     reports = [common.findings_only(r) if r.path in reaching.helpers else r for r in reports]
-    return print_reports(reports, torch, fixes, reporting, ran, named=named, why=why, applied=applied)
+    return print_reports(
+        reports, torch, fixes, reporting, settings, ran, named=named, why=why, applied=applied
+    )
 
 
 async def _stored(
@@ -258,17 +261,19 @@ def print_reports(
     torch: str,
     fixes: policy.Fixes,
     reporting: Reporting,
+    settings: Settings,
     runs: common.Ran | None = None,
     named: list[str] | None = None,
     traces: list[Imported] | None = None,
     why: Callable[[str], str] = lambda _: reach.NOTHING_REACHES,
     applied: policy.Fixes | None = None,
 ) -> int:
-    """Print the reports as ``reporting`` says; the exit status. ``fixes``: each break's preferred
-    fix, shown; ``applied``: those re-analysis proved, which ``--fix`` applies (``policy.applied``;
-    none unless proven). ``runs``: each project run and its analysis; ``named``: the files given,
-    each of which must have been analysed; ``traces``: the traces imported; ``why``: why a named
-    file no analysis ran code of is not analysed."""
+    """Print the reports as ``reporting`` says, without the codes ``settings`` ignores and at the
+    severities it gives; the exit status. ``fixes``: each break's preferred fix, shown; ``applied``:
+    those re-analysis proved, which ``--fix`` applies (``policy.applied``; none unless proven).
+    ``runs``: each project run and its analysis; ``named``: the files given, each of which must have
+    been analysed; ``traces``: the traces imported; ``why``: why a named file no analysis ran code of
+    is not analysed."""
     applied = applied or {}
     from .formats import github, json, sarif, statistics
 
@@ -276,7 +281,8 @@ def print_reports(
     for note in dict.fromkeys(note for report in reports for note in report.notes):
         print(f"gbls: {note}", file=sys.stderr)
     unreached = common.not_translated(reports, named or [], why)
-    analysed = reports  # before the baseline leaves out what it holds
+    analysed = reports  # before the codes ignored and the baseline are left out
+    reports = [common.ignoring(report, settings) for report in reports]
     baselined = None
     if reporting.baseline:
         baselined = against_baseline(reports, reporting)
@@ -286,17 +292,17 @@ def print_reports(
     if reporting.format == "json":
         sys.stdout.write(json.render(reports, torch, fixes, applied, baselined, runs, unreached, traces))
     elif reporting.format == "sarif":
-        sys.stdout.write(sarif.render(reports, unreached))
+        sys.stdout.write(sarif.render(reports, settings, unreached))
     elif reporting.format == "github":
-        sys.stdout.write(github.render(reports, unreached))
+        sys.stdout.write(github.render(reports, settings, unreached))
     else:
-        sys.stdout.write(text.render(reports, applied, baselined, runs, unreached, analysed))
+        sys.stdout.write(text.render(reports, applied, baselined, runs, unreached, analysed, settings.ignore))
     if reporting.statistics:  # on stderr when stdout is for a machine
         table = statistics.render(reports)
         (sys.stdout if reporting.format == "text" else sys.stderr).write(table)
     if reporting.sarif_file:
         with open(reporting.sarif_file, "w", encoding="utf-8") as handle:
-            handle.write(sarif.render(reports, unreached))
+            handle.write(sarif.render(reports, settings, unreached))
     failed = any(report.status != "ok" for report in reports) or any(r.status != "ok" for _, r in runs)
     if failed or common.unanalysed_count(reports) or unreached:
         return 2  # CI never stays green on code gbls did not run
@@ -322,10 +328,10 @@ async def check_in_process(files: list[str], settings: Settings, reporting: Repo
         analyses.append(found)
     reports = files_of(analyses, files)
     fixes = policy.preferred(reports, Sources(read_source), [os.getcwd()])
-    return print_reports(reports, debug.torch_version(), fixes, reporting, named=files)
+    return print_reports(reports, debug.torch_version(), fixes, reporting, settings, named=files)
 
 
-def import_traces(paths: list[str], fmt: str, statistics: bool = False) -> int:
+def import_traces(paths: list[str], fmt: str, settings: Settings, statistics: bool = False) -> int:
     """``gbls import``: what real runs' traces and logs say, placed on the workspace's source (the
     current folder) as ``gbls check`` places an analysis; exit status as check's, and 2 when part of
     a trace could not be read."""
@@ -348,14 +354,13 @@ def import_traces(paths: list[str], fmt: str, statistics: bool = False) -> int:
     fixes = policy.preferred(reports, Sources(read_source), workspace)
     torch = next((trace.torch for trace in imported if trace.torch), "")
     status = print_reports(
-        reports, torch, fixes, Reporting(format=fmt, statistics=statistics), traces=imported
+        reports, torch, fixes, Reporting(format=fmt, statistics=statistics), settings, traces=imported
     )
     return max(status, 2 if any(trace.problems for trace in imported) else 0)
 
 
 def _analysis_options(parser: argparse.ArgumentParser) -> None:
-    """The options of every command that analyses, and reports."""
-    parser.add_argument("--python", default="", help="interpreter with the torch to analyse with")
+    """The options of every command that analyses, and reports, but the settings (``flags``)."""
     parser.add_argument(
         "--cache-dir",
         default="",
@@ -378,23 +383,6 @@ def _analysis_options(parser: argparse.ArgumentParser) -> None:
         "--update-baseline", action="store_true", help="write what is found into the --baseline FILE first"
     )
     _statistics_option(parser)
-    parser.add_argument("--timeout", type=float, default=Settings.timeout, help="seconds per analysis")
-    parser.add_argument("--memory-mb", type=int, default=Settings.memory_mb, help="memory per analysis")
-    parser.add_argument("--sandbox", choices=SANDBOX_MODES, default="auto")
-    parser.add_argument(
-        "--device",
-        choices=DEVICES,
-        default=Settings.device,
-        help="where the code's CUDA runs: on the CPU when CUDA cannot be used (auto), always on the CPU "
-        "(cpu), or on the GPU (cuda, experimental)",
-    )
-    parser.add_argument(
-        "--values",
-        choices=VALUES,
-        default=Settings.values,
-        help="what compiled code computes: its outputs' shapes alone where computing them costs real "
-        "arithmetic (auto), or every value (exact)",
-    )
 
 
 def _statistics_option(parser: argparse.ArgumentParser) -> None:
@@ -425,12 +413,6 @@ def _parser() -> argparse.ArgumentParser:
         action="store_true",
         help="named files too only if they mention `compile`, as in folders (for pre-commit)",
     )
-    check_parser.add_argument(
-        "--run-main",
-        action=argparse.BooleanOptionalAction,
-        default=Settings.run_main,
-        help="run the `__main__` block, as `python file.py` does (default: on)",
-    )
     fixing = check_parser.add_mutually_exclusive_group()
     fixing.add_argument(
         "--in-process",
@@ -446,6 +428,7 @@ def _parser() -> argparse.ArgumentParser:
         action="store_true",
         help="with --fix or --diff: the unsafe fixes too (they change what the code does)",
     )
+    flags.add(check_parser, "check")
 
     run_parser = commands.add_parser(
         "run",
@@ -460,6 +443,7 @@ def _parser() -> argparse.ArgumentParser:
     )
     run_parser.add_argument("-m", dest="module", nargs=argparse.REMAINDER, help="run a module, as python -m")
     run_parser.add_argument("program", nargs=argparse.REMAINDER, metavar="SCRIPT [ARGS...]")
+    flags.add(run_parser, "run")
 
     import_parser = commands.add_parser(
         "import",
@@ -469,6 +453,7 @@ def _parser() -> argparse.ArgumentParser:
     import_parser.add_argument("paths", nargs="+", metavar="PATH")
     import_parser.add_argument("--format", choices=("text", "json", "sarif", "github"), default="text")
     _statistics_option(import_parser)
+    flags.add(import_parser, "import")
 
     doctor.options(commands.add_parser("doctor", help=doctor.HELP))
     commands.add_parser("serve", help="run the language server over stdio")
@@ -497,9 +482,9 @@ def _run_of(arguments: argparse.Namespace) -> Run | str:
 
 def cache_folder(arguments: argparse.Namespace) -> str | None:
     """The persistent cache's folder the options and the environment name; None: no cache."""
-    if arguments.no_cache or persistent.disabled():
+    if arguments.no_cache or cache_off_by_environment():
         return None
-    return os.path.abspath(arguments.cache_dir or os.environ.get("GBLS_CACHE_DIR") or FOLDER)
+    return os.path.abspath(arguments.cache_dir or cache_dir_from_environment() or FOLDER)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -512,18 +497,9 @@ def main(argv: list[str] | None = None) -> int:
     if arguments.command == "doctor":
         return doctor.main(arguments.python, arguments.cache_dir)
     not_dumpable()
+    settings = flags.settings_of(arguments, arguments.command)
     if arguments.command == "import":
-        return import_traces(arguments.paths, arguments.format, arguments.statistics)
-    settings = dataclasses.replace(
-        Settings(),
-        interpreter=arguments.python,
-        timeout=arguments.timeout,
-        memory_mb=arguments.memory_mb,
-        run_main=getattr(arguments, "run_main", Settings.run_main),
-        sandbox=arguments.sandbox,
-        device=arguments.device,
-        values=arguments.values,
-    )
+        return import_traces(arguments.paths, arguments.format, settings, arguments.statistics)
     try:
         entries = read_baseline(arguments.baseline, arguments.update_baseline)
     except baseline.BaselineError as error:

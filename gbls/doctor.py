@@ -17,6 +17,7 @@ from .engine import runs
 from .engine.store import FOLDER, SUFFIX
 from .runtime import persistent
 from .runtime.sandbox import bwrap_support, worker_environment
+from .settings import cache_dir_from_environment, cache_off_by_environment
 from .worker.shared import processes
 from .worker.shared.protocol import Run
 
@@ -125,9 +126,9 @@ def sandbox_lines() -> list[str]:
 
 def cache_lines(cache_dir: str, folder: str) -> list[str]:
     """Where the persistent cache of ``folder`` is, what put it there, and how much it holds."""
-    if persistent.disabled():
+    if cache_off_by_environment():
         return ["cache: off (GBLS_NO_CACHE)"]
-    named = os.environ.get("GBLS_CACHE_DIR", "")
+    named = cache_dir_from_environment()
     origin = "--cache-dir" if cache_dir else "GBLS_CACHE_DIR" if named else "default"
     where = os.path.abspath(os.path.join(folder, cache_dir or named or FOLDER))
     entries = [os.path.join(here, name) for here, _, names in os.walk(where) for name in names]

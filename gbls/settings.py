@@ -1,5 +1,6 @@
-"""gbls's settings, declared once: names, types, defaults and checks, read from LSP initialization
-options or CLI flags.
+"""gbls's settings, declared once: names, types, defaults, checks and each one's option of the
+``gbls`` command (``flags.py`` makes the options from them), read from LSP initialization options
+or the command's options; and the environment variables gbls reads, each read here alone.
 
 The VS Code extension contributes them (``vscode-extension/package.json``) and sends them
 (``src/settings.ts``), and the worker, which cannot import this module, has its part of them
@@ -11,6 +12,7 @@ from __future__ import annotations
 
 import dataclasses
 import logging
+import os
 import re
 import typing
 from collections.abc import Callable, Mapping
@@ -55,35 +57,102 @@ def _code(text: str) -> str:
     """A diagnostic's code as gbls writes it: "gb0059" is GB0059."""
     code = text.upper() if text[:2].lower() == "gb" else text.lower()
     if not CODE.fullmatch(code):
-        raise ValueError(f"{text!r} is not a GB id (GB0059) or recompile")
+        raise ValueError("not a GB id (GB0059) or recompile")
     return code
 
 
 Code = Annotated[str, _code]
 
+# The commands whose options are settings: those that analyse (``check``, ``run``), and ``import``,
+# which reports what a trace holds.
+Command = Literal["check", "run", "import"]
+ANALYSING: tuple[Command, ...] = ("check", "run")
+REPORTING: tuple[Command, ...] = ("check", "run", "import")
+
+
+@dataclass(frozen=True)
+class Flag:
+    """A setting as an option of the ``gbls`` commands ``commands``: ``--`` and the setting's name in
+    kebab-case (``--memory-mb``), or ``--name``."""
+
+    help: str
+    commands: tuple[Command, ...] = ANALYSING
+    name: str = ""
+
+
+def _option(help: str, commands: tuple[Command, ...] = ANALYSING, name: str = "") -> dict[str, Flag | None]:
+    return {"flag": Flag(help, commands, name)}
+
+
+# A setting of the editor's alone: when to analyse, what to show beside the code.
+EDITOR: dict[str, Flag | None] = {"flag": None}
+
 
 @dataclass(frozen=True)
 class Settings:
-    enable: bool = True
-    interpreter: str = ""  # the Python with the user's torch; empty: the one running gbls
-    timeout: Annotated[float, _positive] = 20.0
-    memory_mb: Annotated[int, _positive] = 4096
-    debounce_ms: Annotated[int, _not_negative] = 750  # no pause at all is fine
-    severity: Severity = "warning"
-    analyse_on_change: bool = True
-    run_main: bool = True  # run the `__main__` block, as `python file.py` does
-    sandbox: SandboxMode = "auto"
-    device: protocol.Device = "auto"  # where the code's CUDA goes: see protocol.Device
-    values: protocol.Values = "auto"  # what compiled graphs compute: see protocol.Values
+    enable: bool = field(default=True, metadata=EDITOR)
+    # The Python with the user's torch; empty: the one running gbls.
+    interpreter: str = field(
+        default="",
+        metadata=_option("interpreter with the torch to analyse with (gbls.interpreter)", name="python"),
+    )
+    timeout: Annotated[float, _positive] = field(default=20.0, metadata=_option("seconds per analysis"))
+    memory_mb: Annotated[int, _positive] = field(default=4096, metadata=_option("memory per analysis"))
+    debounce_ms: Annotated[int, _not_negative] = field(default=750, metadata=EDITOR)  # no pause is fine
+    severity: Severity = field(
+        default="warning",
+        metadata=_option(
+            "the severity of a graph break or recompilation where the output has one (sarif, github)",
+            REPORTING,
+        ),
+    )
+    analyse_on_change: bool = field(default=True, metadata=EDITOR)
+    run_main: bool = field(
+        default=True,
+        # ``gbls run`` runs a script as python does: its `__main__` block always runs.
+        metadata=_option("run the `__main__` block, as `python file.py` does (default: on)", ("check",)),
+    )
+    sandbox: SandboxMode = field(
+        default="auto",
+        metadata=_option(
+            "the analysis in bubblewrap where it works (auto), always (bwrap: none without it), "
+            "or never (off)"
+        ),
+    )
+    device: protocol.Device = field(  # where the code's CUDA goes: see protocol.Device
+        default="auto",
+        metadata=_option(
+            "where the code's CUDA runs: on the CPU when CUDA cannot be used (auto), always on the CPU "
+            "(cpu), or on the GPU (cuda, experimental)"
+        ),
+    )
+    values: protocol.Values = field(  # what compiled graphs compute: see protocol.Values
+        default="auto",
+        metadata=_option(
+            "what compiled code computes: its outputs' shapes alone where computing them costs real "
+            "arithmetic (auto), or every value (exact)"
+        ),
+    )
     # A code's own severity, over ``severity`` ("GB0124": "error"), as Pylance's diagnosticSeverityOverrides.
-    severity_overrides: Mapping[Code, Severity] = field(default_factory=dict)
-    ignore: tuple[Code, ...] = ()  # codes never reported, as ruff's lint.ignore
+    severity_overrides: Mapping[Code, Severity] = field(
+        default_factory=dict,
+        metadata=_option(
+            "a code's own severity, over --severity (GB0124=error; comma-separated, or repeated)", REPORTING
+        ),
+    )
+    ignore: tuple[Code, ...] = field(  # codes never reported, as ruff's lint.ignore
+        default=(),
+        metadata=_option(
+            "codes not reported and failing nothing (GB0059, recompile; comma-separated, or repeated)",
+            REPORTING,
+        ),
+    )
     # Real runs' TORCH_TRACE folders or files, or TORCH_LOGS logs, to show on the source: paths or
-    # globs, relative to the workspace folder (``gbls.traces``).
-    traces: tuple[str, ...] = ()
+    # globs, relative to the workspace folder (``gbls.traces``); ``gbls import`` reads them.
+    traces: tuple[str, ...] = field(default=(), metadata=EDITOR)
     # Inlay hints: where a compiled function's graph ends and the next begins, and at a call that
     # compiled a function again and again.
-    inlay_hints: bool = True
+    inlay_hints: bool = field(default=True, metadata=EDITOR)
 
     def for_worker(self) -> protocol.Settings:
         return protocol.Settings(
@@ -102,6 +171,41 @@ class Settings:
     def worker_key(self) -> tuple[str, str, bool]:
         """What a running worker was started with; a change restarts it."""
         return (self.interpreter, self.sandbox, self.gpu)
+
+    def severity_of(self, code: str, placed: Severity) -> Severity:
+        """The severity of a finding of ``code`` that ``severity`` placed at ``placed`` (that
+        setting; a step above it for a recompile limit hit; an error where the program raises): as
+        many steps from its code's own severity (``severity_overrides``), if it has one. The editor's
+        diagnostics and the command's outputs alike."""
+        own = self.severity_overrides.get(code)
+        if own is None:
+            return placed
+        step = SEVERITIES.index(placed) - SEVERITIES.index(self.severity)
+        return SEVERITIES[min(max(SEVERITIES.index(own) + step, 0), len(SEVERITIES) - 1)]
+
+
+def above(severity: Severity) -> Severity:
+    """One step more severe: where a recompile limit hit is, over the ``severity`` setting."""
+    return SEVERITIES[max(SEVERITIES.index(severity) - 1, 0)]
+
+
+def flag(setting: dataclasses.Field[Any]) -> Flag | None:
+    """The option of a setting (a field of ``Settings``); None for the editor's alone. Every setting
+    says which."""
+    if "flag" not in setting.metadata:
+        raise LookupError(f"the setting {setting.name} declares no option of the gbls command, nor EDITOR")
+    declared: Flag | None = setting.metadata["flag"]
+    return declared
+
+
+def cache_dir_from_environment() -> str:
+    """The persistent cache's folder ``GBLS_CACHE_DIR`` names; "" where it names none."""
+    return os.environ.get("GBLS_CACHE_DIR", "")
+
+
+def cache_off_by_environment() -> bool:
+    """Whether ``GBLS_NO_CACHE=1`` turns the persistent cache off (as ruff's ``RUFF_NO_CACHE``)."""
+    return os.environ.get("GBLS_NO_CACHE", "") not in ("", "0")
 
 
 def camel(name: str) -> str:
@@ -202,6 +306,15 @@ _converter.register_structure_hook_factory(_is_tuple, _items)
 # Registered last, so that they come before the general hooks above.
 _converter.register_structure_hook_func(lambda kind: kind == TYPES["severity_overrides"], _overrides)
 _converter.register_structure_hook_func(lambda kind: kind == TYPES["ignore"], _ignored)
+
+
+def read(value: Any, kind: Any) -> Any:
+    """``value`` as the settings read a value of type ``kind``: one that does not fit raises
+    ValueError."""
+    try:
+        return _converter.structure(value, kind)
+    except CattrsError as error:
+        raise ValueError(str(error)) from error
 
 
 def from_options(options: Any, base: Settings | None = None) -> Settings:

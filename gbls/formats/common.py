@@ -1,5 +1,6 @@
-"""What every output format says alike: paths as the user reads them, a file's status, and what gbls
-did not analyse (which no format may pass for clean)."""
+"""What every output format says alike: paths as the user reads them, a file's status, what gbls
+did not analyse (which no format may pass for clean), and the findings as the settings want them
+(the codes ``ignore`` holds left out, each finding's severity)."""
 
 from __future__ import annotations
 
@@ -7,7 +8,8 @@ import dataclasses
 import os
 from collections.abc import Callable
 
-from ..engine.model import FileReport
+from ..engine.model import BreakReport, FileReport, RecompileReport
+from ..settings import Settings, Severity, above
 from ..worker.shared.protocol import Run
 
 # A project run as the outputs list it: what ran, and the analysis of it.
@@ -64,3 +66,35 @@ def not_translated(reports: list[FileReport], named: list[str], why: Callable[[s
         for report in reports
         if report.path in named and not report.translated and not report.failure_kind
     }
+
+
+def ignoring(report: FileReport, settings: Settings) -> FileReport:
+    """``report`` without the findings of the codes ``settings.ignore`` holds (ruff's ``--ignore``):
+    those breaks wherever a view lists them, and those recompilations worth a finding. What they
+    were not reported for fails nothing either."""
+    if not settings.ignore:
+        return report
+
+    def kept(breaks: tuple[BreakReport, ...]) -> tuple[BreakReport, ...]:
+        return tuple(brk for brk in breaks if brk.code not in settings.ignore)
+
+    problems = {id(problem) for problem in report.problems if problem.code in settings.ignore}
+    return dataclasses.replace(
+        report,
+        breaks=kept(report.breaks),
+        splits=kept(report.splits),
+        elsewhere=kept(report.elsewhere),
+        recompiles=tuple(found for found in report.recompiles if id(found) not in problems),
+    )
+
+
+def severity(finding: BreakReport | RecompileReport, settings: Settings) -> Severity:
+    """A finding's severity, as the editor gives its diagnostic: ``settings.severity``, a step above
+    it for a recompile limit hit, an error where the program raises there; then as its code's own
+    severity places it (``Settings.severity_of``)."""
+    placed = settings.severity
+    if finding.raises:
+        placed = "error"
+    elif isinstance(finding, RecompileReport) and finding.limit is not None:
+        placed = above(settings.severity)
+    return settings.severity_of(finding.code, placed)

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from ..engine.model import FileReport, imported_from
 from ..engine.ranges import Span
-from .common import relative
+from ..settings import Settings
+from .common import relative, severity
 from .text import message_of, where
 
 
@@ -20,17 +21,23 @@ def _annotation(level: str, code: str, path: str, s: Span, text: str) -> str:
     )
 
 
-def render(reports: list[FileReport], missed: dict[str, str] | None = None) -> str:
+# A workflow's annotations are errors, warnings and notices.
+LEVELS = {"error": "error", "warning": "warning", "information": "notice", "hint": "notice"}
+
+
+def render(reports: list[FileReport], settings: Settings, missed: dict[str, str] | None = None) -> str:
     lines = []
     for report in reports:
         path = relative(report.path)
         for brk in report.breaks:
-            level = "error" if brk.raises else "warning"
-            lines.append(_annotation(level, brk.code, path, brk.span, message_of(brk)))
+            lines.append(
+                _annotation(LEVELS[severity(brk, settings)], brk.code, path, brk.span, message_of(brk))
+            )
         for problem in report.problems:
-            level = "error" if problem.limit else "warning"
             text = f"{problem.message}{imported_from(problem.provenance)}"
-            lines.append(_annotation(level, problem.code, path, problem.span, text))
+            lines.append(
+                _annotation(LEVELS[severity(problem, settings)], problem.code, path, problem.span, text)
+            )
         if report.message and report.failure_span is not None:
             s = report.failure_span
             lines.append(

@@ -9,7 +9,8 @@ from typing import Any
 from .. import __version__
 from ..engine.model import LIMIT_CODE, BreakReport, FileReport, Provenance, imported_from
 from ..engine.ranges import Span
-from .common import relative
+from ..settings import Settings
+from .common import relative, severity
 from .json import provenance_json
 from .text import problem_text
 
@@ -44,7 +45,11 @@ def _properties(brk: BreakReport | None, provenance: Provenance | None) -> dict[
     return {"properties": properties} if properties else {}
 
 
-def render(reports: list[FileReport], missed: dict[str, str] | None = None) -> str:
+# SARIF's levels have no hint: a note, as information.
+LEVELS = {"error": "error", "warning": "warning", "information": "note", "hint": "note"}
+
+
+def render(reports: list[FileReport], settings: Settings, missed: dict[str, str] | None = None) -> str:
     rules: dict[str, dict[str, Any]] = {}
     results = []
     for report in reports:
@@ -61,7 +66,7 @@ def render(reports: list[FileReport], missed: dict[str, str] | None = None) -> s
             results.append(
                 {
                     "ruleId": brk.code,
-                    "level": "error" if brk.raises else "warning",
+                    "level": LEVELS[severity(brk, settings)],
                     "message": {"text": f"{brk.message}. {brk.explanation}{imported_from(brk.provenance)}"},
                     **_properties(brk, brk.provenance),
                     "locations": [_physical(report.path, brk.span)],
@@ -95,7 +100,7 @@ def render(reports: list[FileReport], missed: dict[str, str] | None = None) -> s
             results.append(
                 {
                     "ruleId": rule,
-                    "level": "error" if problem.limit else "warning",
+                    "level": LEVELS[severity(problem, settings)],
                     "message": {"text": problem_text(problem)},
                     **_properties(None, problem.provenance),
                     "locations": [_physical(report.path, problem.span)],

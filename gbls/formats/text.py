@@ -23,13 +23,14 @@ def render(
     runs: Ran | None = None,
     missed: dict[str, str] | None = None,
     analysed: list[FileReport] | None = None,
+    ignored: tuple[str, ...] = (),
 ) -> str:
     """ruff's shape: ``path:line:col: CODE [*] message``, ``[*]`` where ``--fix`` would fix it (its
     safe fix in ``applied``: proven by re-analysis, ``policy.applied``); with a baseline, what it
     held and which of its entries no longer occur; each run first (as the command that does it),
     and the files asked for that nothing reached; then each compile site with what became of it,
-    and the counts, each saying what it counts. ``analysed``: the reports before the baseline left
-    out what it holds, whose compile sites found it."""
+    and the counts, each saying what it counts. ``analysed``: the reports before the codes
+    ``ignored`` and what the baseline holds were left out, whose compile sites found them."""
     lines: list[str] = []
     for run, analysis in runs or []:
         how = "ok" if analysis.status == "ok" else analysis.status
@@ -65,7 +66,7 @@ def render(
             lines.append(f"{path}:{where(cut)}: note: {report.cut.message}")
         if report.path in (missed or {}):
             lines.append(f"{path}:1:1: {(missed or {})[report.path]}")
-    lines += compile_sites(analysed or reports, reports)
+    lines += compile_sites(analysed or reports, reports, ignored)
     lines.append(summary(reports, baselined, missed) + ".")
     if fixable:
         lines.append(f"[*] {fixable} fixable with `gbls check --fix`.")
@@ -74,11 +75,13 @@ def render(
     return "\n".join(lines) + "\n"
 
 
-def compile_sites(reports: list[FileReport], shown: list[FileReport]) -> list[str]:
+def compile_sites(
+    reports: list[FileReport], shown: list[FileReport], ignored: tuple[str, ...] = ()
+) -> list[str]:
     """Each compile site, as ``ruff --statistics`` lists codes: where, which, and what became of it
     (its compilations, graphs and breaks, the guard of each recompilation; or why it was not
-    analysed, or the branch the run did not take). ``shown``: the reports as printed, without what
-    a baseline holds."""
+    analysed, or the branch the run did not take). ``shown``: the reports as printed, without the
+    codes ``ignored`` and what a baseline holds."""
     recompiles: dict[str, list[RecompileReport]] = {}
     for report in reports:
         for found in report.recompiles:
@@ -88,7 +91,7 @@ def compile_sites(reports: list[FileReport], shown: list[FileReport]) -> list[st
         (
             f"{relative(function.path)}:{where(function.span)}",
             function.qualname,
-            state(report, function, recompiles, printed.get(report.path, report)),
+            state(report, function, recompiles, printed.get(report.path, report), ignored),
         )
         for report in reports
         for function in report.functions
@@ -104,10 +107,12 @@ def state(
     function: FunctionReport,
     recompiles: dict[str, list[RecompileReport]],
     shown: FileReport,
+    ignored: tuple[str, ...] = (),
 ) -> str:
     """What became of a compile site: ``compiled 4 times, 4 graphs, no graph break, 3 recompilations
     (guard `n == 1` failed)``; or why it was not analysed; or the branch the run did not take.
-    ``shown``: its file's report as printed, without what a baseline holds."""
+    ``shown``: its file's report as printed, without the codes ``ignored`` and what a baseline
+    holds."""
     if function.untaken:
         return function.reason
     if not function.analysed:
@@ -116,11 +121,13 @@ def state(
         return f"traced inline in `{function.target.inlined}`"
     parts = [_compiled(function)] if function.compilations else []
     parts.append(_count(len(function.graphs), "graph"))
-    breaks = len(report.breaks_of(function.qualname))
-    held = breaks - len(shown.breaks_of(function.qualname))
-    parts.append(_count(breaks, "graph break") if breaks else "no graph break")
-    if held:
-        parts[-1] += f" ({held} in the baseline)"
+    breaks = report.breaks_of(function.qualname)
+    left_out = sum(1 for brk in breaks if brk.code in ignored)
+    held = len(breaks) - left_out - len(shown.breaks_of(function.qualname))
+    parts.append(_count(len(breaks), "graph break") if breaks else "no graph break")
+    said = [f"{left_out} ignored"] * bool(left_out) + [f"{held} in the baseline"] * bool(held)
+    if said:
+        parts[-1] += f" ({', '.join(said)})"
     for found in recompiles.get(function.qualname, []):
         guard = found.guard
         failed = f" (guard `{guard.text}` failed)" if guard is not None and guard.text else ""

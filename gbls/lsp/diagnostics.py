@@ -18,7 +18,7 @@ from ..engine.model import LIMIT_CODE, BreakReport, FileView, RecompileReport, i
 from ..engine.ranges import Span, char_to_utf16, line_text
 from ..engine.reach import is_test_file, test_in
 from ..manual import page
-from ..settings import Settings, Severity
+from ..settings import SEVERITIES, Settings, Severity
 from ..worker.shared.lines import split_lines
 
 SOURCE = "gbls"
@@ -306,10 +306,9 @@ def as_configured(diagnostics: list[lsp.Diagnostic], settings: Settings) -> list
         code = diagnostic.code if isinstance(diagnostic.code, str) else None
         if code in settings.ignore:
             continue
-        override = settings.severity_overrides.get(code or "")
         data = diagnostic.data
-        if override is not None and isinstance(data, dict) and data.get("kind") in SET_BY_SEVERITY:
-            step = (diagnostic.severity or base) - base
-            diagnostic.severity = lsp.DiagnosticSeverity(min(max(SEVERITY[override] + step, 1), 4))
+        if code is not None and isinstance(data, dict) and data.get("kind") in SET_BY_SEVERITY:
+            placed = SEVERITIES[(diagnostic.severity or base) - 1]
+            diagnostic.severity = SEVERITY[settings.severity_of(code, placed)]
         kept.append(diagnostic)
     return kept

@@ -26,7 +26,7 @@ from .. import __version__
 from ..engine.model import FileReport
 from ..engine.sources import TextOf
 from ..engine.store import FOLDER, Hit, Store, lookup
-from ..settings import Settings
+from ..settings import Settings, cache_dir_from_environment, cache_off_by_environment
 from ..worker.shared.protocol import Run, to_dict
 from .sandbox import worker_environment
 
@@ -87,15 +87,12 @@ def own_code() -> str:
     return digest.hexdigest()
 
 
-def disabled() -> bool:
-    """Whether the environment turns the cache off (``GBLS_NO_CACHE=1``, as ruff's ``RUFF_NO_CACHE``)."""
-    return os.environ.get("GBLS_NO_CACHE", "") not in ("", "0")
-
-
 def from_environment(say: Callable[[str], None]) -> Persistent | None:
     """The language server's cache: ``GBLS_CACHE_DIR``, else each workspace folder's ``.gbls_cache``;
     None if ``GBLS_NO_CACHE`` turns it off."""
-    return None if disabled() else Persistent(os.environ.get("GBLS_CACHE_DIR") or None, say)
+    if cache_off_by_environment():
+        return None
+    return Persistent(cache_dir_from_environment() or None, say)
 
 
 class Persistent:

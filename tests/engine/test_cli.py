@@ -16,7 +16,7 @@ from gbls.engine import words
 from ..support import FIXTURES, ROOT
 from ..support.schema import gbls_json
 from ..support.torchlog import logged_breaks
-from ..support.torchlog_recompiles import COLUMNS
+from ..support.torchlog_recompiles import COLUMNS, logged_recompiles
 
 ENGINE = FIXTURES / "engine"
 RECOMPILES = FIXTURES / "recompiles"
@@ -48,6 +48,17 @@ def runs() -> dict[str, subprocess.CompletedProcess[str]]:
         "recompiles json": gbls("--format", "json", str(RECOMPILES / "shapes.py")),
         "recompiles sarif": gbls("--format", "sarif", str(RECOMPILES / "switch.py")),
         "recompiles github": gbls("--format", "github", str(RECOMPILES / "shapes.py")),
+        "ignored": gbls("--ignore", "gb0059", str(ENGINE / "print_body.py")),
+        "ignored json": gbls("--format", "json", "--ignore", "GB0170,GB0059", str(ENGINE / "print_body.py")),
+        "limit ignored": gbls("--ignore", "recompile", "--format", "sarif", str(RECOMPILES / "switch.py")),
+        "own severity sarif": gbls(
+            "--format", "sarif", "--severity-overrides", "gb0059=error", str(ENGINE / "cross_module.py")
+        ),
+        "own severity github": gbls(
+            *("--format", "github", "--severity", "information"),
+            *("--severity-overrides", "GB0059=hint"),
+            *(str(ENGINE / "print_body.py"), str(RECOMPILES / "switch.py")),
+        ),
     }
     finished = {}
     for name, process in started.items():
@@ -141,6 +152,7 @@ def test_sarif_output(runs: Runs) -> None:
     assert run["tool"]["driver"]["rules"][0]["id"] == "GB0059"
     assert run["tool"]["driver"]["rules"][0]["helpUri"].endswith("gb0059.html")
     (finding,) = run["results"]
+    assert finding["level"] == "warning"
     # The print of helpers_lib.py, where the cause is; the chain from cross_module.py beside it.
     location = finding["locations"][0]["physicalLocation"]
     region = location["region"]
@@ -267,6 +279,52 @@ def test_recompilations_in_sarif_and_github_annotations(runs: Runs) -> None:
     assert github.stdout.startswith(
         "::warning title=gbls (recompile),file=tests/fixtures/recompiles/shapes.py,line=10,col=11,"
     )
+
+
+def test_an_ignored_code_is_neither_reported_nor_failed_on(runs: Runs) -> None:
+    """``--ignore GB0059``: the print torch's log breaks at is not reported, in text and JSON, and the
+    check passes; without it (the github run of the same file) it fails. The compile site still
+    says what it compiled, as the editor's code lens does."""
+    (logged,) = logged_breaks(ENGINE / "print_body.py")
+    assert logged.at[1] == 7
+    assert runs["github"].returncode == 1
+    text = runs["ignored"]
+    assert text.returncode == 0, text.stderr
+    assert text.stdout.splitlines() == [
+        "Compile sites:",
+        "  tests/fixtures/engine/print_body.py:5:5  scale  "
+        "2 frames compiled (its code, and its rest after the break at line 7), 2 graphs, "
+        "1 graph break (1 ignored)",
+        "Found no graph break in tests/fixtures/engine/print_body.py; 1 compile site, analysed.",
+    ]
+    document = runs["ignored json"]
+    assert document.returncode == 0, document.stderr
+    (file,) = gbls_json(document.stdout)["files"]
+    assert file["breaks"] == []
+    assert [(f["name"], f["graphs"], f["breaks"]) for f in file["functions"]] == [("scale", 2, 1)]
+
+
+def test_an_ignored_recompile_limit_fails_nothing(runs: Runs) -> None:
+    assert logged_recompiles(RECOMPILES / "switch.py").limits  # torch hit the limit
+    assert runs["limit"].returncode == 1
+    result = runs["limit ignored"]
+    assert result.returncode == 0, result.stderr
+    assert json.loads(result.stdout)["runs"][0]["results"] == []
+
+
+def test_a_codes_own_severity_in_sarif_and_github(runs: Runs) -> None:
+    """The editor's severity settings: a code's own severity, and the severity of every other, a
+    recompile limit hit a step above it."""
+    sarif = runs["own severity sarif"]
+    assert sarif.returncode == 1, sarif.stderr
+    ((rule, level),) = [(r["ruleId"], r["level"]) for r in json.loads(sarif.stdout)["runs"][0]["results"]]
+    assert (rule, level) == ("GB0059", "error")  # a warning by default (test_sarif_output's run)
+    github = runs["own severity github"]
+    assert github.returncode == 1, github.stderr
+    assert [line.split(",line=")[0] for line in github.stdout.splitlines()] == [
+        "::notice title=gbls (GB0059),file=tests/fixtures/engine/print_body.py",
+        "::warning title=gbls (recompile),file=tests/fixtures/recompiles/switch.py",
+    ]
 
 
 def test_what_is_marked_fixable_is_what_fix_fixes(tmp_path: Path) -> None:

@@ -13,6 +13,7 @@ from gbls.formats import json as json_format
 from gbls.formats import sarif
 from gbls.lsp.hover import break_markdown
 from gbls.lsp.markdown import Where
+from gbls.settings import Settings
 from gbls.worker.shared.protocol import EAGER, Break, Frame, HintClass
 
 from ..support import FIXTURES
@@ -57,7 +58,7 @@ async def test_hint_classes_are_those_torch_gives_the_hints_it_logs(analyse_file
         assert branch.cause.classes == ("fundamental",)
         hover = break_markdown(branch, None, Where(branch.path, str(FIXTURES)))
         assert "Who can act" not in hover and "classes" not in hover  # your code: the hover stays short
-        result = sarif.render([report])
+        result = sarif.render([report], Settings())
         tags = [r["properties"]["tags"] for r in json.loads(result)["runs"][0]["results"]]
         assert ["fundamental", "owner:user"] in tags
     document = json.loads(json_format.render([report], "", {}))

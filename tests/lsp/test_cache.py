@@ -6,37 +6,23 @@ from __future__ import annotations
 import contextlib
 import os
 import shutil
-import sys
 from collections.abc import AsyncIterator, Sequence
 from pathlib import Path
 from typing import Any
 
 from lsprotocol import types as lsp
-from pytest_lsp import ClientServerConfig, LanguageClient, client_capabilities
+from pytest_lsp import LanguageClient
 
 from ..support import FIXTURES
-from ..support.lsp import Recorder, recorded, until, uri_of
+from ..support.lsp import Recorder, initialized, server, until, uri_of
 
 
 async def started(folder: Path, cache: Path) -> LanguageClient:
     """A fresh server on ``folder`` with the cache in ``cache``, recording diagnostics and statuses."""
     environment = {name: value for name, value in os.environ.items() if name != "GBLS_NO_CACHE"}
-    config = ClientServerConfig(
-        server_command=[sys.executable, "-m", "gbls"],
-        server_env={**environment, "GBLS_CACHE_DIR": str(cache)},
-    )
-    client: Any = await config.start()
-    recorded(client)
+    client: Any = await server({**environment, "GBLS_CACHE_DIR": str(cache)}).start()
     settings = {"timeout": 60}
-    client.set_configuration(settings, section="gbls")
-    await client.initialize_session(
-        lsp.InitializeParams(
-            capabilities=client_capabilities("visual-studio-code"),
-            workspace_folders=[lsp.WorkspaceFolder(uri=uri_of(folder), name="project")],
-            initialization_options={"gbls": settings},
-        )
-    )
-    return client  # type: ignore[no-any-return]
+    return await initialized(client, {"project": folder}, settings, settings)
 
 
 def opened(client: LanguageClient, path: Path) -> None:

@@ -17,10 +17,10 @@ import pytest
 import pytest_lsp
 from lsprotocol import converters
 from lsprotocol import types as lsp
-from pytest_lsp import ClientServerConfig, LanguageClient, client_capabilities
+from pytest_lsp import LanguageClient, client_capabilities
 
 from ..support import FIXTURES
-from ..support.lsp import open_and_wait, recorded, until, uri_of
+from ..support.lsp import initialized, open_and_wait, server, session, until, uri_of
 
 CROSS_MODULE = FIXTURES / "engine" / "cross_module.py"
 HELPERS_LIB = FIXTURES / "engine" / "helpers_lib.py"
@@ -51,30 +51,24 @@ async def done(client: LanguageClient, uri: str) -> None:
     await until(lambda: any(s["uri"] == uri and s["state"] == "done" for s in statuses))
 
 
-@pytest_lsp.fixture(scope="session", config=ClientServerConfig(server_command=[sys.executable, "-m", "gbls"]))
+@pytest_lsp.fixture(scope="session", config=server())
 async def pull_client(lsp_client: LanguageClient) -> AsyncIterator[LanguageClient]:
-    """A client that pulls its diagnostics, as VS Code does, on the fixtures folder."""
-    recorded(lsp_client)  # pytest-lsp counts the diagnostic refreshes itself
+    """A client that pulls its diagnostics, as VS Code does, on the fixtures folder (pytest-lsp
+    counts the diagnostic refreshes itself)."""
 
     @lsp_client.feature(lsp.WORKSPACE_INLAY_HINT_REFRESH)
     def hints_refreshed(params: None) -> None:
         pass
 
-    lsp_client.set_configuration({"debounceMs": 200, "timeout": 60}, section="gbls")
     capabilities = client_capabilities("visual-studio-code")
     assert capabilities.text_document is not None and capabilities.workspace is not None
     capabilities.text_document.diagnostic = lsp.DiagnosticClientCapabilities(related_document_support=True)
     capabilities.workspace.diagnostics = lsp.DiagnosticWorkspaceClientCapabilities(refresh_support=True)
     capabilities.workspace.inlay_hint = lsp.InlayHintWorkspaceClientCapabilities(refresh_support=True)
-    await lsp_client.initialize_session(
-        lsp.InitializeParams(
-            capabilities=capabilities,
-            workspace_folders=[lsp.WorkspaceFolder(uri=uri_of(FIXTURES), name="fixtures")],
-            initialization_options={"gbls": {"timeout": 60}},
-        )
-    )
-    yield lsp_client
-    await lsp_client.shutdown_session()
+    configuration = {"debounceMs": 200, "timeout": 60}
+    starting = initialized(lsp_client, {"fixtures": FIXTURES}, {"timeout": 60}, configuration, capabilities)
+    async with session(starting) as client:
+        yield client
 
 
 async def pulled(client: LanguageClient, uri: str, previous: str | None = None) -> Any:
@@ -211,28 +205,22 @@ def two_projects(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return root
 
 
-@pytest_lsp.fixture(scope="session", config=ClientServerConfig(server_command=[sys.executable, "-m", "gbls"]))
+@pytest_lsp.fixture(scope="session", config=server())
 async def two_folders(lsp_client: LanguageClient, two_projects: Path) -> AsyncIterator[LanguageClient]:
     """One server for two workspace folders; the second's interpreter is another torch's."""
     other = other_torch()
     if other is None:
         pytest.skip(f"no virtual environment with another torch in {COMPAT}")
-    recorded(lsp_client)
-    lsp_client.set_configuration({"timeout": 60, "interpreter": sys.executable}, section="gbls")
     lsp_client.set_configuration(
         {"gbls": {"timeout": 60, "interpreter": str(other)}}, scope_uri=uri_of(two_projects / "two")
     )
-    await lsp_client.initialize_session(
-        lsp.InitializeParams(
-            capabilities=client_capabilities("neovim"),
-            workspace_folders=[
-                lsp.WorkspaceFolder(uri=uri_of(two_projects / name), name=name) for name in ("one", "two")
-            ],
-        )
-    )
     lsp_client.other = other  # type: ignore[attr-defined]
-    yield lsp_client
-    await lsp_client.shutdown_session()
+    folders = {name: two_projects / name for name in ("one", "two")}
+    configuration = {"timeout": 60, "interpreter": sys.executable}
+    neovim = client_capabilities("neovim")
+    starting = initialized(lsp_client, folders, configuration=configuration, capabilities=neovim)
+    async with session(starting) as client:
+        yield client
 
 
 async def test_two_folders_two_interpreters(two_folders: LanguageClient, two_projects: Path) -> None:

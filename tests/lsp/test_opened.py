@@ -25,10 +25,10 @@ from typing import Any
 import pytest
 import pytest_lsp
 from lsprotocol import types as lsp
-from pytest_lsp import ClientServerConfig, LanguageClient, client_capabilities
+from pytest_lsp import LanguageClient
 
 from ..support import FIXTURES
-from ..support.lsp import Recorder, open_and_wait, recorded, until, uri_of
+from ..support.lsp import Recorder, initialized, open_and_wait, server, session, until, uri_of
 
 PROJECTS = FIXTURES / "runs"
 FOLDERS = {
@@ -74,22 +74,12 @@ def opened_projects(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return folder
 
 
-@pytest_lsp.fixture(scope="session", config=ClientServerConfig(server_command=[sys.executable, "-m", "gbls"]))
+@pytest_lsp.fixture(scope="session", config=server())
 async def opened_client(lsp_client: LanguageClient, opened_projects: Path) -> AsyncIterator[LanguageClient]:
-    recorded(lsp_client)
     settings = {"timeout": 120, "debounceMs": 100}
-    lsp_client.set_configuration(settings, section="gbls")
-    await lsp_client.initialize_session(
-        lsp.InitializeParams(
-            capabilities=client_capabilities("visual-studio-code"),
-            workspace_folders=[
-                lsp.WorkspaceFolder(uri=uri_of(opened_projects / name), name=name) for name in FOLDERS
-            ],
-            initialization_options={"gbls": settings},
-        )
-    )
-    yield lsp_client
-    await lsp_client.shutdown_session()
+    folders = {name: opened_projects / name for name in FOLDERS}
+    async with session(initialized(lsp_client, folders, settings, settings)) as client:
+        yield client
 
 
 def found_in(diagnostics: Sequence[lsp.Diagnostic]) -> list[tuple[int, str]]:

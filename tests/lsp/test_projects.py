@@ -10,7 +10,6 @@ flags, a config and data read relative to the folder).
 from __future__ import annotations
 
 import shutil
-import sys
 from collections.abc import AsyncIterator, Sequence
 from pathlib import Path
 from typing import Any
@@ -19,12 +18,21 @@ import pytest
 import pytest_lsp
 import torch
 from lsprotocol import types as lsp
-from pytest_lsp import ClientServerConfig, LanguageClient, client_capabilities
+from pytest_lsp import LanguageClient
 
 from gbls.lsp.markdown import prose
 
 from ..support import FIXTURES
-from ..support.lsp import Recorder, open_and_wait, published_after, recorded, until, uri_of
+from ..support.lsp import (
+    Recorder,
+    initialized,
+    open_and_wait,
+    published_after,
+    server,
+    session,
+    until,
+    uri_of,
+)
 
 PROJECTS = FIXTURES / "runs"
 # Workspace folder: fixture. "fresh" is opened by one test only: what a file shows from the start.
@@ -48,22 +56,12 @@ def projects(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return folder
 
 
-@pytest_lsp.fixture(scope="session", config=ClientServerConfig(server_command=[sys.executable, "-m", "gbls"]))
+@pytest_lsp.fixture(scope="session", config=server())
 async def client(lsp_client: LanguageClient, projects: Path) -> AsyncIterator[LanguageClient]:
-    recorded(lsp_client)
     settings = {"timeout": 60, "debounceMs": 100}
-    lsp_client.set_configuration(settings, section="gbls")
-    await lsp_client.initialize_session(
-        lsp.InitializeParams(
-            capabilities=client_capabilities("visual-studio-code"),
-            workspace_folders=[
-                lsp.WorkspaceFolder(uri=uri_of(projects / name), name=name) for name in FOLDERS
-            ],
-            initialization_options={"gbls": settings},
-        )
-    )
-    yield lsp_client
-    await lsp_client.shutdown_session()
+    folders = {name: projects / name for name in FOLDERS}
+    async with session(initialized(lsp_client, folders, settings, settings)) as client:
+        yield client
 
 
 def breaks_in(diagnostics: Sequence[lsp.Diagnostic]) -> list[tuple[int, str]]:

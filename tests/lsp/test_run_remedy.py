@@ -15,13 +15,13 @@ from typing import Any
 import pytest
 import pytest_lsp
 from lsprotocol import types as lsp
-from pytest_lsp import ClientServerConfig, LanguageClient, client_capabilities
+from pytest_lsp import LanguageClient
 
 from gbls.engine import runs
 from gbls.worker.shared.protocol import Run
 
 from ..support import FIXTURES
-from ..support.lsp import Recorder, answer_requests, open_and_wait, until, uri_of
+from ..support.lsp import Recorder, initialized, open_and_wait, server, session, until, uri_of
 from ..support.measured import unmeasured
 
 
@@ -32,21 +32,11 @@ def needsargs(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return copy
 
 
-@pytest_lsp.fixture(scope="session", config=ClientServerConfig(server_command=[sys.executable, "-m", "gbls"]))
+@pytest_lsp.fixture(scope="session", config=server())
 async def client(lsp_client: LanguageClient, needsargs: Path) -> AsyncIterator[LanguageClient]:
-    lsp_client.diagnostics = Recorder()
-    answer_requests(lsp_client)
     settings = {"timeout": 60, "debounceMs": 100}
-    lsp_client.set_configuration(settings, section="gbls")
-    await lsp_client.initialize_session(
-        lsp.InitializeParams(
-            capabilities=client_capabilities("visual-studio-code"),
-            workspace_folders=[lsp.WorkspaceFolder(uri=uri_of(needsargs), name="needsargs")],
-            initialization_options={"gbls": settings},
-        )
-    )
-    yield lsp_client
-    await lsp_client.shutdown_session()
+    async with session(initialized(lsp_client, {"needsargs": needsargs}, settings, settings)) as client:
+        yield client
 
 
 def applied(text: str, edits: list[lsp.TextEdit]) -> str:
@@ -146,21 +136,11 @@ def slowstart(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return copy
 
 
-@pytest_lsp.fixture(scope="session", config=ClientServerConfig(server_command=[sys.executable, "-m", "gbls"]))
+@pytest_lsp.fixture(scope="session", config=server())
 async def short_budget(lsp_client: LanguageClient, slowstart: Path) -> AsyncIterator[LanguageClient]:
-    lsp_client.diagnostics = Recorder()
-    answer_requests(lsp_client)
     settings = {"timeout": 5, "debounceMs": 100}
-    lsp_client.set_configuration(settings, section="gbls")
-    await lsp_client.initialize_session(
-        lsp.InitializeParams(
-            capabilities=client_capabilities("visual-studio-code"),
-            workspace_folders=[lsp.WorkspaceFolder(uri=uri_of(slowstart), name="slowstart")],
-            initialization_options={"gbls": settings},
-        )
-    )
-    yield lsp_client
-    await lsp_client.shutdown_session()
+    async with session(initialized(lsp_client, {"slowstart": slowstart}, settings, settings)) as client:
+        yield client
 
 
 async def test_a_script_the_budget_cuts_before_its_compiled_code_offers_the_readme_s_run(

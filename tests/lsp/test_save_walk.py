@@ -17,10 +17,10 @@ from pathlib import Path
 
 import pytest_lsp
 from lsprotocol import types as lsp
-from pytest_lsp import ClientServerConfig, LanguageClient, client_capabilities
+from pytest_lsp import ClientServerConfig, LanguageClient
 
 from ..support import FIXTURES, ROOT
-from ..support.lsp import Recorder, answer_requests, diagnostics_for, until, uri_of
+from ..support.lsp import diagnostics_for, initialized, session, until, uri_of
 
 WALK = Path(tempfile.gettempdir()) / f"gbls-save-walk-{os.getpid()}.json"
 
@@ -30,19 +30,10 @@ WALK = Path(tempfile.gettempdir()) / f"gbls-save-walk-{os.getpid()}.json"
 )
 async def walker(lsp_client: LanguageClient, tmp_path: Path) -> AsyncIterator[LanguageClient]:
     assert Path.cwd() == ROOT  # where ``-m tests.support.walk`` is found
-    lsp_client.diagnostics = Recorder()
-    answer_requests(lsp_client)
     # Analysed on a save only: the save's walk is the one that runs the analysis.
-    lsp_client.set_configuration({"analyseOnChange": False}, section="gbls")
-    await lsp_client.initialize_session(
-        lsp.InitializeParams(
-            capabilities=client_capabilities("visual-studio-code"),
-            workspace_folders=[lsp.WorkspaceFolder(uri=uri_of(tmp_path), name="walk")],
-            initialization_options={"gbls": {"analyseOnChange": False}},
-        )
-    )
-    yield lsp_client
-    await lsp_client.shutdown_session()
+    off = {"analyseOnChange": False}
+    async with session(initialized(lsp_client, {"walk": tmp_path}, off, off)) as client:
+        yield client
 
 
 async def test_a_save_enters_each_server_module_at_most_twice(walker: LanguageClient, tmp_path: Path) -> None:

@@ -15,10 +15,10 @@ from typing import Any
 import pytest
 import pytest_lsp
 from lsprotocol import types as lsp
-from pytest_lsp import ClientServerConfig, LanguageClient, client_capabilities
+from pytest_lsp import LanguageClient
 
 from ..support import FIXTURES
-from ..support.lsp import Recorder, answer_requests, open_and_wait, until, uri_of
+from ..support.lsp import Recorder, initialized, open_and_wait, server, session, until, uri_of
 
 
 @pytest.fixture(scope="session")
@@ -28,21 +28,11 @@ def testreach(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return copy
 
 
-@pytest_lsp.fixture(scope="session", config=ClientServerConfig(server_command=[sys.executable, "-m", "gbls"]))
+@pytest_lsp.fixture(scope="session", config=server())
 async def client(lsp_client: LanguageClient, testreach: Path) -> AsyncIterator[LanguageClient]:
-    lsp_client.diagnostics = Recorder()
-    answer_requests(lsp_client)
     settings = {"timeout": 120, "debounceMs": 100}
-    lsp_client.set_configuration(settings, section="gbls")
-    await lsp_client.initialize_session(
-        lsp.InitializeParams(
-            capabilities=client_capabilities("visual-studio-code"),
-            workspace_folders=[lsp.WorkspaceFolder(uri=uri_of(testreach), name="testreach")],
-            initialization_options={"gbls": settings},
-        )
-    )
-    yield lsp_client
-    await lsp_client.shutdown_session()
+    async with session(initialized(lsp_client, {"testreach": testreach}, settings, settings)) as client:
+        yield client
 
 
 def shown(diagnostics: Sequence[lsp.Diagnostic]) -> list[tuple[int, int, int, int, str]]:

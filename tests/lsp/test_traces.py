@@ -19,10 +19,10 @@ from pathlib import Path
 import pytest
 import pytest_lsp
 from lsprotocol import types as lsp
-from pytest_lsp import ClientServerConfig, LanguageClient, client_capabilities
+from pytest_lsp import LanguageClient
 
 from ..support import FIXTURES
-from ..support.lsp import Recorder, answer_requests, until, uri_of
+from ..support.lsp import Recorder, initialized, server, session, until, uri_of
 
 EDITOR = FIXTURES / "traces" / "editor"
 RUN = FIXTURES / "traces" / "editor_run.py"
@@ -49,21 +49,11 @@ def workspace(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return folder
 
 
-@pytest_lsp.fixture(scope="session", config=ClientServerConfig(server_command=[sys.executable, "-m", "gbls"]))
+@pytest_lsp.fixture(scope="session", config=server())
 async def client(lsp_client: LanguageClient, workspace: Path) -> AsyncIterator[LanguageClient]:
-    lsp_client.diagnostics = Recorder()
-    answer_requests(lsp_client)
     settings = {"timeout": 60, "debounceMs": 100, "traces": ["traces/*"]}
-    lsp_client.set_configuration(settings, section="gbls")
-    await lsp_client.initialize_session(
-        lsp.InitializeParams(
-            capabilities=client_capabilities("visual-studio-code"),
-            workspace_folders=[lsp.WorkspaceFolder(uri=uri_of(workspace), name="workspace")],
-            initialization_options={"gbls": settings},
-        )
-    )
-    yield lsp_client
-    await lsp_client.shutdown_session()
+    async with session(initialized(lsp_client, {"workspace": workspace}, settings, settings)) as client:
+        yield client
 
 
 def breaks_in(diagnostics: Sequence[lsp.Diagnostic]) -> list[lsp.Diagnostic]:

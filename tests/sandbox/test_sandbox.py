@@ -27,7 +27,7 @@ from typing import Any
 import pytest
 import pytest_lsp
 from lsprotocol import types as lsp
-from pytest_lsp import ClientServerConfig, LanguageClient, client_capabilities
+from pytest_lsp import LanguageClient
 
 from gbls.runtime.sandbox import bwrap_support
 
@@ -35,10 +35,12 @@ from ..support import FIXTURES, ROOT, SECRETS
 from ..support.lsp import (
     Recorder,
     close,
+    initialized,
     open_and_wait,
     proofs_done,
     published_after,
-    recorded,
+    server,
+    session,
     until,
     uri_of,
 )
@@ -614,26 +616,14 @@ async def test_output_is_bounded(analyse_file: Analyse) -> None:
 # -- the language server ----------------------------------------------------------------------
 
 
-@pytest_lsp.fixture(
-    scope="session",
-    config=ClientServerConfig(server_command=[sys.executable, "-m", "gbls"], server_env=ENVIRONMENT),
-)
+@pytest_lsp.fixture(scope="session", config=server(ENVIRONMENT))
 async def client(
     lsp_client: LanguageClient, tmp_path_factory: pytest.TempPathFactory
 ) -> AsyncIterator[LanguageClient]:
-    recorded(lsp_client)
     settings = {"debounceMs": 200, "timeout": TIMEOUT, "memoryMb": MEMORY_MB}
-    lsp_client.set_configuration(settings, section="gbls")
-    folders = [FIXTURES, tmp_path_factory.getbasetemp()]
-    await lsp_client.initialize_session(
-        lsp.InitializeParams(
-            capabilities=client_capabilities("visual-studio-code"),
-            workspace_folders=[lsp.WorkspaceFolder(uri=uri_of(f), name=f.name) for f in folders],
-            initialization_options={"gbls": settings},
-        )
-    )
-    yield lsp_client
-    await lsp_client.shutdown_session()
+    folders = {folder.name: folder for folder in (FIXTURES, tmp_path_factory.getbasetemp())}
+    async with session(initialized(lsp_client, folders, settings, settings)) as client:
+        yield client
 
 
 def server_pid(client: LanguageClient) -> int:
@@ -913,26 +903,15 @@ async def test_faults_without_the_sandbox(unsandboxed: LanguageClient, name: str
     await close(client, FAULTS / name)
 
 
-@pytest_lsp.fixture(
-    config=ClientServerConfig(server_command=[sys.executable, "-m", "gbls"], server_env=ENVIRONMENT),
-)
+@pytest_lsp.fixture(config=server(ENVIRONMENT))
 async def own_server(
     lsp_client: LanguageClient, tmp_path_factory: pytest.TempPathFactory
 ) -> AsyncIterator[LanguageClient]:
     """A server of its own, for a test that ends it or its worker (the shared one must live on)."""
-    recorded(lsp_client)
-    folders = [FIXTURES, tmp_path_factory.getbasetemp()]
-    await lsp_client.initialize_session(
-        lsp.InitializeParams(
-            capabilities=client_capabilities("visual-studio-code"),
-            workspace_folders=[lsp.WorkspaceFolder(uri=uri_of(f), name=f.name) for f in folders],
-            initialization_options={"gbls": {"timeout": TIMEOUT, "memoryMb": MEMORY_MB}},
-        )
-    )
-    yield lsp_client
-    server = lsp_client._server
-    if server is not None and server.returncode is None:  # the test did not end it: ended cleanly here
-        await lsp_client.shutdown_session()
+    folders = {folder.name: folder for folder in (FIXTURES, tmp_path_factory.getbasetemp())}
+    options = {"timeout": TIMEOUT, "memoryMb": MEMORY_MB}
+    async with session(initialized(lsp_client, folders, options)) as client:
+        yield client
 
 
 async def test_every_process_ends_with_the_server(own_server: LanguageClient, bait: Path) -> None:

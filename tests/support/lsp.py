@@ -1,15 +1,19 @@
-"""Driving the real gbls server over LSP in tests: the shared client and small helpers."""
+"""Driving the real gbls server over LSP in tests: the server as an editor starts it, a client
+initialized on its workspace folders (``server`` and ``session``: what every LSP test module's client
+fixture is made of), and small helpers."""
 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable
+import contextlib
+import sys
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from pathlib import Path
 from typing import Any, TypeVar
 
 from lsprotocol import types as lsp
 from pygls import uris
-from pytest_lsp import LanguageClient
+from pytest_lsp import ClientServerConfig, LanguageClient, client_capabilities
 
 T = TypeVar("T")
 
@@ -48,10 +52,12 @@ def answer_requests(client: LanguageClient, refreshes: list[None] | None = None)
         registrations.extend(params.registrations)
 
 
-def recorded(client: LanguageClient) -> None:
-    """The client keeps what the server publishes: diagnostics, and each document's ``gbls/status``."""
+def recorded(client: LanguageClient, refreshes: list[None] | None = None) -> None:
+    """The client keeps what the server publishes: diagnostics, and each document's ``gbls/status``;
+    it answers the server's requests (``answer_requests``: ``refreshes`` gets the code lens
+    refreshes)."""
     client.diagnostics = Recorder()
-    answer_requests(client)
+    answer_requests(client, refreshes)
     client.statuses = []  # type: ignore[attr-defined]
 
     @client.feature("gbls/status")
@@ -61,6 +67,53 @@ def recorded(client: LanguageClient) -> None:
 
 def uri_of(path: Path) -> str:
     return uris.from_fs_path(str(path)) or ""
+
+
+def server(environment: Mapping[str, str] | None = None) -> ClientServerConfig:
+    """The real gbls server, as an editor starts it (``python -m gbls``), in ``environment`` (else
+    this process's)."""
+    return ClientServerConfig(
+        server_command=[sys.executable, "-m", "gbls"],
+        server_env=dict(environment) if environment is not None else None,
+    )
+
+
+async def initialized(
+    client: LanguageClient,
+    folders: Mapping[str, Path],
+    options: dict[str, Any] | None = None,
+    configuration: dict[str, Any] | None = None,
+    capabilities: lsp.ClientCapabilities | None = None,
+    refreshes: list[None] | None = None,
+) -> LanguageClient:
+    """``client``, recording what the server publishes (``recorded``), initialized on the workspace
+    ``folders`` (by name) as VS Code is (``capabilities``: another client's): ``options``, gbls's
+    settings in the initialization options; ``configuration``, the client's answer to
+    ``workspace/configuration`` for the section gbls (None: no answer of its own)."""
+    recorded(client, refreshes)
+    if configuration is not None:
+        client.set_configuration(configuration, section="gbls")
+    await client.initialize_session(
+        lsp.InitializeParams(
+            capabilities=capabilities or client_capabilities("visual-studio-code"),
+            workspace_folders=[
+                lsp.WorkspaceFolder(uri=uri_of(path), name=name) for name, path in folders.items()
+            ],
+            initialization_options={"gbls": options} if options is not None else None,
+        )
+    )
+    return client
+
+
+@contextlib.asynccontextmanager
+async def session(starting: Awaitable[LanguageClient]) -> AsyncIterator[LanguageClient]:
+    """The client ``starting`` gives (``initialized(...)``), shut down at the end, but where the
+    test ended the server itself."""
+    client = await starting
+    yield client
+    running = client._server
+    if running is not None and running.returncode is None:
+        await client.shutdown_session()
 
 
 async def open_and_wait(client: LanguageClient, path: Path, text: str | None = None) -> list[lsp.Diagnostic]:
