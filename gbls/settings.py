@@ -208,6 +208,12 @@ def cache_off_by_environment() -> bool:
     return os.environ.get("GBLS_NO_CACHE", "") not in ("", "0")
 
 
+def worker_log_by_environment() -> bool:
+    """Whether ``GBLS_WORKER_LOG=1`` asks for the worker's log on the server's stderr (the worker,
+    which cannot import this module, reads it for itself)."""
+    return os.environ.get("GBLS_WORKER_LOG", "") not in ("", "0")
+
+
 def camel(name: str) -> str:
     """A setting's name as LSP clients send it: ``memoryMb`` for ``memory_mb``."""
     head, *rest = name.split("_")

@@ -23,6 +23,7 @@ from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from ..settings import worker_log_by_environment
 from ..worker.shared import protocol
 from ..worker.shared.protocol import (
     AnalyseLine,
@@ -49,7 +50,7 @@ DEADLINE_MARGIN = 8.0
 # deadline. A stopped worker has been silent far longer by the deadline: it is killed right then.
 QUIET = 10.0
 ALIVE_LIMIT = 120.0
-WORKER_LOG = os.environ.get("GBLS_WORKER_LOG", "") not in ("", "0")
+WORKER_LOG = worker_log_by_environment()
 LINE_LIMIT = 96 * 1024 * 1024  # a result is bounded well below (events, breaks and output are)
 MARKER = "GBLS_WORKER"  # in the environment of the worker and of everything the analyses start
 SWEEP_ROUNDS = 250  # kill-and-look rounds, 20 ms apart: an orphaned fork bomb takes a while
