@@ -296,7 +296,7 @@ def split_diagnostics(report: FileView, source: str, lines_of: LinesOf) -> list[
 SET_BY_SEVERITY = ("break", "recompile")
 
 
-def as_configured(diagnostics: list[lsp.Diagnostic], settings: Settings) -> list[lsp.Diagnostic]:
+def as_set(diagnostics: list[lsp.Diagnostic], settings: Settings) -> list[lsp.Diagnostic]:
     """``diagnostics`` as the settings want them: those of an ignored code left out, and each whose
     severity comes from ``severity`` at its code's own severity, if it has one (a recompile limit hit
     stays one step above it)."""

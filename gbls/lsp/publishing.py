@@ -14,7 +14,7 @@ from lsprotocol import types as lsp
 
 from ..engine.sources import Sources
 from . import notebooks, suppressions
-from .diagnostics import as_configured, file_diagnostics, split_diagnostics
+from .diagnostics import as_set, file_diagnostics, split_diagnostics
 from .events import Finished
 from .messages import analysis_line
 from .snapshot import Snapshot
@@ -59,7 +59,7 @@ class Publishing:
             version = None  # a closed document's diagnostics are its file's
         elif version is None:
             version = snapshot.version
-        return as_configured(diagnostics, ls.session.settings_for(snapshot.path)), version
+        return as_set(diagnostics, ls.session.settings_for(snapshot.path)), version
 
     def send(self, uri: str, diagnostics: list[lsp.Diagnostic], version: int | None) -> None:
         """Publish ``diagnostics`` of the document ``uri``; a notebook's, each in its cell. A client
