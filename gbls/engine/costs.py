@@ -12,6 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ..worker.shared.protocol import Break, Cost
+from . import words
 from .model import FunctionReport, RecompileReport
 
 
@@ -33,9 +34,15 @@ class Row:
     computed: bool  # its graph's values were computed (not elided)
 
     @property
+    def reasons(self) -> tuple[str, ...]:
+        """Why Dynamo restarted its translation, in the user's words: torch 2.6 gives a break's one
+        line of text, which names the ATen operator a call became (``aten.nonzero.default``)."""
+        return tuple(words.said(reason, "") for reason in self.cost.restarts)
+
+    @property
     def restarts(self) -> str:
         """``restarted once: Failed to trace builtin operator``, or ""."""
-        reasons = self.cost.restarts
+        reasons = self.reasons
         if not reasons:
             return ""
         times = "once" if len(reasons) == 1 else f"{len(reasons)} times"

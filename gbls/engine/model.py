@@ -131,7 +131,7 @@ class BreakReport:
         for cost in self.costs:
             if cost.resumes_at is not None:
                 total += cost.seconds
-            elif self.gb_type in cost.restarts:
+            elif self.cause.gb_type in cost.restarts:  # torch's text, as its metrics name the restart
                 total += cost.restart_seconds / len(cost.restarts)
         return total
 

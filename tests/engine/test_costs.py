@@ -13,10 +13,11 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
 import torch
 from lsprotocol import types as lsp
 
-from gbls.engine import costs, views
+from gbls.engine import costs, views, words
 from gbls.engine.fixes import policy
 from gbls.engine.fixes.edits import apply
 from gbls.engine.model import FileReport, RecompileReport
@@ -29,6 +30,7 @@ from gbls.worker.shared.lines import split_lines
 
 from ..support import FIXTURES, ROOT
 from ..support.schema import gbls_json
+from ..support.torchlog import logged_script
 from ..support.torchlog_costs import PlainRun, plain_run
 from ..support.torchlog_recompiles import COLUMNS, said_as_torch
 from ..support.worker import Analyse
@@ -180,19 +182,36 @@ async def test_the_size_fix_is_proven_and_torch_recompiles_less(
     assert len(after.recompiles.recompiles) < len(before.recompiles.recompiles), after.stderr
 
 
-async def test_a_break_costs_its_restart_and_the_code_after_it(analyse_file: Analyse) -> None:
-    fixture = COSTS / "restarts.py"
+@pytest.mark.parametrize(
+    "fixture",
+    [COSTS / "restarts.py", FIXTURES / "words" / "noisy_step.py"],  # `print`; numpy's number read out
+    ids=lambda path: path.name,
+)
+async def test_a_break_costs_its_restart_and_the_code_after_it(analyse_file: Analyse, fixture: Path) -> None:
     report = await analyse_file(fixture)
     ran = torch_run(fixture)
     (brk,) = report.breaks
-    restarted = {c.compile_id for c in ran.compiles if brk.gb_type in c.restarts}
-    resumed = {c.compile_id for c in ran.compiles if c.function == "torch_dynamo_resume_in_step_at_7"}
-    assert resumed and {cost.compile_id for cost in brk.costs} == restarted | resumed
-    assert brk.seconds > 0
     (step,) = report.functions
-    assert "**Cost**: " in break_markdown(brk, step, Where(str(fixture), str(FIXTURES)), full=True)
+    # The compilations torch restarted for the break its log names (torch 2.6: by its line of text,
+    # its ATen operator and all; later releases: by its gb_type), which gbls names as it names the break.
+    (logged,) = {entry.text.splitlines()[0] for entry in logged_script(fixture).main}
+    restarted = {c.compile_id for c in ran.compiles if logged in c.restarts}
+    assert restarted == {cost.compile_id for cost in step.costs if brk.cause.gb_type in cost.restarts}
+    # Said as the break's gb_type is, in the user's words (torch 2.6: no ATen operator, no Dynamo
+    # class: its `print` restart names `ConstantVariable`), but without the call (a row has none).
     rows = costs.rows(step, ())
-    assert [row.why for row in rows][-1] == "the code of `step` after line 7 (a break)"
+    said = {reason for row in rows if row.cost.compile_id in restarted for reason in row.reasons}
+    assert said == {words.said(brk.cause.gb_type, "")}
+    resumed = {
+        c.compile_id for c in ran.compiles if c.function == f"torch_dynamo_resume_in_step_at_{brk.span.line}"
+    }
+    assert restarted and resumed and {cost.compile_id for cost in brk.costs} == restarted | resumed
+    assert brk.seconds == sum(
+        cost.seconds if cost.compile_id in resumed else cost.restart_seconds / len(cost.restarts)
+        for cost in brk.costs
+    )
+    assert "**Cost**: " in break_markdown(brk, step, Where(str(fixture), str(FIXTURES)), full=True)
+    assert rows[-1].why == f"the code of `step` after line {brk.span.line} (a break)"
 
 
 async def test_the_recompile_limit_under_fullgraph_raises_on_the_call_line(

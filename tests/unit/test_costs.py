@@ -7,6 +7,7 @@ from __future__ import annotations
 from gbls.engine import costs
 from gbls.engine.model import BreakReport, FunctionReport, Location, RecompileReport, costliest_first
 from gbls.engine.ranges import Span
+from gbls.worker.shared import metrics
 from gbls.worker.shared.protocol import Break, Code, Cost, Elided, Frame, Function, Recompile
 
 PATH = "/w/f.py"
@@ -71,6 +72,49 @@ def test_a_break_costs_its_share_of_the_restart_and_the_code_after_it() -> None:
     cheap = BreakReport(cause, PATH, Span(7, 0, 7, 5), (Location(PATH, "forward", SPAN),), "print")
     # Split alike and hit as often: the one that cost more translations is fixed first.
     assert costliest_first((cheap, brk)) == (brk, cheap)
+
+
+def test_a_restart_torch_2_6_names_by_its_aten_operator_is_said_in_the_users_words() -> None:
+    """torch 2.6 names a restart by its break's line of text (its metrics, as gbls read them from
+    torch 2.6 on ``tests/fixtures/words/noisy_step.py``): the row says the torch function, and the
+    break whose text it is (its call said as written) gets its share of the restart all the same."""
+    text = (
+        "data dependent operator: aten._local_scalar_dense.default; to enable, set "
+        "torch._dynamo.config.capture_scalar_outputs = True"
+    )
+    restarted = Cost("step", "step", "0/0", seconds=0.03, restarts=(text,), restart_seconds=0.02)
+    (row,) = costs.rows(forward(restarted), ())
+    said = "data dependent operator: a tensor's value read as a Python number (`.item()`); to enable"
+    assert row.reasons == (said + text.partition("; to enable")[2],)
+    assert row.restarts == f"restarted once: {row.reasons[0]}"
+    chain = (Frame(PATH, "step", 14, 12, 28),)
+    cause = Break("step", text, None, None, "", (), "", chain, compile_ids=("0/0",))
+    brk = BreakReport(
+        cause,
+        PATH,
+        SPAN,
+        (Location(PATH, "step", SPAN),),
+        "np.random.rand",
+        costs=(restarted,),
+        call="np.random.rand()",
+    )
+    assert brk.gb_type.startswith("data dependent operator: `np.random.rand()`;")
+    assert brk.seconds == 0.02
+
+
+def test_torch_2_6_restarts_are_named_as_its_breaks_are() -> None:
+    """Two of torch 2.6's texts for `print` (its metrics' reasons) are the one gb_type later releases
+    restart for: one restart; a text gbls has no gb_type for keeps its first line."""
+    reasons = {
+        "builtin: print [<class 'torch._dynamo.variables.constant.ConstantVariable'>] False",
+        "builtin: print [<class 'torch._dynamo.variables.lists.TupleVariable'>] False",
+        "data dependent operator: aten._local_scalar_dense.default; to enable, ...\nfrom user code:",
+    }
+    measured = metrics.measured({"restart_reasons": reasons}.get)
+    assert measured["restarts"] == (
+        "Failed to trace builtin operator",
+        "data dependent operator: aten._local_scalar_dense.default; to enable, ...",
+    )
 
 
 def test_durations_are_said_in_two_digits() -> None:

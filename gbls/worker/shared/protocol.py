@@ -294,7 +294,8 @@ class Cost:
     shape_guards: int = 0  # of the guards, those on symbolic sizes
     graphs: int = 0
     ops: int = 0
-    restarts: tuple[str, ...] = ()  # why Dynamo restarted the translation, in its words
+    # Why Dynamo restarted the translation: the gb_type of each break it restarted for, as ``Break``'s.
+    restarts: tuple[str, ...] = ()
     restart_seconds: float = 0.0  # spent before the restarts: translation thrown away
 
 
