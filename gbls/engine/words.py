@@ -7,6 +7,9 @@ by), the ATen operator a data-dependent call became (``aten._local_scalar_dense.
 and a call: a resume function is its function, resumed after the break at its line, and the
 operator is the call at the break's root, as written, else the torch function it is. Its flag for
 keyword arguments (``(has_kwargs False)``, after a builtin's argument types) is said, where true.
+torch 2.6 and older name a builtin's arguments by Dynamo's class for each (``builtin: print
+[<class 'torch._dynamo.variables.constant.ConstantVariable'>] False``): said as later releases say
+it, each argument by what it is (``constant``).
 """
 
 from __future__ import annotations
@@ -21,6 +24,8 @@ OPERATOR = re.compile(r"(?:Operator )?`?\baten\.(\w+)(?:\.(\w+))?`?")
 # The operators whose torch function is not their name.
 TORCH_NAMES = {"_local_scalar_dense": "a tensor's value read as a Python number (`.item()`)"}
 KEYWORDS = re.compile(r" \(has_kwargs (True|False)\)")
+VARIABLE = re.compile(r"<class 'torch\._dynamo\.variables\.(?:\w+\.)*(\w+?)Variable'>")
+BUILTIN = re.compile(r"builtin: (\w+) \[([^\]]*)\] (True|False)")
 
 
 def resumed(text: str) -> str:
@@ -46,7 +51,21 @@ def keywords(text: str) -> str:
     return KEYWORDS.sub(lambda found: " and keyword arguments" if found.group(1) == "True" else "", text)
 
 
+def builtins(text: str) -> str:
+    """torch 2.6's ``builtin: print [<class '...ConstantVariable'>] False`` as later releases say it:
+    ``Dynamo does not know how to trace builtin operator `print` with argument types ['constant']``."""
+
+    def kind(found: re.Match[str]) -> str:
+        return "'" + re.sub(r"(?<!^)(?=[A-Z])", " ", found.group(1)).lower() + "'"
+
+    def told(found: re.Match[str]) -> str:
+        told = f"Dynamo does not know how to trace builtin operator `{found.group(1)}` with argument types"
+        return f"{told} [{found.group(2)}]" + (" and keyword arguments" if found.group(3) == "True" else "")
+
+    return BUILTIN.sub(told, VARIABLE.sub(kind, text))
+
+
 def said(text: str, call: str) -> str:
     """Dynamo's ``text`` about a break with its names as the user wrote them; ``call``: the break's
     root cause as written ("" where Python gives no columns)."""
-    return keywords(operators(resumed(text), call))
+    return builtins(keywords(operators(resumed(text), call)))

@@ -24,8 +24,8 @@ from gbls.lsp.hover import function_report, hover_markdown
 from gbls.lsp.markdown import Where
 
 # Dynamo's names for what the user wrote: a value it kept across a break or a guard's helper
-# (``___stack0``, ``___check_obj_id``), a resume function, an ATen operator.
-INTERNAL = re.compile(r"___|torch_dynamo_resume_in_|\baten\.")
+# (``___stack0``, ``___check_obj_id``), a resume function, an ATen operator, its class for a value.
+INTERNAL = re.compile(r"___|torch_dynamo_resume_in_|\baten\.|torch\._dynamo\.variables\.")
 
 
 def said(analyses: list[FileReport], folder: str) -> Iterator[tuple[str, str]]:

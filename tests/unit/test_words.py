@@ -37,3 +37,16 @@ def test_the_flag_for_keyword_arguments_is_said_where_true() -> None:
     text = "Dynamo does not know how to trace builtin operator `print` with argument types ['str', 'Size']"
     assert words.said(f"{text} (has_kwargs False)", "") == text
     assert words.said(f"{text} (has_kwargs True)", "") == f"{text} and keyword arguments"
+
+
+def test_torch_2_6_s_builtin_is_said_as_later_releases_say_it() -> None:
+    variable = "<class 'torch._dynamo.variables.{}'>"
+    constant, tensor = variable.format("constant.ConstantVariable"), variable.format("TensorVariable")
+    text = f"builtin: print [{constant}, {tensor}]"
+    assert words.said(f"{text} False", "") == (
+        "Dynamo does not know how to trace builtin operator `print` with argument types "
+        "['constant', 'tensor']"
+    )
+    assert words.said(f"{text} True", "").endswith("['constant', 'tensor'] and keyword arguments")
+    user = variable.format("user_defined.UserDefinedObjectVariable")
+    assert words.said(f"called with {user}", "") == "called with 'user defined object'"
