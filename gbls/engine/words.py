@@ -9,7 +9,8 @@ operator is the call at the break's root, as written, else the torch function it
 keyword arguments (``(has_kwargs False)``, after a builtin's argument types) is said, where true.
 torch 2.6 and older name a builtin's arguments by Dynamo's class for each (``builtin: print
 [<class 'torch._dynamo.variables.constant.ConstantVariable'>] False``): said as later releases say
-it, each argument by what it is (``constant``).
+it, each argument by what it is (``constant``). A function is named as the user wrote it, not as
+Python prints it (``<function eager_only at 0x7f0053...>``, an address that differs from run to run).
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ OPERATOR = re.compile(r"(?:Operator )?`?\baten\.(\w+)(?:\.(\w+))?`?")
 TORCH_NAMES = {"_local_scalar_dense": "a tensor's value read as a Python number (`.item()`)"}
 KEYWORDS = re.compile(r" \(has_kwargs (True|False)\)")
 VARIABLE = re.compile(r"<class 'torch\._dynamo\.variables\.(?:\w+\.)*(\w+?)Variable'>")
+FUNCTION = re.compile(r"<function ([\w.<>]+) at 0x[0-9a-fA-F]+>")
 BUILTIN = re.compile(r"builtin: (\w+) \[([^\]]*)\] (True|False)")
 
 
@@ -68,4 +70,4 @@ def builtins(text: str) -> str:
 def said(text: str, call: str) -> str:
     """Dynamo's ``text`` about a break with its names as the user wrote them; ``call``: the break's
     root cause as written ("" where Python gives no columns)."""
-    return builtins(keywords(operators(resumed(text), call)))
+    return FUNCTION.sub(r"\1", builtins(keywords(operators(resumed(text), call))))

@@ -50,3 +50,8 @@ def test_torch_2_6_s_builtin_is_said_as_later_releases_say_it() -> None:
     assert words.said(f"{text} True", "").endswith("['constant', 'tensor'] and keyword arguments")
     user = variable.format("user_defined.UserDefinedObjectVariable")
     assert words.said(f"called with {user}", "") == "called with 'user defined object'"
+
+
+def test_a_function_is_named_without_its_address() -> None:
+    said = words.said("Skip calling function `<function Opaque.forward at 0x7f0053a9eac0>` since it", "")
+    assert said == "Skip calling function `Opaque.forward` since it"
