@@ -84,6 +84,16 @@ KINDS = {
     ),
     "tolist iterated as tensors": Kind("hatches/listed.py", "GB0109", "Iterate the elements of `weights`"),
     "a list passed, not an iterator": Kind("torch_tests/zipped_input.py", "GB0811", "Pass weighted a list"),
+    "a module's iterator made a list": Kind("hatches/mapped.py", "GB0811", "Make `SCALES` a list"),
+    "a custom op's fake written": Kind(
+        "torch_tests/fake_not_written.py", "GB0087", "Write the fake of the custom op", ("custom_op",)
+    ),
+    "an input's view made out of place": Kind(
+        "hatches/unsqueezed.py", "GB0148", "Make the view out of place"
+    ),
+    "lstsq by the pseudo-inverse": Kind(
+        "torch_tests/lstsq_fit.py", "GB0037", "Solve with the pseudo-inverse"
+    ),
     "nested graph breaks (a workaround)": Kind(
         "hatches/deep_print.py",
         "GB0059",
