@@ -52,6 +52,9 @@ KINDS = {
     "explicit break removed": Kind("fixes/explicit_break.py", "GB0025", "Remove the explicit"),
     "print reordered": Kind("torch_tests/progress_print.py", "GB0059", "Let Dynamo print after the graph"),
     "print from the graph": Kind("hatches/printed.py", "GB0059", "Print from the graph", ("print_hop",)),
+    "print from the graph of a compiled function another calls": Kind(
+        "fidelity/nested_compiled.py", "GB0059", "Print from the graph", ("print_hop",)
+    ),
     "logging left out of compiled code": Kind(
         "hatches/logged.py", "GB0291", "Leave info() out of compiled code", ("ignore_logging_functions",)
     ),
