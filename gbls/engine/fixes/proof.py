@@ -4,9 +4,9 @@ A fix is proven when it proves both that it fixes and that it keeps the program'
 
 - The break it is for is gone (each fix's ``proof`` says what "gone" is), no break appeared that the
   analysis before it did not have, and every compiled function that compiled a graph still does, or
-  runs traced inline in one that does (nothing moved out of compiled code wholesale). Breaks are compared by what they are and where
-  they are in the code's structure (type, compiled function, root cause's function): the fix moves
-  lines, not functions.
+  runs traced inline in one that does (nothing moved out of compiled code wholesale). Breaks are
+  compared by what they are and where they are in the code's structure (type, compiled function,
+  root cause's function): the fix moves lines, not functions.
 - The program runs as before (to its end, or to the same kind of failure: a notebook's cell that
   raises), its compiled calls return what they returned (within a float's tolerance), and it
   prints what it printed, but for the lines a fix that says so drops (``outcomes``).
