@@ -104,8 +104,14 @@ KINDS = {
         ("nested_graph_breaks",),
         removes=False,
     ),
+    "a skipped call made where the function is called": Kind(
+        "hatches/skipped_call.py", "GB0007", "Call `random.gauss(0.0, 0.01)` where jitter is called"
+    ),
+    "next() made where the function is called": Kind(
+        "hatches/scheduled.py", "GB4347", "Call `next(schedule)` where step is called"
+    ),
     "run eagerly (a workaround)": Kind(
-        "hatches/skipped_call.py", "GB0007", "Stop compiling `random.gauss", removes=False
+        "hatches/calibrated.py", "GB0008", "Stop compiling `CALIBRATION(temperature)`", removes=False
     ),
 }
 

@@ -851,3 +851,67 @@ def test_a_custom_ops_fake_left_to_write_is_written_where_its_result_is_like_an_
     assert '    """To write."""\n    return torch.empty_like(x)\n' in text
     assert written("ops.halves", "halves(x)") == []
     assert written("ops.missing", "sine(x)") == []
+
+
+HOISTS = """import random
+import time
+
+import torch
+
+
+@torch.compile
+def jitter(x, scale):
+    y = x * scale
+    noise = random.gauss(0.0, 0.01)
+    return y + noise + time.perf_counter() * 0
+
+
+@torch.compile
+def drawn(x, scale):
+    if scale > 1:
+        return x
+    return x + random.random() + random.gauss(scale, 1.0)
+
+
+@torch.compile
+def maybe(x):
+    return x + (random.random() if x.shape[0] else 0.0)
+
+
+def caller(x):
+    return jitter(x, 2.0) + jitter(x, 3.0) + drawn(x, 1.0) + maybe(x)
+
+
+callback = maybe
+"""
+
+
+def test_a_call_dynamo_skips_is_made_where_the_function_is_called_only_where_it_runs_once_there(
+    tmp_path: Path,
+) -> None:
+    """GB0007 in the compiled function's own body: the call becomes a parameter and each call of the
+    function in the file passes it (an assignment of it goes, its name the parameter), unsafe; not
+    where it reads the function's locals, runs after a statement that may return first, runs in a
+    conditional expression, or the function's name is used otherwise than called."""
+    path = tmp_path / "hoists.py"
+    path.write_text(HOISTS)
+    sources = Sources(read_source)
+
+    def hoisted(function: str, line: int, snippet: str) -> list[tuple[bool, str]]:
+        offered = fixes_for(broken("GB0007", at(path, function, line, snippet)), str(path), sources)
+        return [
+            (fix.safe, applied(fix, sources)["hoists.py"]) for fix in offered if fix.title.startswith("Call")
+        ]
+
+    ((safe, text),) = hoisted("jitter", 10, "random.gauss(0.0, 0.01)")
+    assert not safe
+    assert "def jitter(x, scale, noise):\n    y = x * scale\n    return y + noise" in text
+    assert "jitter(x, 2.0, random.gauss(0.0, 0.01)) + jitter(x, 3.0, random.gauss(0.0, 0.01))" in text
+    ((_, text),) = hoisted("jitter", 11, "time.perf_counter()")
+    assert "def jitter(x, scale, perf_counter):\n" in text
+    assert "    return y + noise + perf_counter * 0\n" in text
+    assert "jitter(x, 2.0, time.perf_counter())" in text
+    ast.parse(text)
+    assert hoisted("drawn", 18, "random.random()") == []  # after an early return
+    assert hoisted("drawn", 18, "random.gauss(scale, 1.0)") == []  # reads a parameter
+    assert hoisted("maybe", 23, "random.random()") == []  # in a conditional, and used as a callback

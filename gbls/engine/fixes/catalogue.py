@@ -24,6 +24,7 @@ from . import (
     contexts,
     custom_ops,
     hatches,
+    hoists,
     inplace,
     iterables,
     leaves,
@@ -343,8 +344,9 @@ CATALOGUE: dict[str, tuple[Maker, ...]] = {
     "GB0099": (drop_disable_decorator,),  # a torch.compiler.disable'd callee Dynamo would inline
     # Data-dependent branching: a guard on a symbolic value checked with torch._check, else rewritten.
     "GB0170": (hatches.check_guard, *branches.REWRITES),
-    # A call of a function Dynamo skips: a logging one (warnings.warn) can be reordered, or go.
-    "GB0007": (register_reorderable, remove_logging_call),
+    # A call of a function Dynamo skips: a logging one (warnings.warn) can be reordered, or go; one in
+    # the compiled function's own body can be made where the function is called, and passed in.
+    "GB0007": (register_reorderable, remove_logging_call, hoists.passed_in),
     "GB8977": (moves.class_to_module,),  # Invalid call to __build_class__
     "GB0033": (assert_in_graph,),  # Data dependent operator
     "GB0207": (sorting.argsort_stack,),  # sort with non-constant keys
@@ -365,6 +367,7 @@ CATALOGUE: dict[str, tuple[Maker, ...]] = {
     # Unsupported function call (delayed): an in-place view of an input.
     "GB0148": (inplace.view_out_of_place,),
     "GB0037": (linalg.lstsq_by_pinv,),  # Dynamic shape operator (no meta kernel)
+    "GB4347": (hoists.passed_in,),  # Missing tp_iternext: next() of a generator made outside
 }
 # For torch without GB ids in its registry.
 BY_GB_TYPE = {
@@ -389,6 +392,7 @@ BY_GB_TYPE = {
     "NotImplementedError/UnsupportedFakeTensorException when running FX node": "GB0087",
     "Unsupported function call (delayed)": "GB0148",
     "Dynamic shape operator (no meta kernel)": "GB0037",
+    "Missing tp_iternext": "GB4347",
 }
 
 
