@@ -449,8 +449,6 @@ def stands_for_its_gb_id(report: FileReport, name: str) -> bool:
 @pytest.mark.parametrize(
     ("name", "moved", "call"),
     [
-        # GB0008: NumPy's own Python (np.poly1d.__call__), which Dynamo skips when it would inline it.
-        ("calibrated.py", "CALIBRATION(temperature)", "    gain = _gain_eagerly(temperature)\n"),
         # GB0037: a torch.library operator with a data-dependent output size and no meta kernel.
         ("deduped.py", "torch.ops.dedupe.dedupe(x * 2)", "    distinct = _distinct_eagerly(x)\n"),
     ],
@@ -458,11 +456,10 @@ def stands_for_its_gb_id(report: FileReport, name: str) -> bool:
 async def test_what_no_rewrite_keeps_runs_eagerly_in_a_function_of_its_own(
     analyse_file: Analyse, tmp_path: Path, name: str, moved: str, call: str
 ) -> None:
-    """A library's Python Dynamo skips, an operator whose output Dynamo cannot tell without running
-    it: no tensor operation computes the same, so the last resort is offered, and proven: the
-    expression runs eagerly, one clean skip where it is called, the same numbers out. (An iterator
-    made outside, a fake to write, an in-place view of an input have fixes of their own:
-    test_meaning.py.)"""
+    """An operator whose output Dynamo cannot tell without running it: no tensor operation computes
+    the same, so the last resort is offered, and proven: the expression runs eagerly, one clean skip
+    where it is called, the same numbers out. (An iterator made outside, a library's Python Dynamo
+    skips, a fake to write, an in-place view of an input have fixes of their own: test_meaning.py.)"""
     copy = Copy(analyse_file, tmp_path, name)
     before = await analyse_file(copy.path)
     if not before.breaks:

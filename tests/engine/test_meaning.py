@@ -110,8 +110,11 @@ KINDS = {
     "next() made where the function is called": Kind(
         "hatches/scheduled.py", "GB4347", "Call `next(schedule)` where step is called"
     ),
+    "a call into NumPy's Python made where the function is called": Kind(
+        "hatches/calibrated.py", "GB0008", "Call `CALIBRATION(temperature)` where corrected is called"
+    ),
     "run eagerly (a workaround)": Kind(
-        "hatches/calibrated.py", "GB0008", "Stop compiling `CALIBRATION(temperature)`", removes=False
+        "hatches/deduped.py", "GB0037", "Stop compiling `torch.ops.dedupe.dedupe(x * 2)`", removes=False
     ),
 }
 

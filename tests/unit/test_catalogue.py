@@ -878,8 +878,20 @@ def maybe(x):
     return x + (random.random() if x.shape[0] else 0.0)
 
 
-def caller(x):
-    return jitter(x, 2.0) + jitter(x, 3.0) + drawn(x, 1.0) + maybe(x)
+@torch.compile
+def warmed(x, t):
+    gain = random.gauss(t, 1.0)
+    return x * gain
+
+
+@torch.compile
+def shifted(x, t):
+    return x + random.gauss(t, 1.0)
+
+
+def caller(x, t):
+    a = jitter(x, 2.0) + jitter(x, 3.0) + drawn(x, 1.0) + maybe(x)
+    return a + warmed(x, 0.5) + warmed(x, t) + shifted(x, t + 1)
 
 
 callback = maybe
@@ -891,8 +903,9 @@ def test_a_call_dynamo_skips_is_made_where_the_function_is_called_only_where_it_
 ) -> None:
     """GB0007 in the compiled function's own body: the call becomes a parameter and each call of the
     function in the file passes it (an assignment of it goes, its name the parameter), unsafe; not
-    where it reads the function's locals, runs after a statement that may return first, runs in a
-    conditional expression, or the function's name is used otherwise than called."""
+    where it reads the function's locals (but a parameter each call gives as a constant or a name),
+    runs after a statement that may return first, runs in a conditional expression, or the
+    function's name is used otherwise than called."""
     path = tmp_path / "hoists.py"
     path.write_text(HOISTS)
     sources = Sources(read_source)
@@ -915,3 +928,8 @@ def test_a_call_dynamo_skips_is_made_where_the_function_is_called_only_where_it_
     assert hoisted("drawn", 18, "random.random()") == []  # after an early return
     assert hoisted("drawn", 18, "random.gauss(scale, 1.0)") == []  # reads a parameter
     assert hoisted("maybe", 23, "random.random()") == []  # in a conditional, and used as a callback
+    # A parameter it reads: each call's argument, a constant or a name; not an expression.
+    ((_, text),) = hoisted("warmed", 28, "random.gauss(t, 1.0)")
+    assert "def warmed(x, t, gain):\n    return x * gain\n" in text
+    assert "warmed(x, 0.5, random.gauss(0.5, 1.0)) + warmed(x, t, random.gauss(t, 1.0))" in text
+    assert hoisted("shifted", 34, "random.gauss(t, 1.0)") == []

@@ -358,8 +358,9 @@ CATALOGUE: dict[str, tuple[Maker, ...]] = {
     # C-implemented special method without VariableTracker model: torch 2.15's word for iterating one
     "GB9493": ITERATORS_MADE_OUTSIDE,
     # Attempted to inline function marked as skipped: torch 2.15's word for entering a context
-    # manager made outside (its __enter__); else none of its own.
-    "GB0008": (contexts.made_where_entered,),
+    # manager made outside (its __enter__); else a call into what Dynamo skips, made where the
+    # compiled function is called.
+    "GB0008": (contexts.made_where_entered, hoists.passed_in),
     # Data-dependent assertion failed (cannot compile partial graph)
     "GB0034": (assert_statement,),
     # A custom op's fake raised NotImplementedError (a stub still to write): write it.

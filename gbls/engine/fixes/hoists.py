@@ -1,12 +1,13 @@
 """A call Dynamo cannot trace in the compiled function's own body (a function it skips, such as
-Python's RNG or a timer, GB0007; ``next`` of a generator made outside, GB4347; a C extension's
-function), made where the function is called and passed in.
+Python's RNG or a timer, GB0007, or NumPy's Python it would inline, GB0008; ``next`` of a generator
+made outside, GB4347; a C extension's function), made where the function is called and passed in.
 
 ``noise = random.gauss(0.0, 0.01)`` in ``jitter(x, scale)`` becomes a parameter, ``jitter(x, scale,
 noise)``, and each call of ``jitter`` in the file passes ``random.gauss(0.0, 0.01)``: the call runs
 once per call of the function, as it did, right before its body instead of inside it, and the graph
 no longer splits there. Only where that is all that changes: the call reads none of the function's
-locals, runs exactly once in its body (in no branch, loop, or expression that may skip it), and the
+locals but its parameters (which each call gives as a constant or a name, read again for it), runs
+exactly once in its body (in no branch, loop, or expression that may skip it), and the
 file calls the function only by its name with its parameters given by position. Unsafe: what the
 body did before the call now comes after it (a timer started at the top of the body measures
 nothing more; one read after the body's work measures otherwise), and the proof holds it to the
@@ -16,6 +17,7 @@ analysed run's results and output.
 from __future__ import annotations
 
 import ast
+import copy
 
 from ..model import BreakReport
 from ..ranges import Span
@@ -72,6 +74,19 @@ def _after(node: ast.AST, lines: list[str]) -> Span:
     return Span(end.end_line, end.end_column, end.end_line, end.end_column)
 
 
+class _Given(ast.NodeTransformer):
+    def __init__(self, arguments: dict[str, ast.expr]) -> None:
+        self.arguments = arguments
+
+    def visit_Name(self, node: ast.Name) -> ast.expr:
+        return self.arguments.get(node.id, node) if isinstance(node.ctx, ast.Load) else node
+
+
+def _with_arguments(call: ast.Call, arguments: dict[str, ast.expr]) -> str:
+    """``call`` as a call of the function would make it: each parameter it reads, the argument given."""
+    return ast.unparse(_Given(arguments).visit(copy.deepcopy(call)))
+
+
 def passed_in(brk: BreakReport, here: str, sources: Sources) -> Fix | None:
     """The root cause's call made at each call of the compiled function in the file and passed in."""
     found = root_source(brk, sources)
@@ -87,8 +102,16 @@ def passed_in(brk: BreakReport, here: str, sources: Sources) -> Fix | None:
     parameters = arguments.args
     if arguments.posonlyargs or arguments.vararg or arguments.kwonlyargs or arguments.kwarg:
         return None
-    if arguments.defaults or not parameters or _free_names(call, _locals_of(definition)) != []:
-        return None
+    read = _free_names(call, _locals_of(definition))
+    names = [parameter.arg for parameter in parameters]
+    rebound = {n.id for n in ast.walk(definition) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)}
+    if (
+        arguments.defaults
+        or not parameters
+        or read is None
+        or any(n not in names or n in rebound for n in read)
+    ):
+        return None  # it reads a local the function computes, or a parameter it changes
     statement = _holder(definition, call)
     if statement is None or (isinstance(statement, ast.Expr) and statement.value is call):
         return None  # a call for its effect alone (a warning) has no value to pass in
@@ -115,7 +138,12 @@ def passed_in(brk: BreakReport, here: str, sources: Sources) -> Fix | None:
         return None
     if any(isinstance(argument, ast.Starred) for site in sites for argument in site.args):
         return None
+    # A parameter it reads is the argument each call gives, read twice there: a constant or a name.
+    given = [dict(zip(names, site.args, strict=True)) for site in sites]
+    if any(not isinstance(arguments_of[n], ast.Constant | ast.Name) for arguments_of in given for n in read):
+        return None
     text = ast.get_source_segment(source, call) or ast.unparse(call)
+    texts = [_with_arguments(call, arguments_of) if read else text for arguments_of in given]
     bound = (
         statement.targets[0].id
         if isinstance(statement, ast.Assign)
@@ -142,7 +170,10 @@ def passed_in(brk: BreakReport, here: str, sources: Sources) -> Fix | None:
         name = _fresh(definition, stem.strip("_") or "value")
         edits.append(Edit(brk.root.path, node_span(call, lines), name))
     edits.append(Edit(brk.root.path, _after(parameters[-1], lines), f", {name}"))
-    edits += [Edit(brk.root.path, _after(site.args[-1], lines), f", {text}") for site in sites]
+    edits += [
+        Edit(brk.root.path, _after(site.args[-1], lines), f", {made}")
+        for site, made in zip(sites, texts, strict=True)
+    ]
     where = "its call" if len(sites) == 1 else f"each of its {len(sites)} calls"
     return Fix(
         f"Call `{text}` where {definition.name} is called ({where} in the file) and pass it in as "
