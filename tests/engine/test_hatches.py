@@ -186,6 +186,8 @@ async def test_a_skipped_call_in_the_compiled_function_is_made_where_it_is_calle
     numbers out (Python's RNG draws the same number, before the body instead of in it)."""
     copy = Copy(analyse_file, tmp_path, "skipped_call.py")
     before, fixes = await copy.offered()
+    if not before.breaks[0].gb_id:
+        pytest.skip("this torch names the break without a GB id, and by the function it skips (torch 2.6)")
     assert titles(fixes)[0].startswith("Call `random.gauss(0.0, 0.01)` where jitter is called")
     after = await copy.fixed(fixes, "Call `random.gauss(0.0, 0.01)` where jitter is called")
     text = copy.path.read_text()
