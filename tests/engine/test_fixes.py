@@ -34,16 +34,14 @@ def test_check_fix_applies_the_safe_fixes(tmp_path: Path) -> None:
 
 def test_check_fix_unsafe_applies_what_keeps_the_meaning_and_never_a_workaround(tmp_path: Path) -> None:
     """``--unsafe-fixes``: a print in a loop gets the fix that keeps its output (the reordering), not
-    its removal; a skipped call with no fix of its own keeps its break (moving it into a disabled
-    function is a workaround, never applied)."""
+    its removal; an operator with no meta kernel, with no fix of its own, keeps its break (moving it
+    into a disabled function is a workaround, never applied)."""
     shutil.copy(FIXTURES / "torch_tests" / "progress_print.py", tmp_path / "progress_print.py")
-    shutil.copy(FIXTURES / "hatches" / "skipped_call.py", tmp_path / "skipped_call.py")
+    shutil.copy(FIXTURES / "hatches" / "deduped.py", tmp_path / "deduped.py")
     command = [sys.executable, "-m", "gbls", "check", "--fix", "--unsafe-fixes", str(tmp_path)]
     ran = subprocess.run(command, capture_output=True, text=True, timeout=600, cwd=tmp_path)
     assert "Fixed GB0059 in progress_print.py:10: Let Dynamo print after the graph" in ran.stdout, ran.stdout
     fixed = (tmp_path / "progress_print.py").read_text()
     assert "reorderable_logging_functions.add(print)" in fixed and 'print("step", step)' in fixed
-    assert (tmp_path / "skipped_call.py").read_text() == (
-        FIXTURES / "hatches" / "skipped_call.py"
-    ).read_text()
-    assert "skipped_call.py:11:" in ran.stdout and ran.returncode == 1
+    assert (tmp_path / "deduped.py").read_text() == (FIXTURES / "hatches" / "deduped.py").read_text()
+    assert "deduped.py:15:" in ran.stdout and ran.returncode == 1

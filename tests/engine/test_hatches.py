@@ -178,20 +178,23 @@ async def test_a_helper_dynamo_skips_into_is_traced_nonstrictly(
     assert logged_breaks(copy.path) == []
 
 
-async def test_a_skipped_call_in_the_compiled_function_runs_eagerly_on_its_own(
+async def test_a_skipped_call_in_the_compiled_function_is_made_where_it_is_called(
     analyse_file: Analyse, tmp_path: Path
 ) -> None:
-    """A break in the compiled function itself (no helper to decorate): the expression moves into a
-    function of its own under ``torch.compiler.disable``, one clean skip where it is called."""
+    """A break in the compiled function itself (no helper to decorate): the call is made where the
+    function is called and passed in, and the function compiles whole (torch's log agrees), the same
+    numbers out (Python's RNG draws the same number, before the body instead of in it)."""
     copy = Copy(analyse_file, tmp_path, "skipped_call.py")
-    _, fixes = await copy.offered()
-    after = await copy.fixed(fixes, "Stop compiling `random.gauss(0.0, 0.01)`: run it eagerly in a function")
+    before, fixes = await copy.offered()
+    if not before.breaks[0].gb_id:
+        pytest.skip("this torch names the break without a GB id, and by the function it skips (torch 2.6)")
+    assert titles(fixes)[0].startswith("Call `random.gauss(0.0, 0.01)` where jitter is called")
+    after = await copy.fixed(fixes, "Call `random.gauss(0.0, 0.01)` where jitter is called")
     text = copy.path.read_text()
-    assert "@torch.compiler.disable\ndef _noise_eagerly():\n    return random.gauss(0.0, 0.01)\n" in text
-    assert "    noise = _noise_eagerly()\n" in text
-    (brk,) = after.breaks
-    assert (brk.gb_type, brk.root.function) == ("Skip calling `torch.compiler.disable()`d function", "jitter")
-    assert_agrees_with_torch(after, copy.path)
+    assert "def jitter(x, scale, noise):\n    y = x * scale\n    return y + noise\n" in text
+    assert "print(jitter(torch.arange(4.0), 2.0, random.gauss(0.0, 0.01)).tolist())" in text
+    assert after.breaks == () and logged_breaks(copy.path) == []
+    assert printed(after) == printed(before)
 
 
 async def test_a_class_defined_in_the_compiled_function_is_defined_once(
@@ -448,28 +451,17 @@ def stands_for_its_gb_id(report: FileReport, name: str) -> bool:
 @pytest.mark.parametrize(
     ("name", "moved", "call"),
     [
-        # GB0811 on torch 2.13 (a C iterator made outside; 2.6 and 2.15 name it otherwise).
-        ("mapped.py", "list(SCALES)", "    for scale in _pyramid_eagerly():\n"),
-        # GB4347 on torch 2.13 (next() on a generator made outside; 2.15 traces it).
-        ("scheduled.py", "next(schedule)", "    lr = _lr_eagerly()\n"),
-        # GB0008: NumPy's own Python (np.poly1d.__call__), which Dynamo skips when it would inline it.
-        ("calibrated.py", "CALIBRATION(temperature)", "    gain = _gain_eagerly(temperature)\n"),
         # GB0037: a torch.library operator with a data-dependent output size and no meta kernel.
         ("deduped.py", "torch.ops.dedupe.dedupe(x * 2)", "    distinct = _distinct_eagerly(x)\n"),
-        # GB0087: a custom op whose fake implementation raises NotImplementedError (still to write).
-        ("smoothed.py", "median3(x.abs())", "    smoothed = _smoothed_eagerly(x)\n"),
-        # GB0148: an in-place view of a graph input (unsqueeze_), a break Dynamo delays to the call.
-        ("unsqueezed.py", "x.unsqueeze_(0)", "    _scores_eagerly(x)\n"),
     ],
 )
 async def test_what_no_rewrite_keeps_runs_eagerly_in_a_function_of_its_own(
     analyse_file: Analyse, tmp_path: Path, name: str, moved: str, call: str
 ) -> None:
-    """A float tensor's values read in Python, an iterator Dynamo cannot step through, a library's
-    Python Dynamo skips, an operator whose output Dynamo cannot tell without running it, an in-place
-    view of an input: no tensor operation computes the same, so the last resort is offered, and
-    proven: the expression (a loop's iterable, as a list) runs eagerly, one clean skip where it is
-    called, the same numbers out."""
+    """An operator whose output Dynamo cannot tell without running it: no tensor operation computes
+    the same, so the last resort is offered, and proven: the expression runs eagerly, one clean skip
+    where it is called, the same numbers out. (An iterator made outside, a library's Python Dynamo
+    skips, a fake to write, an in-place view of an input have fixes of their own: test_meaning.py.)"""
     copy = Copy(analyse_file, tmp_path, name)
     before = await analyse_file(copy.path)
     if not before.breaks:

@@ -52,6 +52,9 @@ KINDS = {
     "explicit break removed": Kind("fixes/explicit_break.py", "GB0025", "Remove the explicit"),
     "print reordered": Kind("torch_tests/progress_print.py", "GB0059", "Let Dynamo print after the graph"),
     "print from the graph": Kind("hatches/printed.py", "GB0059", "Print from the graph", ("print_hop",)),
+    "print from the graph of a compiled function another calls": Kind(
+        "fidelity/nested_compiled.py", "GB0059", "Print from the graph", ("print_hop",)
+    ),
     "logging left out of compiled code": Kind(
         "hatches/logged.py", "GB0291", "Leave info() out of compiled code", ("ignore_logging_functions",)
     ),
@@ -84,6 +87,16 @@ KINDS = {
     ),
     "tolist iterated as tensors": Kind("hatches/listed.py", "GB0109", "Iterate the elements of `weights`"),
     "a list passed, not an iterator": Kind("torch_tests/zipped_input.py", "GB0811", "Pass weighted a list"),
+    "a module's iterator made a list": Kind("hatches/mapped.py", "GB0811", "Make `SCALES` a list"),
+    "a custom op's fake written": Kind(
+        "torch_tests/fake_not_written.py", "GB0087", "Write the fake of the custom op", ("custom_op",)
+    ),
+    "an input's view made out of place": Kind(
+        "hatches/unsqueezed.py", "GB0148", "Make the view out of place"
+    ),
+    "lstsq by the pseudo-inverse": Kind(
+        "torch_tests/lstsq_fit.py", "GB0037", "Solve with the pseudo-inverse"
+    ),
     "nested graph breaks (a workaround)": Kind(
         "hatches/deep_print.py",
         "GB0059",
@@ -91,8 +104,17 @@ KINDS = {
         ("nested_graph_breaks",),
         removes=False,
     ),
+    "a skipped call made where the function is called": Kind(
+        "hatches/skipped_call.py", "GB0007", "Call `random.gauss(0.0, 0.01)` where jitter is called"
+    ),
+    "next() made where the function is called": Kind(
+        "hatches/scheduled.py", "GB4347", "Call `next(schedule)` where step is called"
+    ),
+    "a call into NumPy's Python made where the function is called": Kind(
+        "hatches/calibrated.py", "GB0008", "Call `CALIBRATION(temperature)` where corrected is called"
+    ),
     "run eagerly (a workaround)": Kind(
-        "hatches/skipped_call.py", "GB0007", "Stop compiling `random.gauss", removes=False
+        "hatches/deduped.py", "GB0037", "Stop compiling `torch.ops.dedupe.dedupe(x * 2)`", removes=False
     ),
 }
 

@@ -690,3 +690,246 @@ def test_an_iterable_dynamo_cannot_iterate_is_listed_eagerly(tmp_path: Path) -> 
     (text,) = applied(fix, sources).values()
     assert "@torch.compiler.disable\ndef _f_eagerly():\n    return list(SCALES)\n" in text
     assert "    for scale in _f_eagerly():\n" in text
+
+
+def test_an_iterator_the_module_made_is_listed_where_it_is_made_once(tmp_path: Path) -> None:
+    """GB0811 on a loop over a module's ``map``: ``list(...)`` where the module makes it, unsafe (the
+    list gives its items at every call); not where the module binds the name twice, nor for a name
+    it did not make with an iterator builtin."""
+
+    def listed(text: str) -> list[tuple[bool, str]]:
+        path = tmp_path / "looped.py"
+        path.write_text(text)
+        brk = broken("GB0811", at(path, "f", 8, "SCALES"))
+        offered = [fix for fix in fixes_for(brk, str(path), Sources(read_source)) if "a list" in fix.title]
+        return [(fix.safe, applied(fix, Sources(read_source))["looped.py"]) for fix in offered]
+
+    made = "import torch\n\nSCALES = map(float, '1 2'.split())\n\n\n@torch.compile\ndef f(x):\n"
+    loop = "    for scale in SCALES:\n        x = x * scale\n    return x\n"
+    ((safe, text),) = listed(made + loop)
+    assert not safe and "SCALES = list(map(float, '1 2'.split()))\n" in text
+    assert listed(made + loop + "\n\nSCALES = iter([1.0])\n") == []
+    assert listed(made.replace("map(float, '1 2'.split())", "load()") + loop) == []
+
+
+VIEWS = """import torch
+
+
+def f(x, weight):
+    x.unsqueeze_(0)
+    y = weight.clone()
+    y.t_()
+    x.add_(1)
+    return x @ y
+"""
+
+
+def test_an_inputs_view_changed_in_place_is_made_out_of_place() -> None:
+    """GB0148 on ``x.unsqueeze_(0)``, ``x`` a parameter: ``x = x.unsqueeze(0)``, unsafe (the caller's
+    tensor keeps its shape); not for a tensor the function made, nor an in-place change of data."""
+    sources = Sources(read_source)
+    path = FIXTURES / "hatches" / "unsqueezed.py"
+
+    def rewritten(where: Path, line: int, snippet: str) -> list[tuple[bool, str]]:
+        offered = fixes_for(broken("GB0148", at(where, "scores", line, snippet)), str(where), sources)
+        return [
+            (fix.safe, applied(fix, sources)[where.name]) for fix in offered if "out of place" in fix.title
+        ]
+
+    ((safe, text),) = rewritten(path, 9, "x.unsqueeze_(0)")
+    assert not safe and "    x = x.unsqueeze(0)\n    return x @ weight\n" in text
+    ast.parse(text)
+
+
+def test_an_inputs_view_is_not_rewritten_where_it_is_not_the_inputs(tmp_path: Path) -> None:
+    path = tmp_path / "views.py"
+    path.write_text(VIEWS)
+    sources = Sources(read_source)
+
+    def rewritten(line: int, snippet: str) -> list[Fix]:
+        offered = fixes_for(broken("GB0148", at(path, "f", line, snippet)), str(path), sources)
+        return [fix for fix in offered if "out of place" in fix.title]
+
+    (fix,) = rewritten(5, "x.unsqueeze_(0)")
+    assert fix.title.startswith("Make the view out of place, `x = x.unsqueeze(0)`")
+    assert rewritten(7, "y.t_()") == []
+    assert rewritten(8, "x.add_(1)") == []
+
+
+FITS = """import torch
+
+
+def f(a, b):
+    s = torch.linalg.lstsq(a, b).solution
+    t = torch.linalg.lstsq(a, b, driver="gelsd").solution
+    u = torch.linalg.lstsq(a, b + 1).solution
+    return s, t, u
+"""
+
+
+def test_a_least_squares_fit_is_solved_by_the_pseudo_inverse_only_as_lstsq_solves_it(tmp_path: Path) -> None:
+    """GB0037 on ``torch.linalg.lstsq(a, b).solution``: ``torch.linalg.pinv(a) @ b``, unsafe (a
+    rank-deficient ``a`` is cut otherwise); not where lstsq is given a driver or a cutoff."""
+    path = tmp_path / "fits.py"
+    path.write_text(FITS)
+    sources = Sources(read_source)
+
+    def rewritten(line: int, snippet: str) -> list[tuple[bool, str]]:
+        offered = fixes_for(broken("GB0037", at(path, "f", line, snippet)), str(path), sources)
+        return [
+            (fix.safe, applied(fix, sources)["fits.py"]) for fix in offered if "pseudo-inverse" in fix.title
+        ]
+
+    ((safe, text),) = rewritten(5, "torch.linalg.lstsq(a, b)")
+    assert not safe and "    s = torch.linalg.pinv(a) @ b\n" in text
+    assert rewritten(6, 'torch.linalg.lstsq(a, b, driver="gelsd")') == []
+    ((_, text),) = rewritten(7, "torch.linalg.lstsq(a, b + 1)")
+    assert "    u = torch.linalg.pinv(a) @ (b + 1)\n" in text
+
+
+OPS = """import torch
+
+
+@torch.library.custom_op("ops::sine", mutates_args=())
+def sine(x: torch.Tensor) -> torch.Tensor:
+    return x.sin()
+
+
+@sine.register_fake
+def _(y):
+    raise NotImplementedError
+
+
+@torch.library.custom_op("ops::halves", mutates_args=())
+def halves(x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    return x[:1].clone(), x[1:].clone()
+
+
+@halves.register_fake
+def _halves_fake(x):
+    raise NotImplementedError("to write")
+
+
+@torch.library.custom_op("ops::cosine", mutates_args=())
+def cosine(x: torch.Tensor) -> torch.Tensor:
+    return x.cos()
+
+
+@torch.library.register_fake("ops::cosine")
+def _cosine_fake(x):
+    \"\"\"To write.\"\"\"
+    raise NotImplementedError("to write")
+
+
+def f(x):
+    return sine(x) + halves(x)[0] + cosine(x)
+"""
+
+
+def test_a_custom_ops_fake_left_to_write_is_written_where_its_result_is_like_an_argument(
+    tmp_path: Path,
+) -> None:
+    """GB0087 on a custom op whose fake raises NotImplementedError (the op torch's explanation names):
+    ``torch.empty_like`` of the fake's parameter in the place of the op's tensor one, unsafe (the
+    proof holds the op to it); not where the op returns two tensors."""
+    path = tmp_path / "ops.py"
+    path.write_text(OPS)
+    sources = Sources(read_source)
+
+    def written(op: str, snippet: str) -> list[tuple[bool, str]]:
+        brk = broken("GB0087", at(path, "f", 36, snippet))
+        explanation = f"Dynamo failed to run FX node with fake tensors: call_function {op}(*(FakeTensor(...),"
+        brk = dataclasses.replace(brk, cause=dataclasses.replace(brk.cause, explanation=explanation))
+        offered = fixes_for(brk, str(path), sources)
+        return [
+            (fix.safe, applied(fix, sources)["ops.py"]) for fix in offered if "Write the fake" in fix.title
+        ]
+
+    ((safe, text),) = written("ops.sine", "sine(x)")
+    assert not safe and "@sine.register_fake\ndef _(y):\n    return torch.empty_like(y)\n" in text
+    ((_, text),) = written("ops.cosine.default", "cosine(x)")
+    assert '    """To write."""\n    return torch.empty_like(x)\n' in text
+    assert written("ops.halves", "halves(x)") == []
+    assert written("ops.missing", "sine(x)") == []
+
+
+HOISTS = """import random
+import time
+
+import torch
+
+
+@torch.compile
+def jitter(x, scale):
+    y = x * scale
+    noise = random.gauss(0.0, 0.01)
+    return y + noise + time.perf_counter() * 0
+
+
+@torch.compile
+def drawn(x, scale):
+    if scale > 1:
+        return x
+    return x + random.random() + random.gauss(scale, 1.0)
+
+
+@torch.compile
+def maybe(x):
+    return x + (random.random() if x.shape[0] else 0.0)
+
+
+@torch.compile
+def warmed(x, t):
+    gain = random.gauss(t, 1.0)
+    return x * gain
+
+
+@torch.compile
+def shifted(x, t):
+    return x + random.gauss(t, 1.0)
+
+
+def caller(x, t):
+    a = jitter(x, 2.0) + jitter(x, 3.0) + drawn(x, 1.0) + maybe(x)
+    return a + warmed(x, 0.5) + warmed(x, t) + shifted(x, t + 1)
+
+
+callback = maybe
+"""
+
+
+def test_a_call_dynamo_skips_is_made_where_the_function_is_called_only_where_it_runs_once_there(
+    tmp_path: Path,
+) -> None:
+    """GB0007 in the compiled function's own body: the call becomes a parameter and each call of the
+    function in the file passes it (an assignment of it goes, its name the parameter), unsafe; not
+    where it reads the function's locals (but a parameter each call gives as a constant or a name),
+    runs after a statement that may return first, runs in a conditional expression, or the
+    function's name is used otherwise than called."""
+    path = tmp_path / "hoists.py"
+    path.write_text(HOISTS)
+    sources = Sources(read_source)
+
+    def hoisted(function: str, line: int, snippet: str) -> list[tuple[bool, str]]:
+        offered = fixes_for(broken("GB0007", at(path, function, line, snippet)), str(path), sources)
+        return [
+            (fix.safe, applied(fix, sources)["hoists.py"]) for fix in offered if fix.title.startswith("Call")
+        ]
+
+    ((safe, text),) = hoisted("jitter", 10, "random.gauss(0.0, 0.01)")
+    assert not safe
+    assert "def jitter(x, scale, noise):\n    y = x * scale\n    return y + noise" in text
+    assert "jitter(x, 2.0, random.gauss(0.0, 0.01)) + jitter(x, 3.0, random.gauss(0.0, 0.01))" in text
+    ((_, text),) = hoisted("jitter", 11, "time.perf_counter()")
+    assert "def jitter(x, scale, perf_counter):\n" in text
+    assert "    return y + noise + perf_counter * 0\n" in text
+    assert "jitter(x, 2.0, time.perf_counter())" in text
+    ast.parse(text)
+    assert hoisted("drawn", 18, "random.random()") == []  # after an early return
+    assert hoisted("drawn", 18, "random.gauss(scale, 1.0)") == []  # reads a parameter
+    assert hoisted("maybe", 23, "random.random()") == []  # in a conditional, and used as a callback
+    # A parameter it reads: each call's argument, a constant or a name; not an expression.
+    ((_, text),) = hoisted("warmed", 28, "random.gauss(t, 1.0)")
+    assert "def warmed(x, t, gain):\n    return x * gain\n" in text
+    assert "warmed(x, 0.5, random.gauss(0.5, 1.0)) + warmed(x, t, random.gauss(t, 1.0))" in text
+    assert hoisted("shifted", 34, "random.gauss(t, 1.0)") == []

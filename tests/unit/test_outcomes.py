@@ -68,3 +68,16 @@ def test_what_either_run_did_not_record_is_not_compared() -> None:
     assert difference(before, Outcome(), "") is None
     # Where a run printed past its bound, the lines both kept are compared.
     assert difference(ran(printed="a\nb\nc", whole=False), ran(printed="a\nb\n"), "") is None
+
+
+def test_the_calls_of_a_function_that_now_runs_only_inline_are_compared_in_its_callers() -> None:
+    """A compiled function called by another, which the fix lets Dynamo trace inline: its own calls are
+    no longer recorded (a call inside compiled code is not one), its caller's still are, and compared."""
+    before = ran(tensor("1.0", "2.0", function="inner"), tensor("3.0", "6.0", function="outer"))
+    after = ran(tensor("3.0", "6.0", function="outer"))
+    assert difference(before, after, "", frozenset({"inner"})) is None
+    assert difference(before, after, "") == "the program no longer makes the 1st call of `inner`"
+    changed = ran(tensor("3.0", "7.0", function="outer"))
+    assert difference(before, changed, "", frozenset({"inner"})) == (
+        "the 1st call of `outer` returns `7.0` where it returned `6.0`"
+    )

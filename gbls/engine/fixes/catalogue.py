@@ -19,7 +19,20 @@ from ...worker.shared.workspace import installed
 from ..model import BreakReport
 from ..ranges import Span, line_text
 from ..sources import Sources, parse
-from . import branches, contexts, hatches, iterables, leaves, modules, moves, sorting
+from . import (
+    branches,
+    contexts,
+    custom_ops,
+    hatches,
+    hoists,
+    inplace,
+    iterables,
+    leaves,
+    linalg,
+    modules,
+    moves,
+    sorting,
+)
 from .edits import Edit, Fix, Maker
 from .syntax import (
     alone_on_its_lines,
@@ -313,6 +326,7 @@ def drop_disable_decorator(brk: BreakReport, here: str, sources: Sources) -> Fix
     return None
 
 
+ITERATORS_MADE_OUTSIDE = (iterables.listed_at_calls, iterables.listed_where_made, iterables.listed_at_module)
 CATALOGUE: dict[str, tuple[Maker, ...]] = {
     "GB0059": (  # Failed to trace builtin operator
         register_reorderable,
@@ -330,22 +344,31 @@ CATALOGUE: dict[str, tuple[Maker, ...]] = {
     "GB0099": (drop_disable_decorator,),  # a torch.compiler.disable'd callee Dynamo would inline
     # Data-dependent branching: a guard on a symbolic value checked with torch._check, else rewritten.
     "GB0170": (hatches.check_guard, *branches.REWRITES),
-    # A call of a function Dynamo skips: a logging one (warnings.warn) can be reordered, or go.
-    "GB0007": (register_reorderable, remove_logging_call),
+    # A call of a function Dynamo skips: a logging one (warnings.warn) can be reordered, or go; one in
+    # the compiled function's own body can be made where the function is called, and passed in.
+    "GB0007": (register_reorderable, remove_logging_call, hoists.passed_in),
     "GB8977": (moves.class_to_module,),  # Invalid call to __build_class__
     "GB0033": (assert_in_graph,),  # Data dependent operator
     "GB0207": (sorting.argsort_stack,),  # sort with non-constant keys
     "GB0119": (modules.init_module,),  # Uninitialized nn.Module
     "GB0142": (contexts.made_where_entered,),  # Unsupported context manager
     "GB0109": (iterables.unbind_tolist,),  # Tensor.tolist() with non-integer tensor
-    "GB0811": (iterables.listed_at_calls, iterables.listed_where_made),  # missing tp_iter
+    # missing tp_iter: an iterator passed in, made before a break, or made by the module.
+    "GB0811": ITERATORS_MADE_OUTSIDE,
     # C-implemented special method without VariableTracker model: torch 2.15's word for iterating one
-    "GB9493": (iterables.listed_at_calls, iterables.listed_where_made),
+    "GB9493": ITERATORS_MADE_OUTSIDE,
     # Attempted to inline function marked as skipped: torch 2.15's word for entering a context
-    # manager made outside (its __enter__); else none of its own.
-    "GB0008": (contexts.made_where_entered,),
+    # manager made outside (its __enter__); else a call into what Dynamo skips, made where the
+    # compiled function is called.
+    "GB0008": (contexts.made_where_entered, hoists.passed_in),
     # Data-dependent assertion failed (cannot compile partial graph)
     "GB0034": (assert_statement,),
+    # A custom op's fake raised NotImplementedError (a stub still to write): write it.
+    "GB0087": (custom_ops.fake_written,),
+    # Unsupported function call (delayed): an in-place view of an input.
+    "GB0148": (inplace.view_out_of_place,),
+    "GB0037": (linalg.lstsq_by_pinv,),  # Dynamic shape operator (no meta kernel)
+    "GB4347": (hoists.passed_in,),  # Missing tp_iternext: next() of a generator made outside
 }
 # For torch without GB ids in its registry.
 BY_GB_TYPE = {
@@ -367,6 +390,10 @@ BY_GB_TYPE = {
     "C-implemented special method without VariableTracker model": "GB9493",
     "Attempted to inline function marked as skipped": "GB0008",
     "Data-dependent assertion failed (cannot compile partial graph)": "GB0034",
+    "NotImplementedError/UnsupportedFakeTensorException when running FX node": "GB0087",
+    "Unsupported function call (delayed)": "GB0148",
+    "Dynamic shape operator (no meta kernel)": "GB0037",
+    "Missing tp_iternext": "GB4347",
 }
 
 

@@ -7,7 +7,9 @@ eagerly, at each call, and the compiler knows its result only from the fake, whi
 result of the real one's shape and dtype from the arguments. Where that is a tensor argument's,
 the fake is ``torch.empty_like`` of it, and re-analysis proves it (the worker holds each call of a
 workspace op to its fake, as inductor's code does). Elsewhere the fake is a marked stub to write;
-until then Dynamo breaks at the op's call, and the fix says so.
+until then Dynamo breaks at the op's call, and the fix says so. A stub left so (or any fake that
+raises ``NotImplementedError``) is written as ``torch.empty_like`` of the op's tensor argument where
+the op returns one tensor: proven as the op's fake is, on each call.
 
 ``nonstrict_trace`` is offered before it: where it holds, the function's tensor operations stay in
 the graph. This is for where it does not: a function whose Python leaves torch's tensors (NumPy on
@@ -27,7 +29,7 @@ from ..model import BreakReport
 from ..ranges import Span
 from ..sources import Sources
 from .edits import Edit, Fix
-from .syntax import enclosing_callee, nodes_at, root_source
+from .syntax import enclosing_callee, node_span, nodes_at, root_source, torch_name
 
 # An unannotated parameter with a default takes the default's type in the op's schema.
 DEFAULT_TYPES = {bool: "bool", int: "int", float: "float", str: "str"}
@@ -218,3 +220,75 @@ def custom_op(brk: BreakReport, here: str, sources: Sources) -> Fix | None:
 def custom_op_stub(brk: BreakReport, here: str, sources: Sources) -> Fix | None:
     """The function around the break made a custom op, its fake a stub for the user to write."""
     return _wrap(brk, sources, filled=False)
+
+
+# The custom op Dynamo ran the fake of, as its explanation names it: "call_function ns.name(*(...".
+FAKE_CALL = re.compile(r"call_function (\w+)\.(\w+)(?:\.\w+)?\(")
+
+
+def _raises_not_implemented(definition: ast.FunctionDef) -> ast.Raise | None:
+    """The one statement of ``definition``'s body (after a docstring), when it raises
+    ``NotImplementedError``: a fake left to write."""
+    body = definition.body
+    if body and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant):
+        body = body[1:]
+    if len(body) != 1 or not isinstance(body[0], ast.Raise) or body[0].exc is None:
+        return None
+    raised = body[0].exc.func if isinstance(body[0].exc, ast.Call) else body[0].exc
+    return body[0] if isinstance(raised, ast.Name) and raised.id == "NotImplementedError" else None
+
+
+def _op_name(decorator: ast.expr, call: str) -> str | None:
+    """The op ``decorator`` names when it is a call of ``...library.<call>("ns::name", ...)``."""
+    if not (isinstance(decorator, ast.Call) and ast.unparse(decorator.func).endswith(f"library.{call}")):
+        return None
+    named = decorator.args[0] if decorator.args else None
+    return named.value if isinstance(named, ast.Constant) and isinstance(named.value, str) else None
+
+
+def fake_written(brk: BreakReport, here: str, sources: Sources) -> Fix | None:
+    """A custom op whose fake raises ``NotImplementedError`` (written with a stub, as the custom-op fix
+    leaves it): where the op returns one tensor and takes one, its fake becomes ``torch.empty_like``
+    of that argument, as torch's hint asks ("did you implement a fake tensor implementation?"). The
+    worker holds each call of the op to its fake, so the proof refuses it where the real result is
+    shaped otherwise."""
+    named = FAKE_CALL.search(brk.cause.explanation)
+    if named is None:
+        return None
+    op = f"{named.group(1)}::{named.group(2)}"
+    for path in dict.fromkeys((brk.root.path, here)):
+        tree, source = sources.tree(path), sources.text(path) or ""
+        torch = torch_name(tree) if tree is not None else None
+        if tree is None or torch is None:
+            continue
+        functions = [node for node in tree.body if isinstance(node, ast.FunctionDef)]
+        defined = next(
+            (f for f in functions if any(_op_name(d, "custom_op") == op for d in f.decorator_list)), None
+        )
+        if defined is None:
+            continue
+        tensor = f"{torch}.Tensor"
+        parameters = _parameters(source, defined, tensor)
+        if parameters is None or parameters[1] is None or _result(source, defined, tensor) != tensor:
+            return None  # no tensor argument whose shape the one result could be
+        for fake in functions:
+            registers = any(
+                ast.unparse(d) == f"{defined.name}.register_fake" or _op_name(d, "register_fake") == op
+                for d in fake.decorator_list
+            )
+            raised = _raises_not_implemented(fake) if registers else None
+            if raised is None:
+                continue
+            # The fake takes the op's arguments: the op's first tensor parameter is the fake's at its place.
+            place = [a.arg for a in defined.args.args].index(parameters[1])
+            if place >= len(fake.args.args) or fake.args.vararg is not None:
+                return None
+            like = fake.args.args[place].arg
+            lines = sources.lines(path)
+            edit = Edit(path, node_span(raised, lines), f"return {torch}.empty_like({like})")
+            title = (
+                f"Write the fake of the custom op {op}: a result shaped like {like} "
+                f"({torch}.empty_like({like})), one op in the graph"
+            )
+            return Fix(title, (edit,))
+    return None

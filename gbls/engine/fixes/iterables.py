@@ -9,12 +9,15 @@
   each call of the file: the function iterates the same items, and the iterator was a temporary of
   the call, which nothing else could go on iterating. One the function made itself, before a
   graph break (its resume function did not see it made): ``m = list(map(...))`` where it is made,
-  when the function binds it there only.
+  when the function binds it there only. One the module made (``SCALES = map(float, ...)``):
+  ``SCALES = list(map(float, ...))`` where it is made, the same items; unsafe: the list gives them at
+  every call, where the iterator gave them once.
 """
 
 from __future__ import annotations
 
 import ast
+from collections.abc import Sequence
 
 from ..model import BreakReport
 from ..sources import Sources
@@ -110,8 +113,11 @@ def _iterated_names(node: ast.AST) -> set[str]:
     return names
 
 
-def listed_where_made(brk: BreakReport, here: str, sources: Sources) -> Fix | None:
-    """``m = map(f, xs)`` then, past a graph break, ``sum(m)`` → ``m = list(map(f, xs))``."""
+def _at_root(
+    brk: BreakReport, sources: Sources
+) -> tuple[list[str], ast.Module, ast.FunctionDef, ast.AST] | None:
+    """The lines and tree of the root cause's file, the compiled function's ``def`` and the node the
+    root cause is in it."""
     found = root_source(brk, sources)
     if found is None:
         return None
@@ -124,27 +130,46 @@ def listed_where_made(brk: BreakReport, here: str, sources: Sources) -> Fix | No
         for n in ast.walk(definition)
         if isinstance(n, ast.expr | ast.stmt) and node_span(n, lines) == brk.root.span
     ]
-    if not at:
+    return (lines, tree, definition, at[0]) if at else None
+
+
+def _listed(
+    brk: BreakReport, lines: list[str], name: str, bindings: Sequence[ast.AST], statements: Sequence[ast.AST]
+) -> Edit | None:
+    """``list(...)`` around what binds ``name``, when ``bindings`` (every binding of it) are one, an
+    assignment among ``statements`` of an iterator builtin's call."""
+    made = [
+        statement
+        for statement in statements
+        if isinstance(statement, ast.Assign)
+        and [ast.unparse(target) for target in statement.targets] == [name]
+        and isinstance(statement.value, ast.Call)
+        and isinstance(statement.value.func, ast.Name)
+        and statement.value.func.id in ITERATORS
+    ]
+    if len(bindings) != 1 or len(made) != 1:
         return None
+    assert isinstance(made[0], ast.Assign)
+    value = made[0].value
+    return Edit(brk.root.path, node_span(value, lines), f"list({ast.unparse(value)})")
+
+
+def listed_where_made(brk: BreakReport, here: str, sources: Sources) -> Fix | None:
+    """``m = map(f, xs)`` then, past a graph break, ``sum(m)`` → ``m = list(map(f, xs))``."""
+    found = _at_root(brk, sources)
+    if found is None:
+        return None
+    lines, _, definition, at = found
     edits = []
-    for name in sorted(_iterated_names(at[0])):
-        bindings = [
+    for name in sorted(_iterated_names(at)):
+        bindings: list[ast.AST] = [
             n
             for n in ast.walk(definition)
             if isinstance(n, ast.Name) and n.id == name and isinstance(n.ctx, ast.Store)
         ]
-        made = [
-            statement
-            for statement in ast.walk(definition)
-            if isinstance(statement, ast.Assign)
-            and [ast.unparse(target) for target in statement.targets] == [name]
-            and isinstance(statement.value, ast.Call)
-            and isinstance(statement.value.func, ast.Name)
-            and statement.value.func.id in ITERATORS
-        ]
-        if len(bindings) == 1 and len(made) == 1:
-            value = made[0].value
-            edits.append(Edit(brk.root.path, node_span(value, lines), f"list({ast.unparse(value)})"))
+        edit = _listed(brk, lines, name, bindings, list(ast.walk(definition)))
+        if edit is not None:
+            edits.append(edit)
     if not edits:
         return None
     return Fix(
@@ -193,4 +218,34 @@ def listed_at_calls(brk: BreakReport, here: str, sources: Sources) -> Fix | None
         f"Pass {definition.name} a list, not a one-pass iterator made outside it (`list(...)` at its "
         f"call{'s' if len(edits) > 1 else ''}): Dynamo iterates a list",
         tuple(edits),
+    )
+
+
+def listed_at_module(brk: BreakReport, here: str, sources: Sources) -> Fix | None:
+    """``SCALES = map(float, ...)`` at module level, iterated by the compiled function →
+    ``SCALES = list(map(float, ...))``: the same items. Unsafe: a list gives them at every call, where
+    the iterator gave them once (re-analysis refuses it where the program calls the function again
+    and sees the difference)."""
+    found = _at_root(brk, sources)
+    if found is None:
+        return None
+    lines, tree, _, at = found
+    names = {at.id} if isinstance(at, ast.Name) else _iterated_names(at)
+    if len(names) != 1:
+        return None
+    (name,) = names
+    bindings = [
+        n
+        for n in ast.walk(tree)
+        if (isinstance(n, ast.Name) and n.id == name and isinstance(n.ctx, ast.Store))
+        or (isinstance(n, ast.Global | ast.Nonlocal) and name in n.names)
+        or (isinstance(n, ast.arg) and n.arg == name)
+    ]
+    edit = _listed(brk, lines, name, bindings, list(tree.body))
+    if edit is None:
+        return None
+    return Fix(
+        f"Make `{name}` a list where the module makes it (`list(...)`): Dynamo iterates a list made "
+        "outside the function; the list gives its items at every call, where the iterator gave them once",
+        (edit,),
     )

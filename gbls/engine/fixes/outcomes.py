@@ -21,20 +21,26 @@ NUMBER = re.compile(r"[-+]?(?:\d+\.?\d*(?:[eE][-+]?\d+)?|\.\d+(?:[eE][-+]?\d+)?|
 SHOWN = 60  # characters of a value or line quoted in a verdict
 
 
-def difference(before: Outcome, after: Outcome, changes: Changes) -> str | None:
+def difference(
+    before: Outcome, after: Outcome, changes: Changes, inline: frozenset[str] = frozenset()
+) -> str | None:
     """How ``after`` differs from ``before`` beyond what the fix says it ``changes``, in words; None
     where it does not, or where either run's outcome was not recorded (the runs' ends are compared
-    apart)."""
+    apart). ``inline``: the compiled functions that ``after`` only ran traced inline in another's
+    graphs; a call made inside compiled code is not recorded, and what it returned is compared as
+    part of what the calls of that other function return."""
     if not (before.recorded and after.recorded):
         return None
-    return _returns(before.returns, after.returns) or _printed(before, after, changes)
+    return _returns(before.returns, after.returns, inline) or _printed(before, after, changes)
 
 
-def _returns(before: tuple[Returned, ...], after: tuple[Returned, ...]) -> str | None:
+def _returns(before: tuple[Returned, ...], after: tuple[Returned, ...], inline: frozenset[str]) -> str | None:
     now = {(r.function, r.call): r.value for r in after}
     for returned in before:
         value = now.get((returned.function, returned.call))
         call = _ordinal(returned.call)
+        if value is None and returned.function in inline:
+            continue
         if value is None:
             return f"the program no longer makes the {call} call of `{returned.function}`"
         if not _same_tokens(returned.value, value):
