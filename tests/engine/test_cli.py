@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import subprocess
 import sys
@@ -27,9 +28,12 @@ Runs = dict[str, subprocess.CompletedProcess[str]]
 
 
 def gbls(*arguments: str, cwd: Path = ROOT) -> subprocess.Popen[str]:
+    # This checkout's gbls from any folder, also where it is not installed (the compatibility venvs).
+    path = os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))
     return subprocess.Popen(
         [sys.executable, "-m", "gbls", "check", *arguments],
         cwd=cwd,
+        env={**os.environ, "PYTHONPATH": path},
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
