@@ -104,9 +104,11 @@ class Publishing:
             if snapshot.document is not None:
                 ls.status.show(snapshot, "done", finishing=event.key)
         for path in ls.reaching.reached_by(event.key):
-            snapshot = ls.documents.snapshot(ls.documents.uri_of(path))
-            if path not in touched and snapshot.document is not None:
-                ls.status.show(snapshot, "done", finishing=event.key)
+            if path in touched:
+                continue
+            waiting = ls.documents.snapshot(ls.documents.uri_of(path))
+            if waiting.document is not None:
+                ls.status.show(waiting, "done", finishing=event.key)
         self.refresh()
         report = event.analysed.report
         what = (

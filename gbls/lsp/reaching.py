@@ -75,9 +75,10 @@ class Reaching:
         ls, path = self._ls, snapshot.path
         self._looking.add(path)  # till then, "nothing compiles this file" is not known
         try:
-            found = (await asyncio.to_thread(reach.importers, [path], snapshot.folder, ls.documents.text_of))[
-                path
-            ]
+            importing = await asyncio.to_thread(
+                reach.importers, [path], snapshot.folder, ls.documents.text_of
+            )
+            found = importing[path]
             self._importers[path] = [
                 DocumentKey(uris.from_fs_path(importer) or importer) for importer in found
             ]
@@ -88,8 +89,8 @@ class Reaching:
             reached = bool(found) or await self._by_tests(snapshot)
         finally:
             self._looking.discard(path)
-        now = ls.documents.snapshot(snapshot.uri)
-        if not reached and now.document is not None:
+        now = None if reached else ls.documents.snapshot(snapshot.uri)
+        if now is not None and now.document is not None:
             ls.status.show(now, "done")
 
     async def _by_tests(self, snapshot: Snapshot) -> bool:

@@ -26,14 +26,26 @@ class Snapshot:
     path: str
     folder: str  # the workspace folder the file is in
     document: Any  # the open text document, or the open notebook as a program; None: not open
-    version: int | None  # the open document's; None: not open
-    source: str | None  # the open document's text (a notebook's program); None: not open
     own: Analysed | None  # the document's own analysis's last result
-    cached: bool  # it shows the persistent cache's result, its analysis not yet done
     view: FileView | None  # what every analysis says of the file; None if none reached it
     text: str  # the text the view's positions are in
     # That text's version, where it is the document's own analysis's (else None: the file's text now).
     analysed_version: int | None
+
+    @property
+    def version(self) -> int | None:
+        """The open document's version; None: not open."""
+        return self.document.version if self.document is not None else None
+
+    @property
+    def source(self) -> str | None:
+        """The open document's text (a notebook's program); None: not open."""
+        return self.document.source if self.document is not None else None
+
+    @property
+    def cached(self) -> bool:
+        """Whether it shows the persistent cache's result, its analysis not yet done."""
+        return self.own is not None and self.own.cached
 
 
 class Documents:
@@ -84,9 +96,4 @@ class Documents:
             text, analysed_version = own.source, own.version
         elif view is not None:
             text = document.source if document is not None else self.text_of(path) or ""
-        version, source = (document.version, document.source) if document is not None else (None, None)
-        cached = own is not None and own.cached
-        folder = session.folder_of(path)
-        return Snapshot(
-            uri, key, path, folder, document, version, source, own, cached, view, text, analysed_version
-        )
+        return Snapshot(uri, key, path, session.folder_of(path), document, own, view, text, analysed_version)
