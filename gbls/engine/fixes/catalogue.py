@@ -42,6 +42,7 @@ from .syntax import (
     nodes_at,
     remove_statement,
     root_call_statement,
+    root_calls,
     root_source,
     torch_name,
 )
@@ -113,11 +114,8 @@ def register_reorderable(brk: BreakReport, here: str, sources: Sources) -> Fix |
 
 def _root_call(brk: BreakReport, sources: Sources) -> ast.Call | None:
     """The call the root cause is, if the source really has one there."""
-    found = root_source(brk, sources)
-    if found is None:
-        return None
-    _, tree, lines = found
-    calls = nodes_at(tree, brk.root.span, lines, ast.Call)
+    found = root_calls(brk, sources)
+    calls = found[2] if found is not None else []
     return calls[0] if calls else None
 
 
@@ -206,11 +204,10 @@ def assert_in_graph(brk: BreakReport, here: str, sources: Sources) -> Fix | None
 
 def _graph_break_or(brk: BreakReport, sources: Sources) -> Fix | None:
     """``torch._dynamo.graph_break() or x`` → ``x``: the call returns None."""
-    found = root_source(brk, sources)
+    found = root_calls(brk, sources)
     if found is None:
         return None
-    _, tree, lines = found
-    calls = nodes_at(tree, brk.root.span, lines, ast.Call)
+    tree, lines, calls = found
     for node in ast.walk(tree):
         if (
             isinstance(node, ast.BoolOp)

@@ -22,7 +22,7 @@ from collections.abc import Sequence
 from ..model import BreakReport
 from ..sources import Sources
 from .edits import Edit, Fix
-from .syntax import node_span, nodes_at, root_source
+from .syntax import node_span, root_calls, root_source
 
 # The builtins that make a one-pass iterator of their arguments.
 ITERATORS = ("zip", "map", "filter", "enumerate", "reversed", "iter")
@@ -49,11 +49,10 @@ def _inside(node: ast.expr, iterable: ast.expr) -> bool:
 
 def unbind_tolist(brk: BreakReport, here: str, sources: Sources) -> Fix | None:
     """``for w in weights.tolist()`` → ``for w in weights.unbind()``."""
-    found = root_source(brk, sources)
+    found = root_calls(brk, sources)
     if found is None:
         return None
-    _, tree, lines = found
-    calls = nodes_at(tree, brk.root.span, lines, ast.Call)
+    tree, lines, calls = found
     if not calls:
         return None
     call = calls[0]

@@ -14,16 +14,15 @@ import ast
 from ..model import BreakReport
 from ..sources import Sources
 from .edits import Edit, Fix
-from .syntax import node_span, nodes_at, root_source
+from .syntax import node_span, root_calls
 
 
 def lstsq_by_pinv(brk: BreakReport, here: str, sources: Sources) -> Fix | None:
     """``torch.linalg.lstsq(a, b).solution`` (no other arguments) → ``torch.linalg.pinv(a) @ b``."""
-    found = root_source(brk, sources)
+    found = root_calls(brk, sources)
     if found is None:
         return None
-    _, tree, lines = found
-    calls = nodes_at(tree, brk.root.span, lines, ast.Call)
+    tree, lines, calls = found
     for node in ast.walk(tree):
         if not (isinstance(node, ast.Attribute) and node.attr == "solution"):
             continue

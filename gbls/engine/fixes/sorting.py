@@ -15,7 +15,7 @@ import ast
 from ..model import BreakReport
 from ..sources import Sources
 from .edits import Edit, Fix
-from .syntax import node_span, nodes_at, root_source, torch_name
+from .syntax import node_span, root_calls, torch_name
 
 
 def _key_lambda(call: ast.Call) -> tuple[ast.Lambda, bool] | None:
@@ -35,12 +35,11 @@ def _key_lambda(call: ast.Call) -> tuple[ast.Lambda, bool] | None:
 def argsort_stack(brk: BreakReport, here: str, sources: Sources) -> Fix | None:
     """``torch.stack(sorted(xs, key=lambda x: ...))`` → the stack of ``xs`` indexed by the argsort of
     the stacked keys (``xs`` a name, read twice)."""
-    found = root_source(brk, sources)
+    found = root_calls(brk, sources)
     if found is None:
         return None
-    _, tree, lines = found
+    tree, lines, calls = found
     torch = torch_name(tree)
-    calls = nodes_at(tree, brk.root.span, lines, ast.Call)
     if torch is None or not calls:
         return None
     call: ast.Call = calls[0]

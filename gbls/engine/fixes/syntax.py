@@ -138,6 +138,16 @@ def branch_at(brk: BreakReport, sources: Sources) -> tuple[ast.Module, list[str]
     return None
 
 
+def root_calls(brk: BreakReport, sources: Sources) -> tuple[ast.Module, list[str], list[ast.Call]] | None:
+    """The tree and lines of the root cause's file, and the calls the root cause is (none where the
+    source has none there), if it parses."""
+    found = root_source(brk, sources)
+    if found is None:
+        return None
+    _, tree, lines = found
+    return tree, lines, nodes_at(tree, brk.root.span, lines, ast.Call)
+
+
 def root_call_statement(brk: BreakReport, sources: Sources) -> tuple[str, ast.Module, ast.Expr] | None:
     """The root cause when it is a call standing as a statement of its own, e.g. ``print(x)``."""
     found = root_source(brk, sources)
