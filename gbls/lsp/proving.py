@@ -19,7 +19,7 @@ from lsprotocol import types as lsp
 
 from ..engine.fixes import policy
 from ..engine.fixes.edits import Fix
-from ..engine.fixes.proof import Undecided, provable
+from ..engine.fixes.verdict import Undecided, provable
 from ..engine.model import BreakReport, FileReport, RecompileReport
 from ..engine.sources import Sources
 from ..runtime.proofs import of_session
