@@ -3,9 +3,9 @@ handler).
 
 The process never imports torch. Each feature is a unit with the state it keeps: ``documents`` (a
 URI resolved into a ``Snapshot``), ``analyses`` (what runs when), ``reaching`` (importers, tests,
-runs), ``status``, ``publishing``, ``traces``, ``proven`` (fixes and their proofs), and the settings
-(``configuration``). A finished analysis is an event (``events``) that publishing and the proofs
-listen to.
+runs), ``status``, ``publishing``, ``traces``, ``fixes`` (those offered, proven in the background),
+and the settings (``configuration``). A finished analysis is an event (``events``) that publishing
+and the fixes listen to.
 """
 
 from __future__ import annotations
@@ -27,8 +27,8 @@ from .analyses import Analyses
 from .capabilities import Capabilities
 from .documents import GblsProtocol
 from .events import Events, Finished
+from .fixes import Fixes
 from .messages import Notes
-from .proving import Proven
 from .publishing import Publishing
 from .reaching import Reaching
 from .snapshot import Documents
@@ -58,7 +58,7 @@ class GblsServer(LanguageServer):
         self.status = Status(self)
         self.publishing = Publishing(self)
         self.traces = Traces(self)
-        self.proven = Proven(self.session, self.window_log_message)
+        self.fixes = Fixes(self.session, self.window_log_message)
         self.pull = pull.Pulling()
         self.inlays = inlays.Asked()
         self.events.listen(self.publishing.finished)
@@ -74,14 +74,14 @@ class GblsServer(LanguageServer):
         # The cache's notes come from the threads that read and write it: logged, not sent from there.
         store = persistent.from_environment(log.warning)
         self.session = Session(settings, folders, self.documents.text_of, store)
-        self.proven = Proven(self.session, self.window_log_message)
+        self.fixes = Fixes(self.session, self.window_log_message)
 
     @property
     def settings(self) -> Settings:
         return self.session.settings
 
     def _prove(self, event: Finished) -> None:
-        self.proven.start(event.analysed.report, self.documents.text_of)
+        self.fixes.start(event.analysed.report, self.documents.text_of)
 
     def in_background(self, work: Any) -> None:
         task = asyncio.create_task(work)
@@ -117,5 +117,5 @@ class GblsServer(LanguageServer):
         shutdown (and a process still being started when the event loop closes keeps the server
         from exiting)."""
         self.analyses.scheduler.cancel_all()
-        await self.proven.stop()
+        await self.fixes.stop()
         await self.session.stop()

@@ -152,7 +152,7 @@ def hover(ls: GblsServer, params: lsp.HoverParams) -> lsp.Hover | None:
         return None
     at = to_span(lsp.Range(position, position), split_lines(source))
     elsewhere = tuple(function for function, _ in compiled_elsewhere(ls, view))
-    fix_of = ls.proven.fix_of(view.path, ls.documents.text_of)
+    fix_of = ls.fixes.fix_of(view.path, ls.documents.text_of)
     markdown = suppressions.hover(view, source, ls.session, at.line, at.column) or hover_markdown(
         view, at.line, at.column, where(ls, view.path, links=True), fix_of, elsewhere
     )
@@ -192,7 +192,7 @@ def code_lens(ls: GblsServer, params: lsp.CodeLensParams) -> list[lsp.CodeLens]:
 
 
 async def code_action(ls: GblsServer, params: lsp.CodeActionParams) -> list[lsp.CodeAction | lsp.Command]:
-    await ls.proven.settled()  # only proven fixes are offered: those of the last analyses
+    await ls.fixes.settled()  # only proven fixes are offered: those of the last analyses
     found_cell = ls.notebooks.cell(params.text_document.uri)
     path = ls.documents.path_of(ls.notebooks.key_of(params.text_document.uri))
     range_ = params.range
@@ -206,12 +206,12 @@ async def code_action(ls: GblsServer, params: lsp.CodeActionParams) -> list[lsp.
         to_span(range_, sources.lines(path)),
         sources,
         ls.session.view,
-        ls.proven.reports,
+        ls.fixes.reports,
         ls.session.folders,
         snippets=ls.capabilities.snippet_edits,
-        keep=lambda fix, brk, analysed: ls.proven.holds(fix, brk, sources),
-        keep_recompile=lambda fix, found: ls.proven.holds_recompile(fix, found, sources),
-        analysed_of=ls.proven.analysed_of,
+        keep=lambda fix, brk, analysed: ls.fixes.holds(fix, brk, sources),
+        keep_recompile=lambda fix, found: ls.fixes.holds_recompile(fix, found, sources),
+        analysed_of=ls.fixes.analysed_of,
         is_open=lambda edited: ls.documents.open_document(ls.documents.uri_of(edited)) is not None,
         annotations=ls.capabilities.change_annotations,
     )
@@ -233,7 +233,7 @@ def show_report(ls: GblsServer, *arguments: Any) -> str:
         return "gbls has not analysed this file yet."
     qualname = str(arguments[1]) if len(arguments) > 1 else None
     # Plain text places: VS Code shows the report in its markdown preview, which drops file: links.
-    fix_of = ls.proven.fix_of(view.path, ls.documents.text_of)
+    fix_of = ls.fixes.fix_of(view.path, ls.documents.text_of)
     return function_report(
         view, qualname, where(ls, view.path, links=False), fix_of, compiled_elsewhere(ls, view)
     )

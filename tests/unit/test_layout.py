@@ -159,7 +159,8 @@ def test_the_server_and_the_runtime_have_no_long_class_or_function() -> None:
 
 def test_one_word_one_idea() -> None:
     """``unreached`` is one function, why no analysis reached a file; the session's analyses are
-    named by their key, never by a bare string."""
+    named by their key, never by a bare string; proofs are one module's (the engine's verdict on a
+    re-analysis and the editor's fixes are named for what they do)."""
     found: dict[str, list[str]] = {}
     for name, path in modules().items():
         for node in ast.walk(ast.parse(path.read_text(), str(path))):
@@ -175,3 +176,4 @@ def test_one_word_one_idea() -> None:
                 ]
                 assert bare == []
     assert found["unreached"] == ["gbls.engine.reach"]
+    assert [name for name in modules() if "proof" in name or "proving" in name] == ["gbls.runtime.proofs"]
