@@ -18,6 +18,7 @@ from lsprotocol import types as lsp
 from pygls.lsp.server import LanguageServer
 
 from .. import __version__
+from ..engine import reach
 from ..runtime import persistent
 from ..runtime.errors import WorkerError
 from ..runtime.session import Session
@@ -29,6 +30,7 @@ from .documents import GblsProtocol
 from .events import Events, Finished
 from .fixes import Fixes
 from .messages import Notes
+from .progress import Watching
 from .publishing import Publishing
 from .reaching import Reaching
 from .snapshot import Documents
@@ -54,6 +56,7 @@ class GblsServer(LanguageServer):
         self.notes = Notes(self)
         self.events = Events()
         self.analyses = Analyses(self)
+        self.watching = Watching(self)
         self.reaching = Reaching(self)
         self.status = Status(self)
         self.publishing = Publishing(self)
@@ -62,7 +65,7 @@ class GblsServer(LanguageServer):
         self.pull = pull.Pulling()
         self.inlays = inlays.Asked()
         self.events.listen(self.publishing.finished)
-        self.events.listen(self._prove)
+        self.events.listen(self._finished)
         self._background: set[asyncio.Task[Any]] = set()
         self._said_sandbox_note = False
 
@@ -80,8 +83,20 @@ class GblsServer(LanguageServer):
     def settings(self) -> Settings:
         return self.session.settings
 
-    def _prove(self, event: Finished) -> None:
-        self.fixes.start(event.analysed.report, self.documents.text_of)
+    def _finished(self, event: Finished) -> None:
+        """Prove the fixes of a finished analysis; after a document's own analysis by the worker, warm
+        a fresh worker now if it failed (not when the next edit waits for it), and where it left
+        the file's compiled functions unanalysed, look for a script or test of the project that
+        runs them."""
+        report, snapshot = event.analysed.report, event.snapshot
+        self.fixes.start(report, self.documents.text_of)
+        if snapshot is None:
+            return
+        if report.failure_kind == "worker":
+            self.in_background(self.warm())
+        view = self.session.view(snapshot.path)
+        if view is not None and reach.unanalysed([view]):
+            self.in_background(self.reaching.by_importers(snapshot))
 
     def in_background(self, work: Any) -> None:
         task = asyncio.create_task(work)

@@ -147,7 +147,7 @@ def hover(ls: GblsServer, params: lsp.HoverParams) -> lsp.Hover | None:
     if found is not None:  # a notebook's cell: the notebook's analysis, at the line of its program
         uri, position = found[0].uri, found[0].to_program(found[1], position)
     snapshot = ls.documents.snapshot(uri)
-    view, source = snapshot.view, snapshot.text
+    view, source = snapshot.shown.view, snapshot.shown.text
     if view is None:
         return None
     at = to_span(lsp.Range(position, position), split_lines(source))
@@ -158,7 +158,7 @@ def hover(ls: GblsServer, params: lsp.HoverParams) -> lsp.Hover | None:
     )
     if markdown is None:
         return None
-    if snapshot.cached:
+    if snapshot.shown.cached:
         markdown += f"\n\n---\n{CACHED}"
     return lsp.Hover(contents=lsp.MarkupContent(kind=lsp.MarkupKind.Markdown, value=markdown))
 
@@ -177,16 +177,16 @@ def inlay_hint(ls: GblsServer, params: lsp.InlayHintParams) -> list[lsp.InlayHin
     ls.inlays.asking = True
     uri = params.text_document.uri
     snapshot = ls.documents.snapshot(uri)
-    if snapshot.view is None or not ls.settings.inlay_hints or ls.notebooks.cell(uri) is not None:
+    if snapshot.shown.view is None or not ls.settings.inlay_hints or ls.notebooks.cell(uri) is not None:
         return []
-    return inlays.inlay_hints(snapshot.view, snapshot.text, ls.session, params.range)
+    return inlays.inlay_hints(snapshot.shown.view, snapshot.shown.text, ls.session, params.range)
 
 
 def code_lens(ls: GblsServer, params: lsp.CodeLensParams) -> list[lsp.CodeLens]:
     uri = params.text_document.uri
     found = ls.notebooks.cell(uri)
     key = found[0].uri if found else uri
-    view = ls.documents.snapshot(key).view
+    view = ls.documents.snapshot(key).shown.view
     every = lenses(view, key) if view else []
     return notebooks.cell_lenses(found[0], found[1], every) if found else every
 
@@ -228,7 +228,7 @@ def analyse_file(ls: GblsServer, uri: str) -> None:
 
 def show_report(ls: GblsServer, *arguments: Any) -> str:
     """Arguments: the document's URI, and optionally one function's qualname."""
-    view = ls.documents.snapshot(ls.notebooks.key_of(str(arguments[0]))).view if arguments else None
+    view = ls.documents.snapshot(ls.notebooks.key_of(str(arguments[0]))).shown.view if arguments else None
     if view is None:
         return "gbls has not analysed this file yet."
     qualname = str(arguments[1]) if len(arguments) > 1 else None
