@@ -31,7 +31,7 @@ from .runtime.errors import WorkerError
 from .runtime.persistent import Persistent
 from .runtime.proofs import of_session, proven_fixes
 from .runtime.sandbox import not_dumpable
-from .runtime.session import Session, analyse
+from .runtime.session import Analysis, DocumentKey, Session, analyse, report_of
 from .settings import Settings, cache_dir_from_environment, cache_off_by_environment
 from .worker.shared.protocol import Run
 from .worker.shared.workspace import in_workspace
@@ -169,13 +169,13 @@ async def check(
             return cached.pop(index)
         if index >= len(files):
             async with limit:
-                return await session.check_run(runs[index - len(files)])
+                return await report_of(session, Analysis.of_run(runs[index - len(files)], read_source))
         path = files[index]
         source = read_source(path)
         if source is None:
             return failure_report(path, "io", f"cannot read the file: {why_unreadable(path)}")
         async with limit:
-            return await session.check(path, source)
+            return await report_of(session, Analysis(DocumentKey(path), path, source))
 
     try:
         analyses = list(await asyncio.gather(*(one(index) for index in range(len(files) + len(runs)))))

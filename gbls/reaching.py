@@ -13,7 +13,7 @@ from .engine import reach
 from .engine.model import FileReport
 from .engine.sources import read_source
 from .formats import common
-from .runtime.session import Session
+from .runtime.session import Analysis, DocumentKey, Session, report_of
 from .worker.shared.protocol import Run
 
 
@@ -47,7 +47,8 @@ class Reaching:
         for path, files in found.items():
             self.importers[path] = sorted({*self.importers.get(path, []), *files})
         self.helpers.update(scripts)
-        return list(await asyncio.gather(*(session.check(path, read_source(path) or "") for path in scripts)))
+        analyses = [Analysis(DocumentKey(path), path, read_source(path) or "") for path in scripts]
+        return list(await asyncio.gather(*(report_of(session, analysis) for analysis in analyses)))
 
     async def by_tests(self, session: Session, reports: list[FileReport]) -> tuple[Run, FileReport] | None:
         """The run of the project's tests that use the files whose compiled functions no analysis
@@ -58,7 +59,7 @@ class Reaching:
         if not tests:
             return None
         run = reach.test_run(self.folder, tests)
-        return run, await session.check_run(run)
+        return run, await report_of(session, Analysis.of_run(run, read_source))
 
     def why(self, analyses: list[FileReport], path: str) -> str:
         """Why no analysis ran compiled code of ``path``: one that would have (an importer's, a run's)

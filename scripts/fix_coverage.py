@@ -31,7 +31,7 @@ from gbls.engine.fixes.edits import Fix, apply
 from gbls.engine.model import BreakKey, BreakReport
 from gbls.engine.sources import Sources, read_source
 from gbls.runtime.proofs import of_session, proven_fixes
-from gbls.runtime.session import Session
+from gbls.runtime.session import Analysis, DocumentKey, Session, report_of
 from gbls.settings import Settings
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -103,7 +103,7 @@ async def coverage(paths: list[str], check: bool) -> int:
     holds: Counter[str] = Counter()
     try:
         for path in paths:
-            report = await session.check(path, read_source(path) or "")
+            report = await report_of(session, Analysis(DocumentKey(path), path, read_source(path) or ""))
             sources = Sources(read_source)
             chosen, refused = await proven_fixes(proofs, [report], sources, session.folders, True)
             for brk in report.breaks:

@@ -5,26 +5,25 @@ a kept one is an event (``events.Finished``) that the features publish and prove
 never imports torch: the ``Session``'s workers translate.
 
 A save (``saved``) schedules every analysis that executed the file, then the file's own
-(``request``); the scheduler calls ``analyse``, which runs the document's or the run's analysis
-(``_analysed``: its progress, the "analysing" and "re-checking" statuses, the report or the failure
-it ended in) and keeps its result (``record``)."""
+(``request``: its last result moved onto the text where the edit cannot change it, else the
+scheduler); the scheduler calls ``run``, which takes the document's snapshot and hands its text to
+the session's cycle (``Session.analysed``), watched by ``progress.Watching`` (its progress, the
+"analysing" and "re-checking" statuses, the report of the failure it ended in); the result the
+cycle keeps is heard as the ``Finished`` event, carrying the snapshot."""
 
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
-import os
-from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING
 
-from ..engine import reach, runs
-from ..engine.model import FileReport, failure_report
+from ..engine import reach
 from ..engine.sources import read_source
-from ..runtime.errors import WorkerError
 from ..runtime.scheduler import Scheduler
-from ..runtime.session import Analysed, AnalysisKey, DocumentKey, RunKey
+from ..runtime.session import Analysed, Analysis, AnalysisKey, DocumentKey, RunKey
 from .events import Finished
-from .progress import progress_begin, progress_end
+from .notebooks import Program
 from .snapshot import Snapshot
 
 if TYPE_CHECKING:
@@ -36,7 +35,7 @@ log = logging.getLogger(__name__)
 class Analyses:
     def __init__(self, ls: GblsServer) -> None:
         self._ls = ls
-        self.scheduler: Scheduler[AnalysisKey] = Scheduler(self.analyse)
+        self.scheduler: Scheduler[AnalysisKey] = Scheduler(self.run)
         # Analyses in the background (runs, unopened files) take turns: the open file's goes first.
         self._one_at_a_time = asyncio.Lock()
 
@@ -51,7 +50,7 @@ class Analyses:
             self.forget(snapshot.key, clear=False)  # the run's result replaces the script's own, at once
             ls.reaching.reach(snapshot)  # a script its configured run starts shows that run's result
             now = ls.documents.snapshot(snapshot.uri)
-            if now.view is not None:  # the run is done: the file opened after it
+            if now.shown.view is not None:  # the run is done: the file opened after it
                 ls.publishing.publish_snapshot(now)
                 ls.status.show(now, "done")
             return
@@ -61,12 +60,12 @@ class Analyses:
         if fresh:
             ls.session.forget_memory(snapshot.key)
         else:
-            report = ls.session.from_cache(snapshot.key, snapshot.path, source)
-            if report is not None:
+            moved = ls.session.moved(snapshot.key, snapshot.path, source, snapshot.version)
+            if moved is not None:
                 self.scheduler.cancel(snapshot.key)
-                self.record(snapshot.key, Analysed(snapshot.version, source, report))
+                self.record(snapshot.key, moved)
                 return
-            if snapshot.own is None and ls.notebooks.program(snapshot.uri) is None:
+            if snapshot.shown.own is None and not isinstance(document, Program):
                 self.show_stored(snapshot.key, document.version)
         self.scheduler.schedule(snapshot.key, delay)
 
@@ -108,9 +107,9 @@ class Analyses:
         for key in self._ls.session.executing(snapshot.path):
             if key != snapshot.key:  # a save is no keystroke: no pause (those in the background take turns)
                 self.scheduler.schedule(key)
-        own, document = snapshot.own, snapshot.document
-        if own is not None and document is not None and own.version == document.version and not own.cached:
-            if own.report.failure_kind not in ("worker", "internal", "cancelled"):
+        own = snapshot.shown.own
+        if own is not None and snapshot.document is not None and own.version == snapshot.version:
+            if not own.cached and own.report.failure_kind not in ("worker", "internal", "cancelled"):
                 return  # its text as saved is the text just analysed: the same answer again
         self.request(snapshot)
 
@@ -119,7 +118,7 @@ class Analyses:
         them (analysed again from disk if the text closed was not saved), until an analysis changes
         them. An untitled document, which is no file, takes its own with it."""
         self.scheduler.cancel(snapshot.key)
-        own = snapshot.own
+        own = snapshot.shown.own
         on_disk = read_source(snapshot.path)
         if on_disk is None:
             self.forget(snapshot.key)
@@ -146,11 +145,11 @@ class Analyses:
         previous = self._ls.session.record(key, analysed)
         self._ls.events.finished(Finished(key, previous, analysed))
 
-    async def analyse(self, key: AnalysisKey) -> None:
+    async def run(self, key: AnalysisKey) -> None:
         """Run the analysis ``key``: a run, or a file's (open, or on disk: it reaches an open one)."""
         if isinstance(key, RunKey):
             async with self._one_at_a_time:
-                await self._run(key)
+                await self._project_run(key)
             return
         snapshot = self._ls.documents.snapshot(key.name)
         if snapshot.document is None:
@@ -159,72 +158,26 @@ class Analyses:
         else:
             await self._document(snapshot)
 
-    async def _run(self, key: RunKey) -> None:
+    async def _project_run(self, key: RunKey) -> None:
         ls = self._ls
         run = ls.reaching.runs.get(key.name)
         if run is None:
             return
-        path = runs.entry_of(run)
-        report = await self._analysed(key, f"run {key.name}", path, lambda: ls.session.analyse_run(run))
-        if ls.reaching.runs.get(key.name) != run:
-            return  # reconfigured meanwhile: its own analysis is on its way
-        self.record(key, Analysed(None, ls.documents.text_of(path) or "" if path else "", report))
+        # Not kept in the persistent cache. A run configured anew cancels this analysis (``Reaching``).
+        heard = functools.partial(ls.events.heard, None)
+        analysis = Analysis.of_run(run, ls.documents.text_of)
+        await ls.session.analysed(analysis, reuse=False, keep=False, watch=ls.watching, heard=heard)
 
     async def _document(self, snapshot: Snapshot) -> None:
         """Analyse, publish, and say it is done, whatever fails on the way (and log it). A document
-        that is not open (it reaches one that is) is analysed as it is on disk."""
-        ls, key = self._ls, snapshot.key
-        path, version = snapshot.path, snapshot.version
+        that is not open (it reaches one that is) is analysed as it is on disk. Its result is kept
+        only while the document is at the version analysed: a newer one is on its way otherwise."""
+        ls, path = self._ls, snapshot.path
         source = snapshot.source if snapshot.document is not None else read_source(path)
         if source is None:
             return
-        analysis = lambda: ls.session.analyse(key, path, source)  # noqa: E731
-        report = await self._analysed(key, os.path.basename(path), path, analysis, snapshot)
-        current = ls.documents.open_document(key.name)
-        if (current.version if current is not None else None) != version:
-            return  # a newer version is on its way; this result belongs to none that exists
-        try:
-            self.record(key, Analysed(version, source, report))
-        except Exception as error:
-            self.record(key, Analysed(version, source, _internal_failure(path, error)))
-            return
-        if report.failure_kind == "worker":  # warm a fresh worker now, not when the next edit waits for it
-            ls.in_background(ls.warm())
-        view = ls.session.view(path)
-        if view is not None and reach.unanalysed([view]):  # a script or the project's tests may run it
-            ls.in_background(ls.reaching.by_importers(snapshot))
-        try:
-            await ls.session.remember(key, path, source, report)
-            if ls.notebooks.program(key.name) is None:
-                await ls.session.keep(report)
-        except Exception:
-            log.exception("gbls failed to remember the analysis of %s", path)
-
-    async def _analysed(
-        self,
-        key: AnalysisKey,
-        title: str,
-        path: str,
-        analysis: Callable[[], Awaitable[FileReport]],
-        snapshot: Snapshot | None = None,
-    ) -> FileReport:
-        """The report of ``analysis``, or of the failure it ended in (the worker's; or gbls's own,
-        logged with its traceback), its progress shown meanwhile (cancelling it cancels the
-        analysis); the open files its last result reached show that result as being re-checked.
-        ``snapshot``: the document analysed, if it is one."""
-        ls = self._ls
-        progress = await progress_begin(ls, title, lambda: self.scheduler.cancel(key))
-        ls.status.starting(key, snapshot)
-        try:
-            return await analysis()
-        except WorkerError as error:
-            return failure_report(path, "worker", str(error))
-        except Exception as error:  # a bug in gbls: say so, with the traceback in the log
-            return _internal_failure(path, error)
-        finally:
-            progress_end(ls, progress)
-
-
-def _internal_failure(path: str, error: Exception) -> FileReport:
-    log.exception("gbls failed while analysing %s", path)
-    return failure_report(path, "internal", f"gbls itself failed ({type(error).__name__}: {error})")
+        analysis = Analysis(snapshot.key, path, source, snapshot.version, snapshot.document)
+        heard = functools.partial(ls.events.heard, snapshot)
+        # A notebook's program is no file: the persistent cache keeps none of it.
+        keep = not isinstance(snapshot.document, Program)
+        await ls.session.analysed(analysis, reuse=False, keep=keep, watch=ls.watching, heard=heard)

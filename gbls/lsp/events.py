@@ -1,5 +1,5 @@
 """A finished analysis, as an event the server's features listen to (esbonio's ``EventSource``):
-the analyses say what finished, and each feature does its part (publishing, the proofs)."""
+the analyses say what finished, and each feature does its part (publishing, the fixes' proofs)."""
 
 from __future__ import annotations
 
@@ -7,15 +7,19 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from ..runtime.session import Analysed, AnalysisKey
+from .snapshot import Snapshot
 
 
 @dataclass(frozen=True)
 class Finished:
-    """The analysis ``key`` has a new result, ``analysed``, which replaced ``previous``."""
+    """The analysis ``key`` has a new result, ``analysed``, which replaced ``previous``. ``snapshot``:
+    the document the worker just analysed, as resolved when its analysis started (None for a run's
+    result, and for one reused or read from the cache)."""
 
     key: AnalysisKey
     previous: Analysed | None
     analysed: Analysed
+    snapshot: Snapshot | None = None
 
 
 Listener = Callable[[Finished], None]
@@ -32,3 +36,9 @@ class Events:
     def finished(self, event: Finished) -> None:
         for listener in self._listeners:
             listener(event)
+
+    def heard(
+        self, snapshot: Snapshot | None, key: AnalysisKey, previous: Analysed | None, analysed: Analysed
+    ) -> None:
+        """The session kept the new result of the analysis of ``snapshot`` (a document's; None: a run's)."""
+        self.finished(Finished(key, previous, analysed, snapshot))

@@ -3,9 +3,9 @@ handler).
 
 The process never imports torch. Each feature is a unit with the state it keeps: ``documents`` (a
 URI resolved into a ``Snapshot``), ``analyses`` (what runs when), ``reaching`` (importers, tests,
-runs), ``status``, ``publishing``, ``traces``, ``proven`` (fixes and their proofs), and the settings
-(``configuration``). A finished analysis is an event (``events``) that publishing and the proofs
-listen to.
+runs), ``status``, ``publishing``, ``traces``, ``fixes`` (those offered, proven in the background),
+and the settings (``configuration``). A finished analysis is an event (``events``) that publishing
+and the fixes listen to.
 """
 
 from __future__ import annotations
@@ -18,6 +18,7 @@ from lsprotocol import types as lsp
 from pygls.lsp.server import LanguageServer
 
 from .. import __version__
+from ..engine import reach
 from ..runtime import persistent
 from ..runtime.errors import WorkerError
 from ..runtime.session import Session
@@ -27,8 +28,9 @@ from .analyses import Analyses
 from .capabilities import Capabilities
 from .documents import GblsProtocol
 from .events import Events, Finished
+from .fixes import Fixes
 from .messages import Notes
-from .proving import Proven
+from .progress import Watching
 from .publishing import Publishing
 from .reaching import Reaching
 from .snapshot import Documents
@@ -54,15 +56,16 @@ class GblsServer(LanguageServer):
         self.notes = Notes(self)
         self.events = Events()
         self.analyses = Analyses(self)
+        self.watching = Watching(self)
         self.reaching = Reaching(self)
         self.status = Status(self)
         self.publishing = Publishing(self)
         self.traces = Traces(self)
-        self.proven = Proven(self.session, self.window_log_message)
+        self.fixes = Fixes(self.session, self.window_log_message)
         self.pull = pull.Pulling()
         self.inlays = inlays.Asked()
         self.events.listen(self.publishing.finished)
-        self.events.listen(self._prove)
+        self.events.listen(self._finished)
         self._background: set[asyncio.Task[Any]] = set()
         self._said_sandbox_note = False
 
@@ -74,14 +77,26 @@ class GblsServer(LanguageServer):
         # The cache's notes come from the threads that read and write it: logged, not sent from there.
         store = persistent.from_environment(log.warning)
         self.session = Session(settings, folders, self.documents.text_of, store)
-        self.proven = Proven(self.session, self.window_log_message)
+        self.fixes = Fixes(self.session, self.window_log_message)
 
     @property
     def settings(self) -> Settings:
         return self.session.settings
 
-    def _prove(self, event: Finished) -> None:
-        self.proven.start(event.analysed.report, self.documents.text_of)
+    def _finished(self, event: Finished) -> None:
+        """Prove the fixes of a finished analysis; after a document's own analysis by the worker, warm
+        a fresh worker now if it failed (not when the next edit waits for it), and where it left
+        the file's compiled functions unanalysed, look for a script or test of the project that
+        runs them."""
+        report, snapshot = event.analysed.report, event.snapshot
+        self.fixes.start(report, self.documents.text_of)
+        if snapshot is None:
+            return
+        if report.failure_kind == "worker":
+            self.in_background(self.warm())
+        view = self.session.view(snapshot.path)
+        if view is not None and reach.unanalysed([view]):
+            self.in_background(self.reaching.by_importers(snapshot))
 
     def in_background(self, work: Any) -> None:
         task = asyncio.create_task(work)
@@ -117,5 +132,5 @@ class GblsServer(LanguageServer):
         shutdown (and a process still being started when the event loop closes keeps the server
         from exiting)."""
         self.analyses.scheduler.cancel_all()
-        await self.proven.stop()
+        await self.fixes.stop()
         await self.session.stop()

@@ -6,6 +6,7 @@ gone too); an open file it was to reach but did not is told why."""
 
 from __future__ import annotations
 
+import dataclasses
 import os
 from collections.abc import Iterable
 from typing import TYPE_CHECKING
@@ -45,7 +46,7 @@ class Publishing:
         """What every analysis says of the document's file, as diagnostics (a push's, or a pull's), and
         the version of the document they are of (None for a closed one's: its file's)."""
         ls = self._ls
-        view, source, version = snapshot.view, snapshot.text, snapshot.analysed_version
+        view, source, version = snapshot.shown.view, snapshot.shown.text, snapshot.shown.version
         diagnostics: list[lsp.Diagnostic] = []
         if view is not None:
             sources = Sources(ls.documents.text_of)
@@ -93,13 +94,22 @@ class Publishing:
             self._ls.workspace_code_lens_refresh(None)  # the answer says nothing: not awaited
         self._ls.inlays.changed(self._ls)
 
+    def _touched(self, event: Finished, path: str) -> Snapshot:
+        """The file ``path`` the finished analysis touched, as it is now. The document analysed is the
+        one resolved when its analysis started, held since (its version is the one analysed: the
+        result is kept only then), shown as the session shows it now."""
+        analysed = event.snapshot
+        if analysed is not None and analysed.path == path:
+            return dataclasses.replace(analysed, shown=self._ls.session.shown(path))
+        return self._ls.documents.snapshot(self._ls.documents.uri_of(path))
+
     def finished(self, event: Finished) -> None:
         """Publish every file the analysis's last and new results touch, with its status; the
         statuses of the open files it was to reach; the lenses; and the analysis's line in the log."""
         ls = self._ls
         touched = dict.fromkeys([*(event.previous.views if event.previous else {}), *event.analysed.views])
         for path in touched:
-            snapshot = ls.documents.snapshot(ls.documents.uri_of(path))
+            snapshot = self._touched(event, path)
             self.publish_snapshot(snapshot)
             if snapshot.document is not None:
                 ls.status.show(snapshot, "done", finishing=event.key)

@@ -147,18 +147,18 @@ def hover(ls: GblsServer, params: lsp.HoverParams) -> lsp.Hover | None:
     if found is not None:  # a notebook's cell: the notebook's analysis, at the line of its program
         uri, position = found[0].uri, found[0].to_program(found[1], position)
     snapshot = ls.documents.snapshot(uri)
-    view, source = snapshot.view, snapshot.text
+    view, source = snapshot.shown.view, snapshot.shown.text
     if view is None:
         return None
     at = to_span(lsp.Range(position, position), split_lines(source))
     elsewhere = tuple(function for function, _ in compiled_elsewhere(ls, view))
-    fix_of = ls.proven.fix_of(view.path, ls.documents.text_of)
+    fix_of = ls.fixes.fix_of(view.path, ls.documents.text_of)
     markdown = suppressions.hover(view, source, ls.session, at.line, at.column) or hover_markdown(
         view, at.line, at.column, where(ls, view.path, links=True), fix_of, elsewhere
     )
     if markdown is None:
         return None
-    if snapshot.cached:
+    if snapshot.shown.cached:
         markdown += f"\n\n---\n{CACHED}"
     return lsp.Hover(contents=lsp.MarkupContent(kind=lsp.MarkupKind.Markdown, value=markdown))
 
@@ -177,22 +177,22 @@ def inlay_hint(ls: GblsServer, params: lsp.InlayHintParams) -> list[lsp.InlayHin
     ls.inlays.asking = True
     uri = params.text_document.uri
     snapshot = ls.documents.snapshot(uri)
-    if snapshot.view is None or not ls.settings.inlay_hints or ls.notebooks.cell(uri) is not None:
+    if snapshot.shown.view is None or not ls.settings.inlay_hints or ls.notebooks.cell(uri) is not None:
         return []
-    return inlays.inlay_hints(snapshot.view, snapshot.text, ls.session, params.range)
+    return inlays.inlay_hints(snapshot.shown.view, snapshot.shown.text, ls.session, params.range)
 
 
 def code_lens(ls: GblsServer, params: lsp.CodeLensParams) -> list[lsp.CodeLens]:
     uri = params.text_document.uri
     found = ls.notebooks.cell(uri)
     key = found[0].uri if found else uri
-    view = ls.documents.snapshot(key).view
+    view = ls.documents.snapshot(key).shown.view
     every = lenses(view, key) if view else []
     return notebooks.cell_lenses(found[0], found[1], every) if found else every
 
 
 async def code_action(ls: GblsServer, params: lsp.CodeActionParams) -> list[lsp.CodeAction | lsp.Command]:
-    await ls.proven.settled()  # only proven fixes are offered: those of the last analyses
+    await ls.fixes.settled()  # only proven fixes are offered: those of the last analyses
     found_cell = ls.notebooks.cell(params.text_document.uri)
     path = ls.documents.path_of(ls.notebooks.key_of(params.text_document.uri))
     range_ = params.range
@@ -206,12 +206,12 @@ async def code_action(ls: GblsServer, params: lsp.CodeActionParams) -> list[lsp.
         to_span(range_, sources.lines(path)),
         sources,
         ls.session.view,
-        ls.proven.reports,
+        ls.fixes.reports,
         ls.session.folders,
         snippets=ls.capabilities.snippet_edits,
-        keep=lambda fix, brk, analysed: ls.proven.holds(fix, brk, sources),
-        keep_recompile=lambda fix, found: ls.proven.holds_recompile(fix, found, sources),
-        analysed_of=ls.proven.analysed_of,
+        keep=lambda fix, brk, analysed: ls.fixes.holds(fix, brk, sources),
+        keep_recompile=lambda fix, found: ls.fixes.holds_recompile(fix, found, sources),
+        analysed_of=ls.fixes.analysed_of,
         is_open=lambda edited: ls.documents.open_document(ls.documents.uri_of(edited)) is not None,
         annotations=ls.capabilities.change_annotations,
     )
@@ -228,12 +228,12 @@ def analyse_file(ls: GblsServer, uri: str) -> None:
 
 def show_report(ls: GblsServer, *arguments: Any) -> str:
     """Arguments: the document's URI, and optionally one function's qualname."""
-    view = ls.documents.snapshot(ls.notebooks.key_of(str(arguments[0]))).view if arguments else None
+    view = ls.documents.snapshot(ls.notebooks.key_of(str(arguments[0]))).shown.view if arguments else None
     if view is None:
         return "gbls has not analysed this file yet."
     qualname = str(arguments[1]) if len(arguments) > 1 else None
     # Plain text places: VS Code shows the report in its markdown preview, which drops file: links.
-    fix_of = ls.proven.fix_of(view.path, ls.documents.text_of)
+    fix_of = ls.fixes.fix_of(view.path, ls.documents.text_of)
     return function_report(
         view, qualname, where(ls, view.path, links=False), fix_of, compiled_elsewhere(ls, view)
     )

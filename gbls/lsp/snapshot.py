@@ -1,6 +1,7 @@
 """A document as a request finds it, resolved once at the handler's edge (as ruff's server takes a
-``DocumentSnapshot``): its path, folder, open text or notebook, analysis key and view, passed down
-instead of the URI, which every helper would work out again."""
+``DocumentSnapshot``): its path, folder, open text or notebook and its version, analysis key, and
+what the session shows of the file (``Shown``: its view and the text it is in), passed down instead
+of the URI, which every helper would work out again."""
 
 from __future__ import annotations
 
@@ -11,9 +12,8 @@ from urllib.parse import unquote
 
 from pygls import uris
 
-from ..engine.model import FileView
 from ..engine.sources import read_source
-from ..runtime.session import Analysed, DocumentKey
+from ..runtime.session import DocumentKey, Shown
 
 if TYPE_CHECKING:
     from .features import GblsServer
@@ -25,27 +25,12 @@ class Snapshot:
     key: DocumentKey  # the document's own analysis
     path: str
     folder: str  # the workspace folder the file is in
-    document: Any  # the open text document, or the open notebook as a program; None: not open
-    own: Analysed | None  # the document's own analysis's last result
-    view: FileView | None  # what every analysis says of the file; None if none reached it
-    text: str  # the text the view's positions are in
-    # That text's version, where it is the document's own analysis's (else None: the file's text now).
-    analysed_version: int | None
-
-    @property
-    def version(self) -> int | None:
-        """The open document's version; None: not open."""
-        return self.document.version if self.document is not None else None
-
-    @property
-    def source(self) -> str | None:
-        """The open document's text (a notebook's program); None: not open."""
-        return self.document.source if self.document is not None else None
-
-    @property
-    def cached(self) -> bool:
-        """Whether it shows the persistent cache's result, its analysis not yet done."""
-        return self.own is not None and self.own.cached
+    # The open text document, or the open notebook as a program; None: not open. It is held, not
+    # copied: its version after an analysis says whether the analysis is still of it.
+    document: Any
+    version: int | None  # the open document's, as resolved; None: not open
+    source: str | None  # the open document's text (a notebook's program), as resolved; None: not open
+    shown: Shown  # what the session shows of the file, and in which text
 
 
 class Documents:
@@ -88,12 +73,8 @@ class Documents:
         return document.source if document is not None else read_source(path)
 
     def snapshot(self, uri: str) -> Snapshot:
-        session, key, document = self._ls.session, DocumentKey(uri), self.open_document(uri)
+        document = self.open_document(uri)
         path = self._path(uri, document)
-        view, own = session.view(path), session.analysed_of(key)
-        text, analysed_version = "", None
-        if view is not None and own is not None and own.report.path == path:
-            text, analysed_version = own.source, own.version
-        elif view is not None:
-            text = document.source if document is not None else self.text_of(path) or ""
-        return Snapshot(uri, key, path, session.folder_of(path), document, own, view, text, analysed_version)
+        version, source = (document.version, document.source) if document is not None else (None, None)
+        folder, shown = self._ls.session.folder_of(path), self._ls.session.shown(path)
+        return Snapshot(uri, DocumentKey(uri), path, folder, document, version, source, shown)

@@ -8,7 +8,7 @@ import os
 from typing import TYPE_CHECKING, Any, Literal
 
 from ..engine.model import BreakReport, FileView
-from ..runtime.session import AnalysisKey, DocumentKey
+from ..runtime.session import Analysed, Analysis, AnalysisKey, DocumentKey
 from .snapshot import Snapshot
 
 if TYPE_CHECKING:
@@ -31,7 +31,7 @@ class Status:
 
     def _done(self, snapshot: Snapshot, finishing: AnalysisKey | None) -> dict[str, Any]:
         ls, uri = self._ls, snapshot.uri
-        view, path = snapshot.view, snapshot.path
+        view, path = snapshot.shown.view, snapshot.path
         # A failure of the file's own (a syntax error) is what its status says, not "not reached".
         reached = view is not None and bool(view.translated or view.functions or view.message)
         if not reached and ls.reaching.still_looking(path):
@@ -42,9 +42,9 @@ class Status:
             "breaks": len(view.breaks) if view else 0,
             "elsewhere": _elsewhere(view, snapshot.folder) if view else [],
             "notAnalysed": [f.qualname for f in view.functions if not f.analysed] if view else [],
-            "reused": ls.session.reused(snapshot.key),
+            "reused": list(snapshot.shown.own.reused) if snapshot.shown.own else [],
             # From the persistent cache, until the analysis that runs behind it is done.
-            "cached": snapshot.cached,
+            "cached": snapshot.shown.cached,
             # An analysis that reached the file last time runs again: this may change.
             "rechecking": any(
                 other != finishing and ls.analyses.scheduler.pending(other) and path in analysed.views
@@ -54,14 +54,13 @@ class Status:
             "cut": _cut(view) if reached and view is not None else None,
         }
 
-    def starting(self, key: AnalysisKey, snapshot: Snapshot | None) -> None:
-        """The analysis ``key`` starts (of the document ``snapshot``, if it is one's): the document is
-        being analysed, and the other open files its last result reached show that result as being
-        re-checked, not as current."""
-        documents = self._ls.documents
-        if snapshot is not None and snapshot.document is not None:
-            self.show(snapshot, "analysing")
-        previous = snapshot.own if snapshot is not None else self._ls.session.analysed_of(key)
+    def starting(self, analysis: Analysis, previous: Analysed | None) -> None:
+        """The worker starts ``analysis``: its document, if open, is being analysed, and the other
+        open files its last result (``previous``) reached show that result as being re-checked, not
+        as current."""
+        ls, key, documents = self._ls, analysis.key, self._ls.documents
+        if isinstance(key, DocumentKey) and analysis.document is not None:
+            ls.protocol.notify(STATUS, {"uri": key.name, "state": "analysing"})
         for uri in (documents.uri_of(path) for path in previous.views) if previous else ():
             if DocumentKey(uri) != key and documents.open_document(uri) is not None:
                 self.show(documents.snapshot(uri), "done")

@@ -20,7 +20,7 @@ from collections.abc import Awaitable, Callable, Sequence
 from ..engine.cache import code_key
 from ..engine.fixes import policy
 from ..engine.fixes.edits import Fix, apply
-from ..engine.fixes.proof import (
+from ..engine.fixes.verdict import (
     UNDECIDED,
     Signature,
     Undecided,

@@ -6,20 +6,28 @@ family; per document also the cache entry that lets a comment-only edit reuse it
 incremental memory that lets an edit re-translate only what it can change; and per imported trace
 of a real run what it says of each file. Every analysis's findings belong to the files they are
 in: ``view(path)`` is what all of them say about one file (an imported finding only while its lines
-read as the run's). The workers, and the settings each file is analysed with, are ``Workers``'s.
+read as the run's), ``shown(path)`` that and the text it is placed in. The workers, and the settings
+each file is analysed with, are ``Workers``'s.
+
+An analysis goes through one cycle, the CLI's and the editor's alike (``Session.analysed``): what
+still holds is reused (the edit cache, the persistent cache), else the worker analyses (``analyse``,
+the act); the result is kept as the analysis's, then remembered for the next edit and put in the
+persistent cache.
 """
 
 from __future__ import annotations
 
 import asyncio
+import functools
+import logging
 import os
-from collections.abc import Iterator
+from collections.abc import Awaitable, Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Protocol
 
 from ..engine import cache, imports, incremental, runs, views
 from ..engine.discovery import CompiledSite, find_compiled
-from ..engine.model import FileReport, FileView
+from ..engine.model import FileReport, FileView, failure_report
 from ..engine.report import build
 from ..engine.sources import TextOf
 from ..engine.starts import start_of
@@ -30,6 +38,8 @@ from ..worker.shared.workspace import roots_of
 from .persistent import Persistent
 from .workers import Workers
 
+log = logging.getLogger(__name__)
+
 
 @dataclass(frozen=True)
 class Analysed:
@@ -37,6 +47,7 @@ class Analysed:
     source: str
     report: FileReport
     cached: bool = False  # read from the persistent cache: shown until its analysis runs again
+    reused: tuple[str, ...] = ()  # what its document's last analysis did not translate again
     # What the analysis says of each file it reached (``views.by_file``), worked out once.
     views: dict[str, FileView] = field(init=False, compare=False, repr=False)
 
@@ -51,7 +62,52 @@ class Document:
     path: str
     cache: cache.Entry | None = None
     memory: incremental.Memory | None = None
-    reused: list[str] = field(default_factory=list)  # what its last analysis did not translate again
+    reused: tuple[str, ...] = ()  # what its last analysis did not translate again
+
+    async def translated(
+        self,
+        source: str,
+        settings: object,
+        text_of: TextOf,
+        run: Callable[[tuple[str, ...]], Awaitable[FileReport]],
+    ) -> FileReport:
+        """Translate what the edit can have changed (``run`` given the functions to reuse); keep the
+        other functions' last results."""
+        memory = self.memory
+        # Parsing and tokenizing every region takes a while on big files: not on the event loop.
+        reuse = await asyncio.to_thread(incremental.reusable, memory, source, settings, text_of)
+        report = await run(tuple(reuse))
+        self.reused = tuple(reuse)
+        if not reuse:
+            return report
+        if memory is None or report.status != "ok":  # the module failed: say exactly what a full run says
+            self.reused = ()
+            return await run(())
+        return incremental.combine(report, memory, reuse, source, text_of)
+
+    async def remember(
+        self, source: str, settings: object, folders: list[str], text_of: TextOf, report: FileReport
+    ) -> None:
+        """What the next analysis of the document may reuse; worked out off the event loop."""
+        if report.status != "ok":
+            return
+
+        def work() -> tuple[cache.Entry | None, incremental.Memory]:
+            imported = imports.workspace_imports(report.path, folders, text_of)
+            reached = {loc.path for b in report.breaks for loc in b.chain if loc.path != report.path}
+            reached |= {
+                r.guard_at.path for r in report.recompiles if r.guard_at and r.guard_at.path != report.path
+            }
+            dependencies = sorted(reached | set(imported))
+            stored = cache.entry(source, settings, dependencies, text_of, report)
+            return stored, incremental.remember(report, source, settings, imported, text_of)
+
+        stored, memory = await asyncio.to_thread(work)
+        if stored is not None:
+            self.cache = stored
+        # A reused function runs eagerly, computing every value: where the analysis elided them (a
+        # model of real size) that costs what eliding saved, and a cut program would get less far.
+        self.memory = memory if report.cut is None and not report.elided else None
 
 
 def static_targets(sites: tuple[CompiledSite, ...]) -> tuple[StaticTarget, ...]:
@@ -89,6 +145,99 @@ class RunKey:
 
 # What an analysis is of: what the scheduler runs, and what ``Session.results`` is keyed by.
 AnalysisKey = DocumentKey | RunKey
+
+
+class Versioned(Protocol):
+    """An open document, as the editor has it: its version moves with each edit."""
+
+    @property
+    def version(self) -> int | None: ...
+
+
+@dataclass(frozen=True)
+class Analysis:
+    """One analysis to go through the cycle: a document's text (``version``: of the open document
+    ``document``, whose result is kept only while that document is still at that version), or a
+    project run's (``run``; its script ``path`` as on disk)."""
+
+    key: AnalysisKey
+    path: str
+    source: str
+    version: int | None = None
+    document: Versioned | None = None
+    run: Run | None = None
+
+    @classmethod
+    def of_run(cls, run: Run, text_of: TextOf) -> Analysis:
+        path = runs.entry_of(run)
+        return cls(RunKey(run.name), path, (text_of(path) or "") if path else "", run=run)
+
+    @property
+    def current(self) -> bool:
+        """Whether its document is still at the version analysed (a newer one is on its way if not)."""
+        return self.document is None or self.document.version == self.version
+
+
+@dataclass(frozen=True)
+class Shown:
+    """What the session shows of one file: what every analysis says of it (``view``; None if none
+    reached it), the analysis of its own text (a document's), and the text the view's positions are
+    in: that analysis's, else the file's text now."""
+
+    view: FileView | None
+    own: Analysed | None
+    text: str
+    version: int | None  # that text's version, where it is its own analysis's
+    cached: bool  # its own result is the persistent cache's, its analysis not yet done
+
+
+class Watch(Protocol):
+    """How a front end watches the worker analyse: it hears the analysis start (with its last result,
+    if any), then how it ended, and says what report that is (the report of the failure it ended in,
+    where the front end shows failures as findings; raising the error otherwise)."""
+
+    async def started(self, analysis: Analysis, previous: Analysed | None) -> object: ...
+
+    def ended(
+        self, analysis: Analysis, started: object, outcome: FileReport | BaseException
+    ) -> FileReport: ...
+
+
+class Unwatched:
+    """The CLI's: nothing shown, every error raised."""
+
+    async def started(self, analysis: Analysis, previous: Analysed | None) -> object:
+        return None
+
+    def ended(self, analysis: Analysis, started: object, outcome: FileReport | BaseException) -> FileReport:
+        if isinstance(outcome, BaseException):
+            raise outcome
+        return outcome
+
+
+UNWATCHED = Unwatched()
+# What a front end does once an analysis's new result is kept (it replaced the last one, if any),
+# before what the next analysis reuses is worked out.
+Heard = Callable[[AnalysisKey, "Analysed | None", "Analysed"], None]
+
+
+def _unheard(key: AnalysisKey, previous: Analysed | None, analysed: Analysed) -> None:
+    pass
+
+
+async def _watched(
+    watch: Watch,
+    analysis: Analysis,
+    previous: Analysed | None,
+    translate: Callable[[], Awaitable[FileReport]],
+) -> FileReport:
+    """The report ``translate()`` ends in, as ``watch`` says it (a cancellation is raised)."""
+    started = await watch.started(analysis, previous)
+    try:
+        report = await translate()
+    except BaseException as error:
+        return watch.ended(analysis, started, error)
+    return watch.ended(analysis, started, report)
 
 
 class Analyser(Protocol):
@@ -220,11 +369,6 @@ class Session:
             document = self._documents[key] = Document(path)
         return document
 
-    def reused(self, key: DocumentKey) -> list[str]:
-        """The compiled functions the document's last analysis did not translate again."""
-        document = self._documents.get(key)
-        return document.reused if document else []
-
     def forget_memory(self, key: DocumentKey) -> None:
         """The document's next analysis translates every function again, reusing nothing."""
         document = self._documents.get(key)
@@ -235,92 +379,90 @@ class Session:
         settings = self.settings_for(path)
         return (settings.for_worker(), settings.worker_key())
 
-    def from_cache(self, key: DocumentKey, path: str, source: str) -> FileReport | None:
-        """The last report moved onto ``source``, when the edit (comments, blank lines) cannot change it."""
-        return cache.reuse(self._document(key, path).cache, source, self._settings_key(path), self.text_of)
-
-    # -- analysing --------------------------------------------------------------------------
-
-    async def analyse(self, key: DocumentKey, path: str, source: str) -> FileReport:
-        """Translate what the edit can have changed; keep the other functions' last results."""
+    def moved(self, key: DocumentKey, path: str, source: str, version: int | None = None) -> Analysed | None:
+        """The document's last result moved onto ``source`` (of ``version``), when the edit (comments,
+        blank lines) cannot change it; None: it must be analysed."""
         document = self._document(key, path)
-        memory = document.memory
-        # Parsing and tokenizing every region takes a while on big files: not on the event loop.
-        reuse = await asyncio.to_thread(
-            incremental.reusable, memory, source, self._settings_key(path), self.text_of
+        report = cache.reuse(document.cache, source, self._settings_key(path), self.text_of)
+        return Analysed(version, source, report, reused=document.reused) if report is not None else None
+
+    # -- the cycle ----------------------------------------------------------------------------
+
+    async def analysed(
+        self,
+        analysis: Analysis,
+        reuse: bool = True,
+        keep: bool = True,
+        watch: Watch = UNWATCHED,
+        heard: Heard = _unheard,
+    ) -> Analysed | None:
+        """The whole cycle of one analysis, the CLI's and the editor's: what still holds reused
+        (``reuse``: the edit cache, then the persistent cache), else the worker's analysis (which
+        ``watch`` watches); kept as the analysis's result (and ``heard`` of) unless its document moved on
+        meanwhile (then None: nothing is kept); then what the next edit reuses remembered, and
+        (``keep``) the result put in the persistent cache."""
+        key, previous = analysis.key, self._results.get(analysis.key)
+        found = await self._reusable(analysis) if reuse else None
+        if found is not None:
+            self._kept(analysis, previous, found, heard)
+            return found
+        report = await _watched(watch, analysis, previous, functools.partial(self._translated, analysis))
+        if not analysis.current:
+            return None
+        document = self._documents.get(key) if isinstance(key, DocumentKey) else None
+        analysed = Analysed(
+            analysis.version, analysis.source, report, reused=document.reused if document else ()
         )
-        report = await self._run(path, source, tuple(reuse))
-        document.reused = reuse
-        if not reuse:
-            return report
-        if memory is None or report.status != "ok":  # the module failed: say exactly what a full run says
-            document.reused = []
-            return await self._run(path, source, ())
-        return incremental.combine(report, memory, reuse, source, self.text_of)
+        if not self._kept(analysis, previous, analysed, heard):
+            return self._results[key]
+        try:
+            if document is not None:
+                settings, folders = self._settings_key(analysis.path), self.folders
+                await document.remember(analysis.source, settings, folders, self.text_of, report)
+            if keep:
+                await self._keep(report, analysis.run)
+        except Exception:
+            log.exception("gbls failed to remember the analysis of %s", analysis.path)
+        return analysed
 
-    async def _run(self, path: str, source: str, reuse: tuple[str, ...]) -> FileReport:
-        workspace = self.folder_of(path)
-        settings = self.settings_for(path)
-        return await analyse(
-            self.workers.worker_for(path),
-            path,
-            source,
-            settings,
-            workspace,
-            self.text_of,
-            reuse,
-            cwd=self.cwd,
-        )
+    async def _reusable(self, analysis: Analysis) -> Analysed | None:
+        """The edit cache's result of a document, else the persistent cache's; None if neither holds."""
+        key, path, source = analysis.key, analysis.path, analysis.source
+        moved = self.moved(key, path, source, analysis.version) if isinstance(key, DocumentKey) else None
+        if moved is not None:
+            return moved
+        stored = await self.stored(path, analysis.run)
+        return Analysed(analysis.version, source, stored) if stored is not None else None
 
-    async def remember(self, key: DocumentKey, path: str, source: str, report: FileReport) -> None:
-        """What the next analysis of the document may reuse; worked out off the event loop."""
-        if report.status != "ok":
-            return
-        settings = self._settings_key(path)
+    def _kept(self, analysis: Analysis, previous: Analysed | None, analysed: Analysed, heard: Heard) -> bool:
+        """Keep ``analysed`` as the analysis's result and say so; where saying so fails (a bug in
+        gbls), the result kept is that failure (False)."""
+        self._results[analysis.key] = analysed
+        try:
+            heard(analysis.key, previous, analysed)
+        except Exception as error:
+            failed = Analysed(analysis.version, analysis.source, internal_failure(analysis.path, error))
+            self._results[analysis.key] = failed
+            heard(analysis.key, analysed, failed)
+            return False
+        return True
 
-        def work() -> tuple[cache.Entry | None, incremental.Memory]:
-            imported = imports.workspace_imports(report.path, self.folders, self.text_of)
-            reached = {loc.path for b in report.breaks for loc in b.chain if loc.path != report.path}
-            reached |= {
-                r.guard_at.path for r in report.recompiles if r.guard_at and r.guard_at.path != report.path
-            }
-            dependencies = sorted(reached | set(imported))
-            stored = cache.entry(source, settings, dependencies, self.text_of, report)
-            return stored, incremental.remember(report, source, settings, imported, self.text_of)
+    async def _translated(self, analysis: Analysis) -> FileReport:
+        """The worker's report of the analysis: a run's, whole; a document's, incrementally."""
+        path, source, run = analysis.path, analysis.source, analysis.run
+        if isinstance(analysis.key, RunKey) or run is not None:
+            return await self._run(path, source, (), run)
+        document = self._document(analysis.key, path)
+        translate = functools.partial(self._run, path, source)
+        return await document.translated(source, self._settings_key(path), self.text_of, translate)
 
-        stored, memory = await asyncio.to_thread(work)
-        document = self._document(key, path)
-        if stored is not None:
-            document.cache = stored
-        # A reused function runs eagerly, computing every value: where the analysis elided them (a
-        # model of real size) that costs what eliding saved, and a cut program would get less far.
-        document.memory = memory if report.cut is None and not report.elided else None
-
-    async def check(self, path: str, source: str) -> FileReport:
-        """The CLI's whole cycle for one file: reuse what still holds, analyse the rest, remember it."""
-        key = DocumentKey(path)
-        report = self.from_cache(key, path, source) or await self.stored(path)
-        if report is None:
-            report = await self.analyse(key, path, source)
-            await self.remember(key, path, source, report)
-            await self.keep(report)
-        self.record(key, Analysed(None, source, report))
-        return report
-
-    async def check_run(self, run: Run) -> FileReport:
-        """The CLI's cycle for a run: the persistent cache's report, else the run analysed, and kept."""
-        report = await self.stored(runs.entry_of(run), run)
-        if report is None:
-            report = await self.analyse_run(run)
-            await self.keep(report, run)
-        return report
-
-    async def analyse_run(self, run: Run) -> FileReport:
-        """The project run ``run``, as its users start it, from the files on disk."""
-        path, worker = runs.entry_of(run), self.workers.worker_for(run.cwd)
-        source = (self.text_of(path) or "") if path else ""
-        folder, settings = self.folder_of(run.cwd), self.settings_for(run.cwd)
-        return await analyse(worker, path, source, settings, folder, self.text_of, run=run)
+    async def _run(
+        self, path: str, source: str, reuse: tuple[str, ...], run: Run | None = None
+    ) -> FileReport:
+        where = run.cwd if run else path
+        worker, folder = self.workers.worker_for(where), self.folder_of(where)
+        settings, cwd = self.settings_for(where), "" if run else self.cwd
+        return await analyse(worker, path, source, settings, folder, self.text_of, reuse, run, cwd)
 
     # -- the persistent cache -----------------------------------------------------------------
 
@@ -340,7 +482,7 @@ class Session:
         self.torch = self.torch or hit.torch
         return hit.report
 
-    async def keep(self, report: FileReport, run: Run | None = None) -> None:
+    async def _keep(self, report: FileReport, run: Run | None = None) -> None:
         """Put a finished analysis in the persistent cache."""
         if self.persistent is not None:
             workspace = self.folder_of(run.cwd if run else report.path)
@@ -358,6 +500,20 @@ class Session:
         lines = lines_of(self.text_of)
         found += [current(seen[path], lines) for seen in self._imports.values() if path in seen]
         return views.combined(found) if found else None
+
+    def shown(self, path: str) -> Shown:
+        """What the session shows of the file ``path``, and in which text."""
+        view = self.view(path)
+        owns = [
+            found
+            for key, found in self.results()
+            if isinstance(key, DocumentKey) and found.report.path == path
+        ]
+        own = owns[0] if owns else None
+        cached = own is not None and own.cached
+        if view is not None and own is not None:
+            return Shown(view, own, own.source, own.version, cached)
+        return Shown(view, own, (self.text_of(path) or "") if view is not None else "", None, cached)
 
     def viewed(self) -> list[str]:
         """Every file an analysis or an imported trace says something of."""
@@ -379,3 +535,17 @@ class Session:
     def imported_in(self, path: str) -> bool:
         """Whether a trace says something of ``path``: an edit of it can hide what it says."""
         return any(path in seen for seen in self._imports.values())
+
+
+def internal_failure(path: str, error: Exception) -> FileReport:
+    """A bug in gbls, as the analysis's failure (its traceback in the log)."""
+    log.error("gbls failed while analysing %s", path, exc_info=error)
+    return failure_report(path, "internal", f"gbls itself failed ({type(error).__name__}: {error})")
+
+
+async def report_of(session: Session, analysis: Analysis) -> FileReport:
+    """The report of ``analysis`` through the session's cycle, for the CLI: none of its documents is
+    open, so none moves on while it is analysed."""
+    analysed = await session.analysed(analysis)
+    assert analysed is not None, "only an open document moves on"
+    return analysed.report

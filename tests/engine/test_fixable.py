@@ -16,7 +16,7 @@ from lsprotocol import types as lsp
 from gbls.engine import views
 from gbls.engine.fixes import policy
 from gbls.engine.fixes.edits import Fix
-from gbls.engine.fixes.proof import Undecided
+from gbls.engine.fixes.verdict import Undecided
 from gbls.engine.model import BreakReport
 from gbls.engine.sources import Sources, read_source
 from gbls.formats import json as json_format

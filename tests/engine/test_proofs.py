@@ -13,7 +13,7 @@ import torch
 from gbls.engine.fixes import branches, policy
 from gbls.engine.fixes.catalogue import enable_flag
 from gbls.engine.fixes.edits import Fix, apply
-from gbls.engine.fixes.proof import Undecided
+from gbls.engine.fixes.verdict import Undecided
 from gbls.engine.model import BreakReport, FileReport, failure_report
 from gbls.engine.sources import Sources, read_source
 from gbls.runtime.proofs import Proofs, proven_fixes

@@ -2,8 +2,8 @@
 
 From the ``didSave`` handler's call to the end of the publication of the analysis it started
 (``Publishing.finished``), each call of a server module's function (``gbls/lsp``, ``gbls/runtime``)
-that is handed the saved document — its URI, its analysis's key, its snapshot, the finished
-analysis — is written to OUT as JSON, in order: ``[[module, function, caller's module], ...]``
+that is handed the saved document — its URI, its analysis's key, its snapshot, the analysis to run,
+the finished analysis — is written to OUT as JSON, in order: ``[[module, function, caller's module], ...]``
 (the caller's file where it is not gbls's). A coroutine's resumption is no call: only its first
 start counts.
 """
@@ -21,7 +21,7 @@ import gbls
 from gbls.lsp.events import Finished
 from gbls.lsp.server import serve
 from gbls.lsp.snapshot import Snapshot
-from gbls.runtime.session import DocumentKey
+from gbls.runtime.session import Analysis, DocumentKey
 
 PACKAGE = os.path.dirname(gbls.__file__)
 RESUMABLE = inspect.CO_COROUTINE | inspect.CO_GENERATOR | inspect.CO_ASYNC_GENERATOR
@@ -40,7 +40,7 @@ def hands(frame: FrameType, uri: str) -> bool:
     code = frame.f_code
     for name in code.co_varnames[: code.co_argcount + code.co_kwonlyargcount]:
         value = frame.f_locals.get(name)
-        if isinstance(value, Finished):
+        if isinstance(value, Finished | Analysis):
             value = value.key
         if isinstance(value, Snapshot):
             value = value.uri

@@ -159,7 +159,8 @@ def test_the_server_and_the_runtime_have_no_long_class_or_function() -> None:
 
 def test_one_word_one_idea() -> None:
     """``unreached`` is one function, why no analysis reached a file; the session's analyses are
-    named by their key, never by a bare string."""
+    named by their key, never by a bare string, and go through one cycle; proofs are one module's
+    (the engine's verdict on a re-analysis and the editor's fixes are named for what they do)."""
     found: dict[str, list[str]] = {}
     for name, path in modules().items():
         for node in ast.walk(ast.parse(path.read_text(), str(path))):
@@ -174,4 +175,9 @@ def test_one_word_one_idea() -> None:
                     if argument.arg == "key" and ast.unparse(argument.annotation or ast.Constant("")) == "str"
                 ]
                 assert bare == []
+                # One cycle for every analysis, documents' and runs' alike; ``analyse`` is the act.
+                methods = {m.name for m in node.body if isinstance(m, ast.FunctionDef | ast.AsyncFunctionDef)}
+                assert "analysed" in methods
+                assert not methods & {"analyse", "check", "check_run", "analyse_run"}
     assert found["unreached"] == ["gbls.engine.reach"]
+    assert [name for name in modules() if "proof" in name or "proving" in name] == ["gbls.runtime.proofs"]

@@ -1,6 +1,6 @@
-"""The editor's proofs: after an analysis is published, each fix offered for its breaks is applied to
-a copy and analysed again by the worker, in the background; the code actions and fix all offer a
-fix only once its proof has passed on the text as it is now.
+"""The fixes the editor offers: after an analysis is published, each fix offered for its breaks is
+proven in the background (``runtime.proofs``: applied to a copy and analysed again by the worker);
+the code actions and fix all offer a fix only once its proof has passed on the text as it is now.
 
 A code action request awaits the proofs under way (the event loop stays free: hovers and edits go
 on meanwhile), so the lightbulb shows the proven fixes of the analysis it is about. When an
@@ -19,7 +19,7 @@ from lsprotocol import types as lsp
 
 from ..engine.fixes import policy
 from ..engine.fixes.edits import Fix
-from ..engine.fixes.proof import Undecided, provable
+from ..engine.fixes.verdict import Undecided, provable
 from ..engine.model import BreakReport, FileReport, RecompileReport
 from ..engine.sources import Sources
 from ..runtime.proofs import of_session
@@ -30,7 +30,7 @@ from .hover import FixOf
 log = logging.getLogger(__name__)
 
 
-class Proven:
+class Fixes:
     def __init__(self, session: Session, say: Callable[[lsp.LogMessageParams], None]) -> None:
         self.session = session
         self.proofs = of_session(session)
