@@ -50,4 +50,5 @@ def test_the_transcript_of_a_session_says_what_the_server_answered(tmp_path: Pat
     hover["contents"]["value"] = hover["contents"]["value"].replace("GB0059", "GB0000")
     changed.write_text(json.dumps(steps))
     different = compared(recorded, changed)
-    assert different.returncode == 1 and "open model.py: answers differs" in different.stdout, different.stdout
+    assert different.returncode == 1, different.stdout
+    assert "open model.py: answers differs" in different.stdout, different.stdout
