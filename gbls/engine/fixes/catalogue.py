@@ -333,7 +333,13 @@ CATALOGUE: dict[str, tuple[Maker, ...]] = {
     ),
     # a debugging function that can't be reordered
     "GB0296": (hatches.print_in_graph, hatches.ignore_logging, remove_logging_call),
-    "GB0291": (leaves.reorder_logger, hatches.ignore_logging, remove_logging_call),  # logging.Logger method
+    # logging.Logger method: made reorderable (2.14+), or called through a function registered so
+    "GB0291": (
+        leaves.reorder_logger,
+        leaves.reorder_logger_call,
+        hatches.ignore_logging,
+        remove_logging_call,
+    ),
     "GB0124": (config_flag("capture_scalar_outputs", "item"),),  # Tensor.item()
     "GB0036": (config_flag("capture_dynamic_output_shape_ops"),),  # Dynamic shape operator
     "GB0025": (remove_graph_break,),  # torch._dynamo.graph_break()

@@ -22,35 +22,24 @@ import ast
 import io
 import re
 import tokenize
-from collections.abc import Iterator
 from pathlib import Path
 
 from ..model import BreakReport
 from ..ranges import Span
 from ..sources import Sources
 from .edits import Edit, Fix
-from .syntax import enclosing_callee, node_span, nodes_at, root_source, torch_name
+from .syntax import (
+    changed_in_place,
+    enclosing_callee,
+    node_span,
+    nodes_at,
+    own_nodes,
+    root_source,
+    torch_name,
+)
 
 # An unannotated parameter with a default takes the default's type in the op's schema.
 DEFAULT_TYPES = {bool: "bool", int: "int", float: "float", str: "str"}
-# ``x.add_(1)``: torch's in-place methods end with one underscore (``__len__`` is no such method).
-IN_PLACE = re.compile(r"[A-Za-z]\w*[^_]_")
-
-
-def _own_nodes(definition: ast.FunctionDef) -> Iterator[ast.AST]:
-    """The nodes of ``definition``'s body, not those of a function or class defined in it."""
-    pending: list[ast.AST] = list(definition.body)
-    while pending:
-        node = pending.pop()
-        yield node
-        if not isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda | ast.ClassDef):
-            pending.extend(ast.iter_child_nodes(node))
-
-
-def _base(node: ast.expr) -> str | None:
-    while isinstance(node, ast.Subscript | ast.Attribute):
-        node = node.value
-    return node.id if isinstance(node, ast.Name) else None
 
 
 def _mutates(definition: ast.FunctionDef) -> bool:
@@ -58,20 +47,7 @@ def _mutates(definition: ast.FunctionDef) -> bool:
     made with ``mutates_args=()`` promises that it does not, and the compiler relies on it."""
     arguments = definition.args
     names = {a.arg for a in [*arguments.posonlyargs, *arguments.args, *arguments.kwonlyargs]}
-    for node in _own_nodes(definition):
-        targets = (
-            node.targets
-            if isinstance(node, ast.Assign)
-            else [node.target]
-            if isinstance(node, ast.AugAssign | ast.AnnAssign)
-            else []
-        )
-        if any(isinstance(t, ast.Subscript | ast.Attribute) and _base(t) in names for t in targets):
-            return True
-        call = node.func if isinstance(node, ast.Call) else None
-        if isinstance(call, ast.Attribute) and IN_PLACE.fullmatch(call.attr) and _base(call.value) in names:
-            return True
-    return False
+    return changed_in_place(definition, names)
 
 
 def _written(source: str, node: ast.expr) -> str:
@@ -126,7 +102,7 @@ def _result(source: str, definition: ast.FunctionDef, tensor: str) -> str | None
     gives a tuple of that many (a function that returns nothing is no op's)."""
     if definition.returns is not None:
         return _written(source, definition.returns)
-    values = [node.value for node in _own_nodes(definition) if isinstance(node, ast.Return)]
+    values = [node.value for node in own_nodes(definition) if isinstance(node, ast.Return)]
     if not values or any(value is None for value in values):
         return None
     sizes = {len(value.elts) if isinstance(value, ast.Tuple) else 0 for value in values if value is not None}
