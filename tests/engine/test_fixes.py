@@ -37,11 +37,11 @@ def test_check_fix_unsafe_applies_what_keeps_the_meaning_and_never_a_workaround(
     its removal; an operator with no meta kernel, with no fix of its own, keeps its break (moving it
     into a disabled function is a workaround, never applied)."""
     shutil.copy(FIXTURES / "torch_tests" / "progress_print.py", tmp_path / "progress_print.py")
-    shutil.copy(FIXTURES / "hatches" / "deduped.py", tmp_path / "deduped.py")
+    shutil.copy(FIXTURES / "hatches" / "counted.py", tmp_path / "counted.py")
     command = [sys.executable, "-m", "gbls", "check", "--fix", "--unsafe-fixes", str(tmp_path)]
     ran = subprocess.run(command, capture_output=True, text=True, timeout=600, cwd=tmp_path)
     assert "Fixed GB0059 in progress_print.py:10: Let Dynamo print after the graph" in ran.stdout, ran.stdout
     fixed = (tmp_path / "progress_print.py").read_text()
     assert "reorderable_logging_functions.add(print)" in fixed and 'print("step", step)' in fixed
-    assert (tmp_path / "deduped.py").read_text() == (FIXTURES / "hatches" / "deduped.py").read_text()
-    assert "deduped.py:15:" in ran.stdout and ran.returncode == 1
+    assert (tmp_path / "counted.py").read_text() == (FIXTURES / "hatches" / "counted.py").read_text()
+    assert "counted.py:16:" in ran.stdout and ran.returncode == 1

@@ -120,8 +120,11 @@ KINDS = {
     "a call into NumPy's Python made where the function is called": Kind(
         "hatches/calibrated.py", "GB0008", "Call `CALIBRATION(temperature)` where corrected is called"
     ),
+    "an operator's fake of a data-dependent size": Kind(
+        "hatches/deduped.py", "GB0037", "Register the fake of the operator dedupe::dedupe"
+    ),
     "run eagerly (a workaround)": Kind(
-        "hatches/deduped.py", "GB0037", "Stop compiling `torch.ops.dedupe.dedupe(x * 2)`", removes=False
+        "hatches/counted.py", "GB0037", "Stop compiling `torch.ops.counted.counted(x * 2)`", removes=False
     ),
 }
 

@@ -812,6 +812,41 @@ def test_a_loggers_call_goes_through_a_function_of_the_modules_only_where_it_log
     assert [edit.text for edit in again.edits] == ["log_info"]
 
 
+def test_an_operator_with_no_meta_kernel_gets_a_fake_of_a_data_dependent_size(tmp_path: Path) -> None:
+    """GB0037 on an operator the module defines: its fake, after its kernels, a 1-D tensor of its
+    first tensor argument's dtype whose length is a size of its own; not for one with two results,
+    nor one that has a fake or a meta kernel already (which then does not hold)."""
+    path = FIXTURES / "hatches" / "deduped.py"
+    sources = Sources(read_source)
+
+    def faked(where: Path, function: str, line: int, snippet: str, op: str) -> list[str]:
+        cause = broken("GB0037", at(where, function, line, snippet))
+        explanation = (
+            f"Operator `{op}.default` does not have a meta kernel that supports dynamic output shapes"
+        )
+        brk = dataclasses.replace(cause, cause=dataclasses.replace(cause.cause, explanation=explanation))
+        offered = fixes_for(brk, str(where), sources)
+        return [
+            applied(fix, sources)[where.name] for fix in offered if fix.title.startswith("Register the fake")
+        ]
+
+    (text,) = faked(path, "distinct_mean", 15, "torch.ops.dedupe.dedupe(x * 2)", "dedupe.dedupe")
+    assert (
+        'lib.impl("dedupe", lambda x: torch.unique(x), "CPU")\n\n\n'
+        '@torch.library.register_fake("dedupe::dedupe")\n'
+        "def _dedupe_fake(x):\n"
+    ) in text
+    assert "    return x.new_empty(torch.library.get_ctx().new_dynamic_size())\n" in text
+    ast.parse(text)
+    counted = FIXTURES / "hatches" / "counted.py"
+    assert faked(counted, "weighted_mean", 16, "torch.ops.counted.counted(x * 2)", "counted.counted") == []
+    meta = tmp_path / "deduped.py"
+    meta.write_text(
+        path.read_text().replace('"CPU")\n', '"CPU")\nlib.impl("dedupe", torch.unique, "Meta")\n')
+    )
+    assert faked(meta, "distinct_mean", 16, "torch.ops.dedupe.dedupe(x * 2)", "dedupe.dedupe") == []
+
+
 FITS = """import torch
 
 

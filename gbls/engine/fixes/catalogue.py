@@ -370,7 +370,9 @@ CATALOGUE: dict[str, tuple[Maker, ...]] = {
     "GB0087": (custom_ops.fake_written,),
     # Unsupported function call (delayed): an in-place view of an input.
     "GB0148": (inplace.view_out_of_place,),
-    "GB0037": (linalg.lstsq_by_pinv,),  # Dynamic shape operator (no meta kernel)
+    # Dynamic shape operator (no meta kernel): lstsq rewritten, or an operator of the workspace's given
+    # a fake.
+    "GB0037": (linalg.lstsq_by_pinv, custom_ops.fake_of_dynamic_size),
     "GB4347": (hoists.passed_in,),  # Missing tp_iternext: next() of a generator made outside
 }
 # For torch without GB ids in its registry.
