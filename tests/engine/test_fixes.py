@@ -2,21 +2,30 @@
 
 from __future__ import annotations
 
+import os
 import shutil
 import subprocess
 import sys
 from pathlib import Path
 
-from ..support import FIXTURES
+from ..support import FIXTURES, ROOT
 
 FIXES = FIXTURES / "fixes"
+
+
+def check(*arguments: str, cwd: Path) -> subprocess.CompletedProcess[str]:
+    """``gbls check`` run in ``cwd``, with this checkout's gbls, also where it is not installed (the
+    compatibility venvs)."""
+    path = os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))
+    command = [sys.executable, "-m", "gbls", "check", *arguments]
+    environment = {**os.environ, "PYTHONPATH": path}
+    return subprocess.run(command, capture_output=True, text=True, timeout=600, cwd=cwd, env=environment)
 
 
 def test_check_fix_applies_the_safe_fixes(tmp_path: Path) -> None:
     for name in ("item_call.py", "explicit_break.py", "print_call.py"):
         shutil.copy(FIXES / name, tmp_path / name)
-    command = [sys.executable, "-m", "gbls", "check", "--fix", str(tmp_path)]
-    first = subprocess.run(command, capture_output=True, text=True, timeout=300, cwd=tmp_path)
+    first = check("--fix", str(tmp_path), cwd=tmp_path)
     assert (
         "Fixed GB0124 in item_call.py:9: Enable torch._dynamo.config.capture_scalar_outputs" in first.stdout
     )
@@ -27,7 +36,7 @@ def test_check_fix_applies_the_safe_fixes(tmp_path: Path) -> None:
     assert "print_call.py:7:5: GB0059" in first.stdout
     assert first.returncode == 1
     assert "capture_scalar_outputs = True" in (tmp_path / "item_call.py").read_text()
-    second = subprocess.run(command, capture_output=True, text=True, timeout=300, cwd=tmp_path)
+    second = check("--fix", str(tmp_path), cwd=tmp_path)
     assert "Fixed" not in second.stdout
     assert (tmp_path / "item_call.py").read_text().count("capture_scalar_outputs") == 1
 
@@ -37,11 +46,10 @@ def test_check_fix_unsafe_applies_what_keeps_the_meaning_and_never_a_workaround(
     its removal; an operator with no meta kernel, with no fix of its own, keeps its break (moving it
     into a disabled function is a workaround, never applied)."""
     shutil.copy(FIXTURES / "torch_tests" / "progress_print.py", tmp_path / "progress_print.py")
-    shutil.copy(FIXTURES / "hatches" / "deduped.py", tmp_path / "deduped.py")
-    command = [sys.executable, "-m", "gbls", "check", "--fix", "--unsafe-fixes", str(tmp_path)]
-    ran = subprocess.run(command, capture_output=True, text=True, timeout=600, cwd=tmp_path)
+    shutil.copy(FIXTURES / "hatches" / "counted.py", tmp_path / "counted.py")
+    ran = check("--fix", "--unsafe-fixes", str(tmp_path), cwd=tmp_path)
     assert "Fixed GB0059 in progress_print.py:10: Let Dynamo print after the graph" in ran.stdout, ran.stdout
     fixed = (tmp_path / "progress_print.py").read_text()
     assert "reorderable_logging_functions.add(print)" in fixed and 'print("step", step)' in fixed
-    assert (tmp_path / "deduped.py").read_text() == (FIXTURES / "hatches" / "deduped.py").read_text()
-    assert "deduped.py:15:" in ran.stdout and ran.returncode == 1
+    assert (tmp_path / "counted.py").read_text() == (FIXTURES / "hatches" / "counted.py").read_text()
+    assert "counted.py:16:" in ran.stdout and ran.returncode == 1

@@ -428,7 +428,7 @@ async def test_an_uninitialised_module_calls_nn_modules_init(analyse_file: Analy
 # no registry, and names these breaks otherwise.
 GB_IDS = {
     "calibrated.py": "GB0008",
-    "deduped.py": "GB0037",
+    "counted.py": "GB0037",
     "smoothed.py": "GB0087",
     "unsqueezed.py": "GB0148",
     "validated.py": "GB0034",
@@ -451,8 +451,13 @@ def stands_for_its_gb_id(report: FileReport, name: str) -> bool:
 @pytest.mark.parametrize(
     ("name", "moved", "call"),
     [
-        # GB0037: a torch.library operator with a data-dependent output size and no meta kernel.
-        ("deduped.py", "torch.ops.dedupe.dedupe(x * 2)", "    distinct = _distinct_eagerly(x)\n"),
+        # GB0037: a torch.library operator with data-dependent output sizes, two results, and no meta
+        # kernel (with one result, its fake is a fix: test_meaning.py).
+        (
+            "counted.py",
+            "torch.ops.counted.counted(x * 2)",
+            "    values, counts = _weighted_mean_eagerly(x)\n",
+        ),
     ],
 )
 async def test_what_no_rewrite_keeps_runs_eagerly_in_a_function_of_its_own(
@@ -478,6 +483,31 @@ async def test_what_no_rewrite_keeps_runs_eagerly_in_a_function_of_its_own(
     assert skip.gb_type == "Skip calling `torch.compiler.disable()`d function"
     assert_agrees_with_torch(after, copy.path)
     assert printed(after) == printed(before)
+
+
+async def test_an_operators_fake_of_a_data_dependent_size_is_held_to_what_the_operator_returns(
+    analyse_file: Analyse, tmp_path: Path
+) -> None:
+    """The fake registered for an operator with a data-dependent size and no meta kernel returns a 1-D
+    tensor of its argument's dtype: where the operator returns another shape (torch.nonzero's rows,
+    one per element), the analysis holds each call to its fake, the fixed program fails where it
+    did not, and the proof refuses the fix."""
+    path = tmp_path / "deduped.py"
+    path.write_text(
+        (HATCHES / "deduped.py").read_text().replace("torch.unique(x)", "torch.nonzero(x).float()")
+    )
+    report = await analyse_file(path)
+    (brk,) = report.breaks
+    if not stands_for_its_gb_id(report, "deduped.py") or brk.gb_id != "GB0037":
+        pytest.skip(f"this torch names the break otherwise ({brk.gb_type})")
+    fixes = policy.for_break(brk, str(path), Sources(read_source), [str(tmp_path)])
+    (fix,) = [
+        fix for fix in fixes if fix.title.startswith("Register the fake of the operator dedupe::dedupe")
+    ]
+    refused = await proofs_by(analyse_file).prove(fix, brk, report, Sources(read_source))
+    assert refused is not None and "the fake implementation of the custom op dedupe.dedupe" in refused, (
+        refused
+    )
 
 
 @pytest.mark.parametrize(

@@ -74,8 +74,17 @@ CASES = [
     ),
     (
         "logger_call.py", "logged", "GB0291", 12, 'log.info("exp done %s", y)',
-        # A body is never left empty.
-        [("Remove `log.info('exp done %s', y)`, and its output", False, "    if True:\n        pass\n")],
+        [
+            (  # torch before 2.14 (no reorderable_logger_methods): through a function of the module's
+                "Log with log_info(), a function of the module's that calls log.info(), registered with "
+                "torch._dynamo.config.reorderable_logging_functions: Dynamo calls it after the graph, which "
+                "does not split, and the line is still logged",
+                False,
+                "log = logging.getLogger(__name__)\n\n\n@torch.compiler.disable\ndef log_info(*args):\n",
+            ),
+            # A body is never left empty.
+            ("Remove `log.info('exp done %s', y)`, and its output", False, "    if True:\n        pass\n"),
+        ],
     ),
     (  # a skipped function's call (GB0007) that only warns
         "warn_call.py", "careful", "GB0007", 9, 'warnings.warn("doubled")',
@@ -754,6 +763,88 @@ def test_an_inputs_view_is_not_rewritten_where_it_is_not_the_inputs(tmp_path: Pa
     assert fix.title.startswith("Make the view out of place, `x = x.unsqueeze(0)`")
     assert rewritten(7, "y.t_()") == []
     assert rewritten(8, "x.add_(1)") == []
+
+
+LOGGED = """import logging
+
+import torch
+
+log = logging.getLogger(__name__)
+
+
+def f(x):
+    y = x * 2
+    log.info("y %s", y)
+    log.info("y %s", x)
+    log.exception("failed %s", x)
+    log.info("y %s", y, stacklevel=2)
+    y.add_(1)
+    log.info("x %s", x)
+    return y
+"""
+
+
+def test_a_loggers_call_goes_through_a_function_of_the_modules_only_where_it_logs_what_it_logged(
+    tmp_path: Path,
+) -> None:
+    """Before torch 2.14 a logger's call is reordered through a function of the module's: not where a
+    tensor it logs is changed in place later (Dynamo logs it as it is when the graph ends), nor for
+    ``exception`` (it reads the exception being handled), nor with keywords; the function is defined
+    once, however many of its calls are fixed."""
+    path = tmp_path / "logs.py"
+    path.write_text(LOGGED)
+
+    def through_a_function(line: int, snippet: str) -> list[Fix]:
+        sources = Sources(read_source)  # the file as it is now
+        offered = fixes_for(broken("GB0291", at(path, "f", line, snippet)), str(path), sources)
+        return [fix for fix in offered if fix.title.startswith("Log with log_info()")]
+
+    assert through_a_function(10, 'log.info("y %s", y)') == []  # y.add_(1) after it
+    (fix,) = through_a_function(11, 'log.info("y %s", x)')
+    text = applied(fix, Sources(read_source))["logs.py"]
+    assert '    log_info("y %s", x)\n' in text and text.count("def log_info(*args):") == 1
+    assert "torch._dynamo.config.reorderable_logging_functions.add(log_info)\n" in text
+    assert through_a_function(12, 'log.exception("failed %s", x)') == []
+    assert through_a_function(13, 'log.info("y %s", y, stacklevel=2)') == []
+    path.write_text(text)  # another call, once the first is fixed: only the call changes
+    line = text.splitlines().index('    log.info("x %s", x)') + 1
+    (again,) = through_a_function(line, 'log.info("x %s", x)')
+    assert [edit.text for edit in again.edits] == ["log_info"]
+
+
+def test_an_operator_with_no_meta_kernel_gets_a_fake_of_a_data_dependent_size(tmp_path: Path) -> None:
+    """GB0037 on an operator the module defines: its fake, after its kernels, a 1-D tensor of its
+    first tensor argument's dtype whose length is a size of its own; not for one with two results,
+    nor one that has a fake or a meta kernel already (which then does not hold)."""
+    path = FIXTURES / "hatches" / "deduped.py"
+    sources = Sources(read_source)
+
+    def faked(where: Path, function: str, line: int, snippet: str, op: str) -> list[str]:
+        cause = broken("GB0037", at(where, function, line, snippet))
+        explanation = (
+            f"Operator `{op}.default` does not have a meta kernel that supports dynamic output shapes"
+        )
+        brk = dataclasses.replace(cause, cause=dataclasses.replace(cause.cause, explanation=explanation))
+        offered = fixes_for(brk, str(where), sources)
+        return [
+            applied(fix, sources)[where.name] for fix in offered if fix.title.startswith("Register the fake")
+        ]
+
+    (text,) = faked(path, "distinct_mean", 15, "torch.ops.dedupe.dedupe(x * 2)", "dedupe.dedupe")
+    assert (
+        'lib.impl("dedupe", lambda x: torch.unique(x), "CPU")\n\n\n'
+        '@torch.library.register_fake("dedupe::dedupe")\n'
+        "def _dedupe_fake(x):\n"
+    ) in text
+    assert "    return x.new_empty(torch.library.get_ctx().new_dynamic_size())\n" in text
+    ast.parse(text)
+    counted = FIXTURES / "hatches" / "counted.py"
+    assert faked(counted, "weighted_mean", 16, "torch.ops.counted.counted(x * 2)", "counted.counted") == []
+    meta = tmp_path / "deduped.py"
+    meta.write_text(
+        path.read_text().replace('"CPU")\n', '"CPU")\nlib.impl("dedupe", torch.unique, "Meta")\n')
+    )
+    assert faked(meta, "distinct_mean", 16, "torch.ops.dedupe.dedupe(x * 2)", "dedupe.dedupe") == []
 
 
 FITS = """import torch

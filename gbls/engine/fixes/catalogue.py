@@ -333,7 +333,13 @@ CATALOGUE: dict[str, tuple[Maker, ...]] = {
     ),
     # a debugging function that can't be reordered
     "GB0296": (hatches.print_in_graph, hatches.ignore_logging, remove_logging_call),
-    "GB0291": (leaves.reorder_logger, hatches.ignore_logging, remove_logging_call),  # logging.Logger method
+    # logging.Logger method: made reorderable (2.14+), or called through a function registered so
+    "GB0291": (
+        leaves.reorder_logger,
+        leaves.reorder_logger_call,
+        hatches.ignore_logging,
+        remove_logging_call,
+    ),
     "GB0124": (config_flag("capture_scalar_outputs", "item"),),  # Tensor.item()
     "GB0036": (config_flag("capture_dynamic_output_shape_ops"),),  # Dynamic shape operator
     "GB0025": (remove_graph_break,),  # torch._dynamo.graph_break()
@@ -364,7 +370,9 @@ CATALOGUE: dict[str, tuple[Maker, ...]] = {
     "GB0087": (custom_ops.fake_written,),
     # Unsupported function call (delayed): an in-place view of an input.
     "GB0148": (inplace.view_out_of_place,),
-    "GB0037": (linalg.lstsq_by_pinv,),  # Dynamic shape operator (no meta kernel)
+    # Dynamic shape operator (no meta kernel): lstsq rewritten, or an operator of the workspace's given
+    # a fake.
+    "GB0037": (linalg.lstsq_by_pinv, custom_ops.fake_of_dynamic_size),
     "GB4347": (hoists.passed_in,),  # Missing tp_iternext: next() of a generator made outside
 }
 # For torch without GB ids in its registry.

@@ -22,35 +22,24 @@ import ast
 import io
 import re
 import tokenize
-from collections.abc import Iterator
 from pathlib import Path
 
 from ..model import BreakReport
 from ..ranges import Span
 from ..sources import Sources
 from .edits import Edit, Fix
-from .syntax import enclosing_callee, node_span, nodes_at, root_source, torch_name
+from .syntax import (
+    changed_in_place,
+    enclosing_callee,
+    node_span,
+    nodes_at,
+    own_nodes,
+    root_source,
+    torch_name,
+)
 
 # An unannotated parameter with a default takes the default's type in the op's schema.
 DEFAULT_TYPES = {bool: "bool", int: "int", float: "float", str: "str"}
-# ``x.add_(1)``: torch's in-place methods end with one underscore (``__len__`` is no such method).
-IN_PLACE = re.compile(r"[A-Za-z]\w*[^_]_")
-
-
-def _own_nodes(definition: ast.FunctionDef) -> Iterator[ast.AST]:
-    """The nodes of ``definition``'s body, not those of a function or class defined in it."""
-    pending: list[ast.AST] = list(definition.body)
-    while pending:
-        node = pending.pop()
-        yield node
-        if not isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda | ast.ClassDef):
-            pending.extend(ast.iter_child_nodes(node))
-
-
-def _base(node: ast.expr) -> str | None:
-    while isinstance(node, ast.Subscript | ast.Attribute):
-        node = node.value
-    return node.id if isinstance(node, ast.Name) else None
 
 
 def _mutates(definition: ast.FunctionDef) -> bool:
@@ -58,20 +47,7 @@ def _mutates(definition: ast.FunctionDef) -> bool:
     made with ``mutates_args=()`` promises that it does not, and the compiler relies on it."""
     arguments = definition.args
     names = {a.arg for a in [*arguments.posonlyargs, *arguments.args, *arguments.kwonlyargs]}
-    for node in _own_nodes(definition):
-        targets = (
-            node.targets
-            if isinstance(node, ast.Assign)
-            else [node.target]
-            if isinstance(node, ast.AugAssign | ast.AnnAssign)
-            else []
-        )
-        if any(isinstance(t, ast.Subscript | ast.Attribute) and _base(t) in names for t in targets):
-            return True
-        call = node.func if isinstance(node, ast.Call) else None
-        if isinstance(call, ast.Attribute) and IN_PLACE.fullmatch(call.attr) and _base(call.value) in names:
-            return True
-    return False
+    return changed_in_place(definition, names)
 
 
 def _written(source: str, node: ast.expr) -> str:
@@ -126,7 +102,7 @@ def _result(source: str, definition: ast.FunctionDef, tensor: str) -> str | None
     gives a tuple of that many (a function that returns nothing is no op's)."""
     if definition.returns is not None:
         return _written(source, definition.returns)
-    values = [node.value for node in _own_nodes(definition) if isinstance(node, ast.Return)]
+    values = [node.value for node in own_nodes(definition) if isinstance(node, ast.Return)]
     if not values or any(value is None for value in values):
         return None
     sizes = {len(value.elts) if isinstance(value, ast.Tuple) else 0 for value in values if value is not None}
@@ -291,4 +267,103 @@ def fake_written(brk: BreakReport, here: str, sources: Sources) -> Fix | None:
                 f"({torch}.empty_like({like})), one op in the graph"
             )
             return Fix(title, (edit,))
+    return None
+
+
+# An operator whose output's size depends on its input's values, with no fake (GB0037), as Dynamo's
+# explanation names it: "Operator `ns.name.overload` does not have a meta kernel ...".
+NO_META = re.compile(r"Operator `(\w+)\.(\w+)\.\w+` does not have a meta kernel")
+# A schema's argument as the fake takes it: "Tensor x", "int n" (no default, not keyword-only).
+SCHEMA_ARGUMENT = re.compile(r"([\w?\[\]]+) (\w+)")
+
+
+def _schema_of(tree: ast.Module, namespace: str, name: str) -> tuple[str, ast.stmt] | None:
+    """The schema of the operator ``namespace::name`` and the module's statement that defines it:
+    ``lib.define("name(Tensor x) -> Tensor", ...)`` on a ``torch.library.Library("namespace", ...)``
+    of the module's, or ``torch.library.define("namespace::name", "(Tensor x) -> Tensor", ...)``."""
+    libraries = {
+        target.id
+        for node in tree.body
+        if isinstance(node, ast.Assign)
+        and isinstance(node.value, ast.Call)
+        and ast.unparse(node.value.func).endswith("library.Library")
+        and node.value.args
+        and isinstance(node.value.args[0], ast.Constant)
+        and node.value.args[0].value == namespace
+        for target in node.targets
+        if isinstance(target, ast.Name)
+    }
+    for node in tree.body:
+        call = node.value if isinstance(node, ast.Expr) else None
+        if not isinstance(call, ast.Call) or not isinstance(call.func, ast.Attribute):
+            continue
+        given = [a.value for a in call.args if isinstance(a, ast.Constant) and isinstance(a.value, str)]
+        function = ast.unparse(call.func)
+        if function in {f"{lib}.define" for lib in libraries} and given[:1]:
+            schema = given[0]
+        elif function.endswith("library.define") and given[:1] == [f"{namespace}::{name}"] and given[1:]:
+            schema = name + given[1]
+        else:
+            continue
+        if schema.split("(", 1)[0].strip() == name:
+            return schema, node
+    return None
+
+
+def fake_of_dynamic_size(brk: BreakReport, here: str, sources: Sources) -> Fix | None:
+    """An operator of the workspace's whose output's size depends on the data (tagged
+    ``dynamic_output_shape``) and that has no fake: Dynamo cannot tell its output's shape (GB0037).
+    Its fake, registered after its definition, returns a 1-D tensor of its first tensor argument's
+    dtype whose length is a size of its own (``torch.library.get_ctx().new_dynamic_size()``). The
+    worker holds each call of the op to its fake (its rank and dtype), so the proof refuses it where
+    the real result is shaped otherwise."""
+    named = NO_META.search(brk.cause.explanation)
+    if named is None:
+        return None
+    namespace, name = named.groups()
+    op = f"{namespace}::{name}"
+    for path in dict.fromkeys((brk.root.path, here)):
+        tree, source = sources.tree(path), sources.text(path) or ""
+        if tree is None:
+            continue
+        torch = torch_name(tree)
+        found = _schema_of(tree, namespace, name) if torch is not None else None
+        if found is None:
+            continue
+        schema, defined = found
+        listed, _, result = schema.split("(", 1)[1].rpartition(")")
+        arguments = [SCHEMA_ARGUMENT.fullmatch(part.strip()) for part in listed.split(",") if part.strip()]
+        if result.strip() != "-> Tensor" or not all(arguments):
+            return None  # one tensor out, each argument positional
+        parameters = [match.group(2) for match in arguments if match is not None]
+        like = next((m.group(2) for m in arguments if m is not None and m.group(1) == "Tensor"), None)
+        fake = f"_{name}_fake"
+        if like is None or fake in source:
+            return None
+        # The module's statements after its definition that name it: its kernels, ``lib.impl("name", ...)``.
+        kernels = [
+            (node, [a.value for a in node.value.args if isinstance(a, ast.Constant)])
+            for node in tree.body
+            if node.lineno > defined.lineno
+            and isinstance(node, ast.Expr)
+            and isinstance(node.value, ast.Call)
+        ]
+        kernels = [(node, given) for node, given in kernels if name in given or op in given]
+        if any("Meta" in given for _, given in kernels) or re.search(
+            rf"(register_fake|impl_abstract)\(\s*['\"]{op}['\"]", source
+        ):
+            return None  # a fake or meta kernel of its own, that does not hold
+        last = kernels[-1][0] if kernels else defined
+        end = (last.end_lineno or last.lineno) + 1
+        text = (
+            f'\n\n@{torch}.library.register_fake("{op}")\n'
+            f"def {fake}({', '.join(parameters)}):\n"
+            f"    # Its length depends on the values of {like}: a size of its own for the compiler.\n"
+            f"    return {like}.new_empty({torch}.library.get_ctx().new_dynamic_size())\n"
+        )
+        title = (
+            f"Register the fake of the operator {op}: a 1-D result of {like}'s dtype whose length depends on "
+            f"the data ({torch}.library.register_fake, get_ctx().new_dynamic_size()): the op joins the graph"
+        )
+        return Fix(title, (Edit(path, Span(end, 0, end, 0), text),))
     return None

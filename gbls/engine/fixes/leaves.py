@@ -8,7 +8,8 @@ offers it (``BreakReport.features``, found by the worker by feature detection):
 - A ``logging.Logger`` method made reorderable (torch 2.14 and later read
   ``reorderable_logging_functions`` for a logger's methods): the call runs after the graph, with the
   same arguments, and the graph does not split. The logger must be a module's global, made outside
-  the compiled code, and called without keywords.
+  the compiled code, and called without keywords. Before 2.14, which takes only a plain function
+  there, the call becomes one of a function of the module's that calls the method, registered so.
 """
 
 from __future__ import annotations
@@ -19,7 +20,16 @@ from ..model import BreakReport
 from ..ranges import Span
 from ..sources import Sources
 from .edits import Edit, Fix
-from .syntax import LOGGER_METHODS, enclosing_callee, first_line, indent_of, root_call_statement, torch_name
+from .syntax import (
+    LOGGER_METHODS,
+    changed_in_place,
+    enclosing_callee,
+    first_line,
+    indent_of,
+    node_span,
+    root_call_statement,
+    torch_name,
+)
 
 
 def _returns(definition: ast.FunctionDef) -> str | None:
@@ -76,11 +86,14 @@ def leaf_function(brk: BreakReport, here: str, sources: Sources) -> Fix | None:
     )
 
 
-def reorder_logger(brk: BreakReport, here: str, sources: Sources) -> Fix | None:
-    """``torch._dynamo.config.reorderable_logging_functions.add(logger.info)`` after the module's
-    ``logger = ...``: the call runs after the graph, which does not split for it."""
+def _module_logger(
+    brk: BreakReport, sources: Sources
+) -> tuple[str, ast.Module, ast.Call, ast.Assign, str] | None:
+    """The root cause when it is ``logger.method(...)``, a method that logs a line called without
+    keywords on a logger a module's statement binds once: its file's text and tree, the call, that
+    statement, and the module's name for torch."""
     found = root_call_statement(brk, sources)
-    if "reorderable_logger_methods" not in brk.features or found is None:
+    if found is None:
         return None
     source, tree, statement = found
     call = statement.value
@@ -103,10 +116,20 @@ def reorder_logger(brk: BreakReport, here: str, sources: Sources) -> Fix | None:
     torch = torch_name(tree)
     if len(made) != 1 or torch is None:
         return None
-    added = f"{logger}.{method.attr}"
+    return source, tree, call, made[0], torch
+
+
+def reorder_logger(brk: BreakReport, here: str, sources: Sources) -> Fix | None:
+    """``torch._dynamo.config.reorderable_logging_functions.add(logger.info)`` after the module's
+    ``logger = ...``: the call runs after the graph, which does not split for it."""
+    found = _module_logger(brk, sources)
+    if "reorderable_logger_methods" not in brk.features or found is None:
+        return None
+    source, _, call, made, torch = found
+    added = ast.unparse(call.func)
     if f"reorderable_logging_functions.add({added})" in source.replace(" ", ""):
         return None
-    after = (made[0].end_lineno or made[0].lineno) + 1
+    after = (made.end_lineno or made.lineno) + 1
     edit = Edit(
         brk.root.path,
         Span(after, 0, after, 0),
@@ -116,4 +139,71 @@ def reorder_logger(brk: BreakReport, here: str, sources: Sources) -> Fix | None:
         f"Run {added}() after the graph (torch._dynamo.config.reorderable_logging_functions): the graph "
         "does not split, and the line is still logged",
         (edit,),
+    )
+
+
+def _logging_function(name: str, method: str, torch: str) -> str:
+    """The module's function that logs with ``method`` (``log.info``), registered as reorderable."""
+    return (
+        f"\n\n@{torch}.compiler.disable\n"
+        f"def {name}(*args):\n"
+        f'    """`{method}` as a function of the module\'s own, which Dynamo calls after the graph\n'
+        "    (reorderable_logging_functions takes no logger's method before torch 2.14); disabled, so\n"
+        '    that Dynamo does not compile the logging itself there."""\n'
+        "    # The line logged is its caller's: this function's and the disable wrapper's frames skipped.\n"
+        f"    {method}(*args, stacklevel=3)\n"
+        f"\n\n{torch}._dynamo.config.reorderable_logging_functions.add({name})\n"
+    )
+
+
+def reorder_logger_call(brk: BreakReport, here: str, sources: Sources) -> Fix | None:
+    """Before torch 2.14 a logger's method breaks whatever the config says, but a function of the
+    module's in ``reorderable_logging_functions`` is called after the graph: ``log.info("done %s", y)``
+    becomes ``log_info("done %s", y)``, ``log_info`` defined after ``log = ...`` to call
+    ``log.info`` and registered. Dynamo logs the tensors the graph computed for the call's
+    arguments, as they are when the graph ends: not where the compiled function changes one of
+    them in place (``y.add_(1)``, ``y += 1``), nor for ``logger.exception``, which reads the
+    exception being handled."""
+    found = _module_logger(brk, sources)
+    if "reorderable_logger_methods" in brk.features or found is None:
+        return None
+    source, tree, call, made, torch = found
+    assert isinstance(call.func, ast.Attribute)
+    method = ast.unparse(call.func)
+    if call.func.attr == "exception" or any(isinstance(a, ast.Starred) for a in call.args):
+        return None
+    line = call.lineno
+    around = [
+        node
+        for node in ast.walk(tree)
+        if isinstance(node, ast.FunctionDef) and node.lineno < line <= (node.end_lineno or node.lineno)
+    ]
+    read = {node.id for argument in call.args for node in ast.walk(argument) if isinstance(node, ast.Name)}
+    if not around or changed_in_place(around[-1], read):
+        return None
+    name = method.replace(".", "_")
+    text = _logging_function(name, method, torch)
+    bound = {node.id for node in ast.walk(tree) if isinstance(node, ast.Name)}
+    bound |= {
+        node.name
+        for node in ast.walk(tree)
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef)
+    }
+    bound |= {
+        (node.asname or node.name).split(".")[0] for node in ast.walk(tree) if isinstance(node, ast.alias)
+    }
+    lines = sources.lines(brk.root.path)
+    rename = Edit(brk.root.path, node_span(call.func, lines), name)
+    if text.strip() in source:
+        edits: tuple[Edit, ...] = (rename,)  # defined and registered for another of its calls
+    elif name in bound:
+        return None
+    else:
+        after = (made.end_lineno or made.lineno) + 1
+        edits = (Edit(brk.root.path, Span(after, 0, after, 0), text), rename)
+    return Fix(
+        f"Log with {name}(), a function of the module's that calls {method}(), registered with "
+        "torch._dynamo.config.reorderable_logging_functions: Dynamo calls it after the graph, which "
+        "does not split, and the line is still logged",
+        edits,
     )

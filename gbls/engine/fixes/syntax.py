@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import ast
+import re
+from collections.abc import Iterator
 from typing import Any
 
 from ...worker.shared.lines import split_lines
@@ -14,6 +16,8 @@ from .edits import Edit
 
 # The methods of a ``logging.Logger`` that log a line.
 LOGGER_METHODS = {"debug", "info", "warning", "error", "exception", "critical", "log"}
+# ``x.add_(1)``: torch's in-place methods end with one underscore (``__len__`` is no such method).
+IN_PLACE = re.compile(r"[A-Za-z]\w*[^_]_")
 
 
 def node_span(node: ast.AST, lines: list[str]) -> Span:
@@ -70,6 +74,46 @@ def remove_statement(path: str, source: str, tree: ast.Module, statement: ast.st
             path, Span(span.line, span.column, span.end_line, len(line_text(lines, span.end_line))), "pass"
         )
     return Edit(path, Span(span.line, 0, span.end_line + 1, 0), "")
+
+
+def own_nodes(definition: ast.FunctionDef) -> Iterator[ast.AST]:
+    """The nodes of ``definition``'s body, not those of a function or class defined in it."""
+    pending: list[ast.AST] = list(definition.body)
+    while pending:
+        node = pending.pop()
+        yield node
+        if not isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda | ast.ClassDef):
+            pending.extend(ast.iter_child_nodes(node))
+
+
+def _base(node: ast.expr) -> str | None:
+    while isinstance(node, ast.Subscript | ast.Attribute):
+        node = node.value
+    return node.id if isinstance(node, ast.Name) else None
+
+
+def changed_in_place(definition: ast.FunctionDef, names: set[str]) -> bool:
+    """Whether ``definition``'s body visibly changes what one of ``names`` holds in place: ``x[0] = v``,
+    ``x.w = v``, ``x += v`` (in place for a tensor), ``x.add_(1)``."""
+    for node in own_nodes(definition):
+        targets = (
+            node.targets
+            if isinstance(node, ast.Assign)
+            else [node.target]
+            if isinstance(node, ast.AugAssign | ast.AnnAssign)
+            else []
+        )
+        changed = [
+            t
+            for t in targets
+            if isinstance(t, ast.Subscript | ast.Attribute) or isinstance(node, ast.AugAssign)
+        ]
+        if any(_base(t) in names for t in changed):
+            return True
+        call = node.func if isinstance(node, ast.Call) else None
+        if isinstance(call, ast.Attribute) and IN_PLACE.fullmatch(call.attr) and _base(call.value) in names:
+            return True
+    return False
 
 
 def torch_name(tree: ast.Module) -> str | None:

@@ -4,10 +4,10 @@ The analysis runs each graph as Dynamo made it (``Capture.backend``), not as ind
 so a custom op's fake (``register_fake``) shapes only the graph's metadata there: a wrong one goes
 unnoticed, where inductor's code asserts the real result's sizes, and reads a result of another
 dtype as the fake's. A graph that calls an op of the workspace (``torch.library.custom_op`` on a
-function of a file outside torch and the installed packages) runs here with each such call's
-result checked against its fake: one that differs raises, as inductor's assertion would. So a
-fix that wraps a function as a custom op is proven only with a fake that holds on the analysed
-inputs.
+function of a file outside torch and the installed packages, or an op whose fake such a file
+registered) runs here with each such call's result checked against its fake: one that differs
+raises, as inductor's assertion would. So a fix that wraps a function as a custom op, or registers
+an op's fake, is proven only with a fake that holds on the analysed inputs.
 """
 
 from __future__ import annotations
@@ -25,17 +25,42 @@ from .values import describe_value
 
 
 def _workspace_op(target: Any) -> bool:
-    """Whether ``target`` is an overload of a custom op made of a workspace file's function."""
-    schema = getattr(target, "_schema", None)
-    if not isinstance(target, torch._ops.OpOverload) or schema is None:
+    """Whether ``target`` is an op of the workspace's (or its overload): a custom op made of a workspace
+    file's function, or an op whose fake a workspace file registered."""
+    if isinstance(target, torch._ops.OpOverload):
+        name = target._schema.name
+    elif isinstance(target, torch._ops.OpOverloadPacket):  # ``torch.ops.ns.name(x)``, called as such
+        name = target._qualified_op_name
+    else:
         return False
+    return _user_code(_custom_op_function(name)) or _user_code(_fake_registered_at(name))
+
+
+def _custom_op_function(name: str) -> str:
+    """The file of the function ``torch.library.custom_op`` made the op ``name`` of, if it made it."""
     try:
         from torch._library.custom_ops import OPDEFS
-    except ImportError:  # a torch without torch.library.custom_op: no op of the workspace is one
-        return False
-    definition = OPDEFS.get(schema.name)
+    except ImportError:  # a torch without torch.library.custom_op
+        return ""
+    definition = OPDEFS.get(name)
     code = getattr(getattr(definition, "_init_fn", None), "__code__", None)
-    return code is not None and is_user_file(code.co_filename) and not installed(code.co_filename)
+    return code.co_filename if code is not None else ""
+
+
+def _fake_registered_at(name: str) -> str:
+    """The file that registered the fake of the op ``name`` (``register_fake``), if one did."""
+    try:
+        from torch._library.simple_registry import singleton
+    except ImportError:
+        return ""
+    # As torch's fake tensors look it up for each op they run.
+    kernel = singleton.find(name).fake_impl.kernel
+    source = getattr(kernel, "source", "") if kernel is not None else ""
+    return source.rpartition(":")[0] if isinstance(source, str) else ""
+
+
+def _user_code(path: str) -> bool:
+    return bool(path) and is_user_file(path) and not installed(path)
 
 
 def _differs(fake: Any, real: Any) -> bool:

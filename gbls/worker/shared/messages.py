@@ -37,6 +37,10 @@ LEGACY_GB_TYPES = (
         "Skip calling `torch.compiler.disable()`d function",
     ),
     (re.compile(r"^(SKIPPED INLINING .*: )?" + re.escape(LOOP_SKIP)), "graph break in loop"),  # or a callee's
+    (
+        re.compile(r"^Logger not supported for non-export cases"),
+        "logging.Logger method not supported for non-export cases",
+    ),
 )
 
 
