@@ -23,6 +23,7 @@ from . import (
     branches,
     contexts,
     custom_ops,
+    generators,
     hatches,
     hoists,
     inplace,
@@ -366,6 +367,8 @@ CATALOGUE: dict[str, tuple[Maker, ...]] = {
     "GB0148": (inplace.view_out_of_place,),
     "GB0037": (linalg.lstsq_by_pinv,),  # Dynamic shape operator (no meta kernel)
     "GB4347": (hoists.passed_in,),  # Missing tp_iternext: next() of a generator made outside
+    # Attempt to trace generator: a compiled function that consumes it compiled in its place.
+    "GB0003": (generators.consumed_by_a_compiled_function,),
 }
 # For torch without GB ids in its registry.
 BY_GB_TYPE = {
@@ -391,6 +394,7 @@ BY_GB_TYPE = {
     "Unsupported function call (delayed)": "GB0148",
     "Dynamic shape operator (no meta kernel)": "GB0037",
     "Missing tp_iternext": "GB4347",
+    "Attempt to trace generator": "GB0003",
 }
 
 
