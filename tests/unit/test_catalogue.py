@@ -1025,5 +1025,10 @@ def test_the_leading_checks_of_a_compiled_function_run_before_its_compiled_rest(
     assert offered(CHECKED.replace("n: int = 1", "n=1"), 13, "raise") == []  # n may be a tensor
     assert offered(CHECKED.replace("y.shape != x.shape", "y.sum() > 0"), 13, "raise") == []
     assert offered(CHECKED.replace("x.dim() == 2", "x.max() < 9"), 6, "assert", "GB0034") == []
+    decorated = CHECKED.replace(
+        "    z = x / y\n", "    @torch.no_grad()\n    def z():\n        return x / y\n"
+    )
+    ((_, text),) = offered(decorated.replace("z * n", "z() * n"), 13, "raise")
+    assert "def _ratio_compiled(x, y, n: int):\n    @torch.no_grad()\n    def z():\n" in text
     computed = CHECKED.replace('    """x / y."""\n', "    x = x + 1\n")
     assert offered(computed, 13, "raise") == []

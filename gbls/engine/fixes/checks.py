@@ -24,7 +24,7 @@ from ..ranges import Span, line_text
 from ..sources import Sources
 from .edits import Edit, Fix
 from .generators import compiled_by_decorator, forwarded
-from .syntax import node_span
+from .syntax import first_line, node_span
 
 # What a check may read of a tensor parameter: what Dynamo guards on, never its data.
 METADATA = {"shape", "ndim", "dtype", "device", "layout", "is_cuda", "requires_grad"}
@@ -174,7 +174,7 @@ def checked_before_compiling(brk: BreakReport, here: str, sources: Sources) -> F
     rest = definition.body[len(checks) + (1 if _docstring(definition.body[0]) else 0) :]
     if not checks or not rest or not any(_holds(h, brk.root.span.line) for h in holders):
         return None
-    start, end = rest[0].lineno, definition.end_lineno or definition.lineno
+    start, end = first_line(rest[0]), definition.end_lineno or definition.lineno
     if start <= (checks[-1].end_lineno or checks[-1].lineno) or start <= definition.lineno:
         return None  # the rest starts on a line a check (or the ``def``) holds
     taken = {n.id for n in ast.walk(tree) if isinstance(n, ast.Name)} | {
