@@ -6,9 +6,9 @@ keeps what the program's compiled calls return, what it prints and how it ends; 
 output (a ``print`` removed, or left out of compiled code) says so, and is counted apart.
 
 With ``--check``, each break's fix is then checked without gbls, as the issue's acceptance asks:
-applied alone to a copy, torch's own log of it (``TORCH_LOGS=graph_breaks``) shows fewer breaks and
-no more calls of a disabled function, and the program run eagerly (``torch.compile`` as the
-identity) returns, prints and exits as before.
+applied alone to a copy, torch's own log of it (``TORCH_LOGS=graph_breaks,dynamo``) shows fewer
+breaks (and frames it would not convert at all) and no more calls of a disabled function, and the
+program run eagerly (``torch.compile`` as the identity) returns, prints and exits as before.
 
     python scripts/fix_coverage.py                       # the fixture folders below
     python scripts/fix_coverage.py --check               # and check each fix without gbls
@@ -79,10 +79,15 @@ def checked(path: str, fix: Fix) -> str:
             target = Path(copy) / Path(edited).name
             target.write_text(apply(Path(edited).read_text(), [e for e in fix.edits if e.path == edited]))
         fixed = Path(copy) / Path(path).name
-        before = [e for e in logged_script(Path(path)).main if not e.suppressed]
-        after = [e for e in logged_script(fixed).main if not e.suppressed]
-        if len(after) >= len(before):
-            return f"torch's log shows {len(after)} breaks after it, {len(before)} before"
+        logs = (logged_script(Path(path)), logged_script(fixed))
+        before, after = ([e for e in log.main if not e.suppressed] for log in logs)
+        # A frame Dynamo refused whole (a compiled generator) is in its log as one it would not convert.
+        refused = [len(log.refused) for log in logs]
+        if len(after) + refused[1] >= len(before) + refused[0]:
+            return (
+                f"torch's log shows {len(after)} breaks and {refused[1]} frames it would not convert after "
+                f"it, {len(before)} and {refused[0]} before"
+            )
         skips = [sum(1 for e in log if SKIP in (*e.gb_types, e.text)) for log in (before, after)]
         if skips[1] > skips[0]:
             return "torch's log shows a call of a disabled function after it"

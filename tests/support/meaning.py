@@ -3,7 +3,8 @@ of the fixes' proofs.
 
 - ``eager_run``: the program run with ``torch.compile`` (the program's own calls of it) as the
   identity, as its users run it without compiling: what each call of a compiled function (a
-  module's forward) returns, what it prints on stdout, and its exit status. torch's generators,
+  module's forward) returns (a generator function's: the list of what it yielded, as the program
+  iterated it), what it prints on stdout, and its exit status. torch's generators,
   Python's ``random`` and NumPy's start from one seed in each run, so that two runs agree.
 - ``graphs_compiled``: the program run compiled, on a backend that counts the graphs Dynamo hands it.
 
@@ -25,7 +26,7 @@ from .forked import run_forked
 _folder = tempfile.mkdtemp(prefix="gbls-meaning-")
 
 SEEDED = r"""
-import atexit, functools, os, random, sys
+import atexit, functools, inspect, os, random, sys
 def _seeded():
     torch.manual_seed(0)
     random.seed(0)
@@ -62,9 +63,17 @@ def _identity(model=None, **options):
     @functools.wraps(model)
     def recorded(*args, **kwargs):
         out = model(*args, **kwargs)
+        if inspect.isgenerator(out):  # what it returns is what it yields, recorded as it is iterated
+            items = []
+            RETURNS.append(items)
+            return _yielding(out, items)
         RETURNS.append(_portable(out))
         return out
     return recorded
+def _yielding(generator, items):
+    for item in generator:
+        items.append(_portable(item))
+        yield item
 torch.compile = _identity
 def _in_child():
     _seeded()

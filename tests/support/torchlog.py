@@ -280,6 +280,15 @@ class ScriptLog:
 
     main: list[LoggedBreak]  # the script's own process
     children: list[list[LoggedBreak]]  # each process it started that logged, in the order they first did
+    # The frames of the script's own process that Dynamo would not convert at all, as its log says
+    # ("WON'T CONVERT produce FILE line 6"), each with torch's reason ("Attempt to trace generator"):
+    # a compiled generator's is in no graph-break log.
+    refused: list[tuple[str, str]] = field(default_factory=list)
+
+
+# Dynamo's log (``TORCH_LOGS=dynamo``) of a frame it would not convert, and the exception that said why.
+REFUSED = re.compile(r"\] WON'T CONVERT (\S+) ")
+REFUSED_BECAUSE = re.compile(r"\] torch\._dynamo\.exc\.\w+: (.+)$")
 
 
 _site: list[str] = []
@@ -296,13 +305,15 @@ def _eager_site() -> str:
 
 
 def logged_script(path: Path, *arguments: str, cwd: Path | None = None, seconds: float = 600) -> ScriptLog:
-    """The breaks of ``python PATH ARGUMENTS`` as its users run it (its own ``sys.argv``, its processes);
-    every interpreter of the run (a spawned rank too) compiles on the eager backend, by a
-    sitecustomize put first on its ``PYTHONPATH``. A script still running after ``seconds`` is
-    killed, with what it logged until then. Forked from an interpreter that imported torch
-    (``forked``), the sitecustomize's first."""
+    """The breaks (and the frames Dynamo refused whole) of ``python PATH ARGUMENTS`` as its users run
+    it (its own ``sys.argv``, its processes); every interpreter of the run (a spawned rank too)
+    compiles on the eager backend, by a sitecustomize put first on its ``PYTHONPATH``. A script
+    still running after ``seconds`` is killed, with what it logged until then. Forked from an
+    interpreter that imported torch (``forked``), the sitecustomize's first."""
     python_path = os.pathsep.join(filter(None, [_eager_site(), os.environ.get("PYTHONPATH", "")]))
-    environment = dict(os.environ, TORCH_LOGS="graph_breaks", HF_HUB_OFFLINE="1", PYTHONPATH=python_path)
+    environment = dict(
+        os.environ, TORCH_LOGS="graph_breaks,dynamo", HF_HUB_OFFLINE="1", PYTHONPATH=python_path
+    )
     with tempfile.NamedTemporaryFile("r", suffix=".log") as stderr:
         ran = run_forked(
             path,
@@ -316,17 +327,25 @@ def logged_script(path: Path, *arguments: str, cwd: Path | None = None, seconds:
         log = stderr.read()
     found: dict[int, list[LoggedBreak]] = {}
     reading: dict[int, list[str]] = {}  # each process's lines of the entry it is logging
+    refused: list[tuple[str, str]] = []
     for raw in log.splitlines():
         logged_by = PROCESS.match(raw)
         if logged_by:
             pid = int(logged_by.group(1))
             reading[pid] = _parse(raw, found.setdefault(pid, []), reading.get(pid, []))
+            if pid != ran.pid:
+                continue
+            named, because = REFUSED.search(raw), REFUSED_BECAUSE.search(raw)
+            if named:
+                refused.append((named.group(1), ""))
+            elif because and refused and not refused[-1][1]:
+                refused[-1] = (refused[-1][0], because.group(1))
     # The runner's own frames, outermost in the child's stacks: a fresh interpreter has none.
     for entry in found.get(ran.pid, []):
         while entry.stack and entry.stack[0].path in ("<string>", "<frozen runpy>"):
             del entry.stack[0]
     main = found.pop(ran.pid, [])
-    return ScriptLog(main, list(found.values()))
+    return ScriptLog(main, list(found.values()), refused)
 
 
 def _feed(entry: LoggedBreak, previous: list[str], text: str) -> None:

@@ -1024,3 +1024,102 @@ def test_a_call_dynamo_skips_is_made_where_the_function_is_called_only_where_it_
     assert "def warmed(x, t, gain):\n    return x * gain\n" in text
     assert "warmed(x, 0.5, random.gauss(0.5, 1.0)) + warmed(x, t, random.gauss(t, 1.0))" in text
     assert hoisted("shifted", 34, "random.gauss(t, 1.0)") == []
+
+
+GENERATOR = """import torch
+
+
+@torch.compile(fullgraph=False)
+def produce(x, *, scale=2):
+    yield x + 1
+    yield x * scale
+
+
+"""
+
+
+def test_a_compiled_generator_is_compiled_through_a_function_that_consumes_it(tmp_path: Path) -> None:
+    """GB0003: the generator loses its compile, a compiled ``produce_list`` consumes it, called where
+    the generator was consumed whole; refused where any call is ``next()``ed, may stop early, is a
+    lazy generator expression's, or the generator is passed on uncalled."""
+
+    def offered(uses: str) -> list[str]:
+        path = tmp_path / "produced.py"
+        path.write_text(GENERATOR + uses)
+        brk = broken("GB0003", at(path, "produce", 5, "produce"))
+        sources = Sources(read_source)
+        return [applied(fix, sources)["produced.py"] for fix in fixes_for(brk, str(path), sources)]
+
+    (text,) = offered(
+        "total = sum(produce(torch.ones(2)))\nfor v in produce(torch.ones(2), scale=3):\n    print(v)\n"
+    )
+    assert text.startswith(
+        "import torch\n\n\ndef produce(x, *, scale=2):\n    yield x + 1\n    yield x * scale\n"
+    )
+    assert (
+        "\n\n@torch.compile(fullgraph=False)\ndef produce_list(x, *, scale=2):\n"
+        "    return list(produce(x, scale=scale))\n" in text
+    )
+    assert (
+        "total = sum(produce_list(torch.ones(2)))\nfor v in produce_list(torch.ones(2), scale=3):\n" in text
+    )
+    assert offered("print([v for v in produce(torch.ones(2))])\n") != []
+    assert offered("print(next(produce(torch.ones(2))))\n") == []
+    assert offered("for v in produce(torch.ones(2)):\n    break\n") == []
+    assert offered("print(any(v.sum() > 0 for v in produce(torch.ones(2))))\n") == []
+    assert offered("steps = produce\nprint(list(steps(torch.ones(2))))\n") == []
+
+
+CHECKED = """import torch
+
+
+def check(x):
+    \"\"\"Rows only.\"\"\"
+    assert x.dim() == 2, f"expected rows, got {x.shape}"
+
+
+@torch.compile
+def ratio(x, y, n: int = 1):
+    \"\"\"x / y.\"\"\"
+    if y.shape != x.shape or n < 0:
+        raise ValueError("shapes differ")
+    check(x)
+    z = x / y
+    return z * n
+"""
+
+
+def test_the_leading_checks_of_a_compiled_function_run_before_its_compiled_rest(tmp_path: Path) -> None:
+    """GB0088: the checks the body starts with stay in the function, which calls its rest, compiled
+    under a new name with every parameter; not where a check reads a tensor's data or what the body
+    computed, nor for a break past the checks."""
+
+    def offered(text: str, line: int, snippet: str, gb_id: str = "GB0088") -> list[tuple[Fix, str]]:
+        path = tmp_path / "checked.py"
+        path.write_text(text)
+        sources = Sources(read_source)
+        brk = broken(gb_id, at(path, "ratio", line, snippet))
+        fixes = [fix for fix in fixes_for(brk, str(path), sources) if "leading" in fix.title]
+        return [(fix, applied(fix, sources)["checked.py"]) for fix in fixes]
+
+    ((fix, text),) = offered(CHECKED, 13, "raise")
+    assert fix.compiled_as == (("ratio", "_ratio_compiled"),)
+    assert fix.title.startswith("Run ratio's leading 2 checks in Python before the compiled code")
+    assert (
+        'def ratio(x, y, n: int = 1):\n    """x / y."""\n    if y.shape != x.shape or n < 0:\n'
+        '        raise ValueError("shapes differ")\n    check(x)\n    return _ratio_compiled(x, y, n)\n\n\n'
+        "@torch.compile\ndef _ratio_compiled(x, y, n: int):\n    z = x / y\n    return z * n\n"
+    ) in text
+    assert "@torch.compile\ndef ratio" not in text
+    assert len(offered(CHECKED, 6, "assert", "GB0034")) == 1  # the helper's assert
+    assert offered(CHECKED, 15, "x / y") == []  # past the checks
+    assert offered(CHECKED.replace("n: int = 1", "n=1"), 13, "raise") == []  # n may be a tensor
+    assert offered(CHECKED.replace("y.shape != x.shape", "y.sum() > 0"), 13, "raise") == []
+    assert offered(CHECKED.replace("x.dim() == 2", "x.max() < 9"), 6, "assert", "GB0034") == []
+    decorated = CHECKED.replace(
+        "    z = x / y\n", "    @torch.no_grad()\n    def z():\n        return x / y\n"
+    )
+    ((_, text),) = offered(decorated.replace("z * n", "z() * n"), 13, "raise")
+    assert "def _ratio_compiled(x, y, n: int):\n    @torch.no_grad()\n    def z():\n" in text
+    computed = CHECKED.replace('    """x / y."""\n', "    x = x + 1\n")
+    assert offered(computed, 13, "raise") == []

@@ -81,3 +81,28 @@ def test_the_calls_of_a_function_that_now_runs_only_inline_are_compared_in_its_c
     assert difference(before, changed, "", frozenset({"inner"})) == (
         "the 1st call of `outer` returns `7.0` where it returned `6.0`"
     )
+
+
+def test_the_calls_of_a_function_compiled_under_another_name_are_compared_with_its() -> None:
+    """A fix that compiles a function's code under another name (``compiled_as``): its calls are the
+    other's, call by call; a generator's call returned the generator, its consumer's the items."""
+    checked = ran(tensor("0.25", "0.25", function="ratio"))
+    renamed = {"ratio": "_ratio_compiled"}
+    assert (
+        difference(checked, ran(tensor("0.25", "0.25", function="_ratio_compiled")), "", renamed=renamed)
+        is None
+    )
+    assert difference(
+        checked, ran(tensor("0.5", "0.25", function="_ratio_compiled")), "", renamed=renamed
+    ) == ("the 1st call of `_ratio_compiled` returns `0.5` where it returned `0.25`")
+    assert difference(checked, ran(), "", renamed=renamed) == (
+        "the program no longer makes the 1st call of `_ratio_compiled`"
+    )
+    generator = ran(Returned("produce", 0, ("<generator>",)))
+    items = ran(Returned("produce_list", 0, ("list[", "tensor float32 (2,)", "2.0", "2.0", "]")))
+    assert difference(generator, items, "", renamed={"produce": "produce_list"}) is None
+    assert difference(generator, items, "") == "the program no longer makes the 1st call of `produce`"
+    twice = ran(*items.returns, Returned("produce_list", 1, ("list[", "]")))
+    assert difference(generator, twice, "", renamed={"produce": "produce_list"}) == (
+        "the program makes a 2nd call of `produce_list` it did not make"
+    )

@@ -21,8 +21,10 @@ from ..ranges import Span, line_text
 from ..sources import Sources, parse
 from . import (
     branches,
+    checks,
     contexts,
     custom_ops,
+    generators,
     hatches,
     hoists,
     inplace,
@@ -346,7 +348,7 @@ CATALOGUE: dict[str, tuple[Maker, ...]] = {
     "GB0098": (drop_disable_decorator,),  # torch.compiler.disable'd callee
     "GB0099": (drop_disable_decorator,),  # a torch.compiler.disable'd callee Dynamo would inline
     # Data-dependent branching: a guard on a symbolic value checked with torch._check, else rewritten.
-    "GB0170": (hatches.check_guard, *branches.REWRITES),
+    "GB0170": (hatches.check_guard, *branches.REWRITES, checks.checked_before_compiling),
     # A call of a function Dynamo skips: a logging one (warnings.warn) can be reordered, or go; one in
     # the compiled function's own body can be made where the function is called, and passed in.
     "GB0007": (register_reorderable, remove_logging_call, hoists.passed_in),
@@ -365,7 +367,7 @@ CATALOGUE: dict[str, tuple[Maker, ...]] = {
     # compiled function is called.
     "GB0008": (contexts.made_where_entered, hoists.passed_in),
     # Data-dependent assertion failed (cannot compile partial graph)
-    "GB0034": (assert_statement,),
+    "GB0034": (assert_statement, checks.checked_before_compiling),
     # A custom op's fake raised NotImplementedError (a stub still to write): write it.
     "GB0087": (custom_ops.fake_written,),
     # Unsupported function call (delayed): an in-place view of an input.
@@ -374,6 +376,10 @@ CATALOGUE: dict[str, tuple[Maker, ...]] = {
     # a fake.
     "GB0037": (linalg.lstsq_by_pinv, custom_ops.fake_of_dynamic_size),
     "GB4347": (hoists.passed_in,),  # Missing tp_iternext: next() of a generator made outside
+    # Attempt to trace generator: a compiled function that consumes it compiled in its place.
+    "GB0003": (generators.consumed_by_a_compiled_function,),
+    # Observed exception: a check that raises, run in Python before the compiled code.
+    "GB0088": (checks.checked_before_compiling,),
 }
 # For torch without GB ids in its registry.
 BY_GB_TYPE = {
@@ -399,6 +405,8 @@ BY_GB_TYPE = {
     "Unsupported function call (delayed)": "GB0148",
     "Dynamic shape operator (no meta kernel)": "GB0037",
     "Missing tp_iternext": "GB4347",
+    "Attempt to trace generator": "GB0003",
+    "Observed exception": "GB0088",
 }
 
 

@@ -65,6 +65,10 @@ class Fix:
     safe: bool = False  # it keeps what the code computes for any input, not only the analysed run's
     proof: Proof = "gone"
     changes: Changes = ""
+    # The compiled functions whose calls the fixed program makes as calls of another it compiles in
+    # their place, (was, now): a generator's, by the function that consumes it; a function's whose
+    # checks run before compiled code, by its compiled rest.
+    compiled_as: tuple[tuple[str, str], ...] = ()
 
     @property
     def removes(self) -> bool:

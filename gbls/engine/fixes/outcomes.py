@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import math
 import re
+from collections.abc import Mapping
 
 from ...worker.shared.protocol import Outcome, Returned
 from .edits import Changes
@@ -19,22 +20,40 @@ ABSOLUTE = 1e-6
 # A number as Python and torch print them: "-3", "0.5000", "1.2e-05", "nan", "inf".
 NUMBER = re.compile(r"[-+]?(?:\d+\.?\d*(?:[eE][-+]?\d+)?|\.\d+(?:[eE][-+]?\d+)?|nan|inf)")
 SHOWN = 60  # characters of a value or line quoted in a verdict
+GENERATOR = ("<generator>",)  # what a call that made a generator returned, as the analysis records it
 
 
 def difference(
-    before: Outcome, after: Outcome, changes: Changes, inline: frozenset[str] = frozenset()
+    before: Outcome,
+    after: Outcome,
+    changes: Changes,
+    inline: frozenset[str] = frozenset(),
+    renamed: Mapping[str, str] | None = None,
 ) -> str | None:
     """How ``after`` differs from ``before`` beyond what the fix says it ``changes``, in words; None
     where it does not, or where either run's outcome was not recorded (the runs' ends are compared
     apart). ``inline``: the compiled functions that ``after`` only ran traced inline in another's
     graphs; a call made inside compiled code is not recorded, and what it returned is compared as
-    part of what the calls of that other function return."""
+    part of what the calls of that other function return. ``renamed``: the compiled functions whose
+    calls ``after`` makes as calls of another (a fix's ``compiled_as``), compared call by call with
+    that one's; a generator's call with its consumer's, which returns the generator's items where it
+    returned the generator (what the program does with the items is compared in its other results and
+    its output)."""
     if not (before.recorded and after.recorded):
         return None
-    return _returns(before.returns, after.returns, inline) or _printed(before, after, changes)
+    was = tuple(
+        Returned((renamed or {}).get(r.function, r.function), r.call, r.value) for r in before.returns
+    )
+    consumed = frozenset((renamed or {}).values())
+    return _returns(was, after.returns, inline, consumed) or _printed(before, after, changes)
 
 
-def _returns(before: tuple[Returned, ...], after: tuple[Returned, ...], inline: frozenset[str]) -> str | None:
+def _returns(
+    before: tuple[Returned, ...],
+    after: tuple[Returned, ...],
+    inline: frozenset[str],
+    consumed: frozenset[str],
+) -> str | None:
     now = {(r.function, r.call): r.value for r in after}
     for returned in before:
         value = now.get((returned.function, returned.call))
@@ -43,6 +62,8 @@ def _returns(before: tuple[Returned, ...], after: tuple[Returned, ...], inline: 
             continue
         if value is None:
             return f"the program no longer makes the {call} call of `{returned.function}`"
+        if returned.function in consumed and returned.value == GENERATOR:
+            continue
         if not _same_tokens(returned.value, value):
             was, became = _first_difference(returned.value, value)
             return f"the {call} call of `{returned.function}` returns {became} where it returned {was}"

@@ -7,6 +7,12 @@ A fix is proven when it proves both that it fixes and that it keeps the program'
   runs traced inline in one that does (nothing moved out of compiled code wholesale). Breaks are
   compared by what they are and where they are in the code's structure (type, compiled function,
   root cause's function): the fix moves lines, not functions.
+- A fix that compiles a function's code under another name (``Fix.compiled_as``: a generator's
+  calls made by a compiled function that consumes it; a function's rest, after the checks it now
+  runs in Python first) is held to the same, the function read as the one that took its place: its
+  breaks, whether it compiles, and the results of its calls, call by call. The function that took
+  its place compiles as many graphs as it did (where it compiled none, as a generator that broke at
+  its start, at least one).
 - The program runs as before (to its end, or to the same kind of failure: a notebook's cell that
   raises), its compiled calls return what they returned (within a float's tolerance), and it
   prints what it printed, but for the lines a fix that says so drops (``outcomes``).
@@ -56,15 +62,21 @@ def signature(brk: BreakReport) -> Signature:
     return (brk.gb_type, brk.function, brk.root.function)
 
 
-def _every(report: FileReport) -> Counter[Signature]:
-    """Each break the analysis found, wherever it belongs and suppressed or not: a fix may add none."""
+def _every(report: FileReport, renamed: dict[str, str] | None = None) -> Counter[Signature]:
+    """Each break the analysis found, wherever it belongs and suppressed or not: a fix may add none.
+    ``renamed``: the functions a fix compiles under another name, each break said as of that one."""
     found: Counter[Signature] = Counter()
     # One break may be in two of the lists; two breaks of a library may share their key (the one
     # workspace line that leads to both) but not their root cause.
     every = (*report.breaks, *report.elsewhere, *report.suppressed)
     for brk in {(b.key, b.root): b for b in every}.values():
-        found[signature(brk)] += 1
+        found[_renamed(signature(brk), renamed or {})] += 1
     return found
+
+
+def _renamed(signed: Signature, renamed: dict[str, str]) -> Signature:
+    gb_type, function, root = signed
+    return (gb_type, renamed.get(function, function), renamed.get(root, root))
 
 
 def _graphs(report: FileReport, function: str) -> int:
@@ -107,16 +119,22 @@ def disproof(fix: Fix, brk: BreakReport, before: FileReport, after: FileReport) 
     fixed text; None when it is."""
     if (after.status, after.failure_kind) != (before.status, before.failure_kind):
         return f"the fixed program does not run as before: {after.message or after.status}"
-    was, now = _every(before), _every(after)
+    renamed = dict(fix.compiled_as)
+    was, now = _every(before, renamed), _every(after)
     new = now - was
+    signed = _renamed(signature(brk), renamed)
     if fix.proof == "fewer":
         if _graphs(after, brk.function) >= _graphs(before, brk.function):
             return f"{brk.function} is in as many graphs after it"
-    elif now[signature(brk)] >= was[signature(brk)]:
+    elif now[signed] >= was[signed]:
         return "the break is still there after it"
-    emptied = sorted(_compiling(before) - _compiling(after))
+    emptied = sorted({renamed.get(name, name) for name in _compiling(before)} - _compiling(after))
     if emptied:
         return f"{emptied[0]} compiles no graph after it: its code no longer runs compiled"
+    for old, took in fix.compiled_as:
+        had, has = _graphs(before, old), _graphs(after, took)
+        if has != had and not (had == 0 and has > 0):
+            return f"{took} compiles {has} graphs where {old} compiled {had}"
     if fix.proof in ("skip", "stub"):
         allowed = SKIP if fix.proof == "skip" else STUB
         skips = [found for found in new if found[0] == allowed]
@@ -127,5 +145,5 @@ def disproof(fix: Fix, brk: BreakReport, before: FileReport, after: FileReport) 
         gb_type, function, root = sorted(new)[0]
         return f"it brings a new break: {gb_type} in {root} (compiled {function})"
     inline = frozenset(_compiling(after) - {f.qualname for f in after.functions if f.graphs})
-    changed = difference(before.outcome, after.outcome, fix.changes, inline)
+    changed = difference(before.outcome, after.outcome, fix.changes, inline, renamed)
     return f"it changes what the program does: {changed}" if changed is not None else None
