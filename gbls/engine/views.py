@@ -13,7 +13,7 @@ import dataclasses
 from collections.abc import Callable, Hashable
 from typing import TypeVar
 
-from .model import BreakReport, FileReport, FileView, FunctionReport, RecompileReport
+from .model import BreakReport, FileReport, FileView, FunctionReport, Outcome, RecompileReport
 
 
 def by_file(report: FileReport) -> dict[str, FileView]:
@@ -65,6 +65,9 @@ def by_file(report: FileReport) -> dict[str, FileView]:
             reached_from=(report.path,) if path != report.path else (),
             shapes=tuple(s for s in report.shapes if s.path == path),
             stances=tuple(s for s in report.stances if s.stance.path == path),
+            # What the program did is its analysed file's: the proof of a fix on that file's view
+            # (the CLI proves the views) holds the fixed program to it.
+            outcome=report.outcome if path == report.path else Outcome(),
         )
     return files
 

@@ -53,3 +53,26 @@ def test_check_fix_unsafe_applies_what_keeps_the_meaning_and_never_a_workaround(
     assert "reorderable_logging_functions.add(print)" in fixed and 'print("step", step)' in fixed
     assert (tmp_path / "counted.py").read_text() == (FIXTURES / "hatches" / "counted.py").read_text()
     assert "counted.py:16:" in ran.stdout and ran.returncode == 1
+
+
+def test_check_fix_unsafe_holds_each_fix_to_what_the_program_printed(tmp_path: Path) -> None:
+    """The fixes ``gbls check`` offers are proven as the editor's are, the fixed program held to
+    what the analysed one printed: in validated.py, asserting with ``torch._assert`` would add
+    torch's own lines to the assertion message the program prints, so neither break's fix is that
+    one (``--diff`` shows each break's fix): the check runs before the compiled code, and the fixed
+    program prints what it printed."""
+    shutil.copy(FIXTURES / "hatches" / "validated.py", tmp_path / "validated.py")
+
+    def printed() -> str:
+        command = [sys.executable, "validated.py"]
+        ran = subprocess.run(command, capture_output=True, text=True, timeout=300, cwd=tmp_path)
+        assert ran.returncode == 0, ran.stderr
+        return ran.stdout
+
+    before = printed()
+    shown = check("--diff", "--unsafe-fixes", "--no-cache", "validated.py", cwd=tmp_path)
+    assert "+def _normalized_compiled(x):" in shown.stdout, shown.stdout
+    assert "torch._assert" not in shown.stdout, shown.stdout
+    fixing = check("--fix", "--unsafe-fixes", "--no-cache", "validated.py", cwd=tmp_path)
+    assert "Fixed GB0034 in validated.py:8: Run normalized's leading check" in fixing.stdout, fixing.stdout
+    assert printed() == before
