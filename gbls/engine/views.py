@@ -13,7 +13,8 @@ import dataclasses
 from collections.abc import Callable, Hashable
 from typing import TypeVar
 
-from .model import BreakReport, FileReport, FileView, FunctionReport, Outcome, RecompileReport
+from ..worker.shared.protocol import Outcome
+from .model import BreakReport, FileReport, FileView, FunctionReport, RecompileReport
 
 
 def by_file(report: FileReport) -> dict[str, FileView]:
