@@ -322,7 +322,7 @@ def _trailing(
         return None  # a check starts on a line the body before it (or the ``def``) holds
     returned = definition.body[-1]
     assert isinstance(returned, ast.Return) and returned.value is not None
-    names = ast.unparse(returned.value)
+    names = ", ".join(_returned_names(returned) or ())
     indent = line_text(lines, start)[: before[0].col_offset]
     body = "\n".join(line_text(lines, line) for line in range(start, last + 1))
     tail = "\n".join(line_text(lines, line) for line in range(last + 1, end + 1))
