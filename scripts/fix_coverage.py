@@ -92,7 +92,8 @@ def checked(path: str, fix: Fix) -> str:
         if skips[1] > skips[0]:
             return "torch's log shows a call of a disabled function after it"
         try:
-            assert_same_meaning(eager_run(Path(path)), eager_run(fixed))
+            checked_after = {old: new for old, new in fix.compiled_as if new in fix.checked_after}
+            assert_same_meaning(eager_run(Path(path)), eager_run(fixed), checked_after)
         except AssertionError as error:
             return f"run eagerly, the program does otherwise after it: {str(error)[:200]}"
     return ""

@@ -171,8 +171,8 @@ async def test_the_report_has_every_hint_and_no_links(analyse_file: Analyse) -> 
 
 async def test_a_break_without_a_fix_says_why(analyse_file: Analyse) -> None:
     """An exception raised past what the compiled function computed (GB0088: its check reads ``y``,
-    not a parameter): no fix of gbls's fits it, and its hover says so."""
-    path = FIXTURES / "fidelity" / "escaping_exception.py"
+    and the return computes ``y * 2``): no fix of gbls's fits it, and its hover says so."""
+    path = FIXTURES / "hover" / "unfixed_exception.py"
     markdown = hover(await analyse_file(path), path, "GB0088")
     assert "No quick fix: gbls's catalogue has no fix for this break in code of this shape." in markdown
 

@@ -1123,3 +1123,115 @@ def test_the_leading_checks_of_a_compiled_function_run_before_its_compiled_rest(
     assert "def _ratio_compiled(x, y, n: int):\n    @torch.no_grad()\n    def z():\n" in text
     computed = CHECKED.replace('    """x / y."""\n', "    x = x + 1\n")
     assert offered(computed, 13, "raise") == []
+
+
+TRAILING = """import torch
+
+
+def rows(y):
+    assert y.dim() == 2, "expected rows"
+
+
+@torch.compile
+def grow(x, limit: int = 4):
+    \"\"\"x + 1, and its mean.\"\"\"
+    y = x + 1
+    m = y.mean(0)
+    if y.shape[0] > limit or m.dtype != x.dtype:
+        raise ValueError("too long")
+    rows(y)
+    return y, m
+"""
+
+
+def test_the_trailing_checks_of_a_compiled_function_run_after_its_compiled_body(tmp_path: Path) -> None:
+    """GB0088: the checks right before ``return NAME, ...`` stay in the function, run in Python on what
+    its body, compiled under a new name, returns; not where a check reads a tensor's data or a local
+    the function does not return, a parameter the body rebinds, nor where the body may return first,
+    the return computes, or a statement follows a check."""
+
+    def offered(text: str, line: int, snippet: str) -> list[tuple[Fix, str]]:
+        path = tmp_path / "grown.py"
+        path.write_text(text)
+        sources = Sources(read_source)
+        brk = broken("GB0088", at(path, "grow", line, snippet))
+        fixes = [fix for fix in fixes_for(brk, str(path), sources) if "trailing" in fix.title]
+        return [(fix, applied(fix, sources)["grown.py"]) for fix in fixes]
+
+    ((fix, text),) = offered(TRAILING, 14, "raise")
+    assert fix.compiled_as == (("grow", "_grow_compiled"),) and fix.checked_after == ("_grow_compiled",)
+    assert fix.title.startswith("Run grow's trailing 2 checks in Python after the compiled code")
+    assert (
+        'def grow(x, limit: int = 4):\n    """x + 1, and its mean."""\n    y, m = _grow_compiled(x, limit)\n'
+        '    if y.shape[0] > limit or m.dtype != x.dtype:\n        raise ValueError("too long")\n'
+        "    rows(y)\n    return y, m\n\n\n@torch.compile\ndef _grow_compiled(x, limit: int):\n"
+        "    y = x + 1\n    m = y.mean(0)\n    return y, m\n"
+    ) in text
+    assert "@torch.compile\ndef grow" not in text
+    assert len(offered(TRAILING, 5, "assert")) == 1  # the helper's assert
+    assert offered(TRAILING, 11, "x + 1") == []  # before the checks
+    assert offered(TRAILING.replace("m.dtype != x.dtype", "m.sum() > 0"), 14, "raise") == []
+    assert offered(TRAILING.replace("return y, m", "return y"), 14, "raise") == []  # m is not returned
+    assert offered(TRAILING.replace("return y, m", "return y, m + 1"), 14, "raise") == []
+    assert offered(TRAILING.replace("    y = x + 1\n", "    x = x + 1\n    y = x\n"), 15, "raise") == []
+    assert offered(TRAILING.replace("limit: int = 4", "limit=4"), 14, "raise") == []  # a tensor, maybe
+    early = TRAILING.replace(
+        "    m = y.mean(0)\n", "    m = y.mean(0)\n    if m is None:\n        return y, m\n"
+    )
+    assert offered(early, 16, "raise") == []
+    after = TRAILING.replace("    rows(y)\n", "    rows(y)\n    y = y * 2\n")
+    assert offered(after, 14, "raise") == []
+
+
+SCALED = """import torch
+
+
+class Scaler:
+    \"\"\"Doubles.\"\"\"
+
+    factor = 2
+
+    def __init__(self):
+        pass
+
+    def apply(self, x):
+        return x * self.factor
+
+
+@torch.compile
+def make(x):
+    return x + 1, Scaler().apply
+"""
+
+
+def test_a_bound_method_of_an_object_the_function_made_is_one_of_an_object_made_once_before_it(
+    tmp_path: Path,
+) -> None:
+    """GB0092: ``Scaler().apply`` returned becomes ``_scaler.apply``, made once before the function, where
+    the module's class keeps no state; not where it keeps any, takes arguments or is not the module's."""
+
+    def offered(text: str) -> list[tuple[Fix, str]]:
+        path = tmp_path / "scaled.py"
+        path.write_text(text)
+        sources = Sources(read_source)
+        line = next(i for i, t in enumerate(text.splitlines(), 1) if t.startswith("    return x + 1"))
+        brk = broken("GB0092", at(path, "make", line, "return"))
+        fixes = [fix for fix in fixes_for(brk, str(path), sources) if "made once" in fix.title]
+        return [(fix, applied(fix, sources)["scaled.py"]) for fix in fixes]
+
+    ((fix, text),) = offered(SCALED)
+    assert fix.title == (
+        "Return the `apply` of one Scaler made once, before `make`, shared by every call: "
+        "Scaler keeps no state"
+    )
+    assert not fix.safe
+    assert (
+        "\n\n_scaler = Scaler()\n\n\n@torch.compile\ndef make(x):\n    return x + 1, _scaler.apply\n" in text
+    )
+    assert offered(SCALED.replace("        pass\n", "        self.calls = 0\n")) == []
+    assert offered(SCALED.replace("return x * self.factor", "Scaler.factor += 1\n        return x")) == []
+    assert offered(SCALED.replace("    factor = 2\n", "    __slots__ = ('n',)\n")) == []
+    assert offered(SCALED.replace("class Scaler:", "class Scaler(dict):")) == []
+    assert offered(SCALED.replace("def make(x):", "def make(x, n=2):").replace("Scaler()", "Scaler(n)")) == []
+    assert offered(SCALED.replace("class Scaler:", "@dataclasses.dataclass\nclass Scaler:")) == []
+    assert offered(SCALED + "\n\nScaler = dict\n") == []

@@ -106,3 +106,36 @@ def test_the_calls_of_a_function_compiled_under_another_name_are_compared_with_i
     assert difference(generator, twice, "", renamed={"produce": "produce_list"}) == (
         "the program makes a 2nd call of `produce_list` it did not make"
     )
+
+
+def test_the_calls_of_a_function_whose_checks_now_run_after_it_are_matched_in_order() -> None:
+    """A fix whose checks run in Python after the compiled code (``checked_after``): the compiled code
+    also returns on the calls where the function raised, the check raising instead; what each call
+    that returned returned is returned in the same order, among those calls."""
+    renamed, checked = {"grow": "_grow_compiled"}, frozenset({"_grow_compiled"})
+    before = ran(tensor("1.0", "2.0", function="grow"), tensor("3.0", "4.0", function="grow", call=1))
+    refused = tensor("9.0", "9.0", function="_grow_compiled")  # the call whose check raised
+    after = ran(
+        refused,
+        tensor("1.0", "2.0", function="_grow_compiled", call=1),
+        tensor("3.0", "4.0", function="_grow_compiled", call=2),
+    )
+    assert difference(before, after, "", renamed=renamed, checked_after=checked) is None
+    assert difference(before, after, "", renamed=renamed) == (
+        "the 1st call of `_grow_compiled` returns `9.0` where it returned `1.0`"
+    )
+    swapped = ran(
+        tensor("3.0", "4.0", function="_grow_compiled"),
+        tensor("1.0", "2.0", function="_grow_compiled", call=1),
+    )
+    assert difference(before, swapped, "", renamed=renamed, checked_after=checked) == (
+        "no call of `_grow_compiled` returns what its 2nd call returned"
+    )
+    # The program's output is compared as ever.
+    said = ran(refused, printed="caught too long\n")
+    assert (
+        difference(ran(printed="caught too long\n"), said, "", renamed=renamed, checked_after=checked) is None
+    )
+    assert difference(
+        ran(printed="caught too long\n"), ran(refused), "", renamed=renamed, checked_after=checked
+    ) == ("its output loses `caught too long`")

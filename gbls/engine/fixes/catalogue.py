@@ -28,6 +28,7 @@ from . import (
     hatches,
     hoists,
     inplace,
+    instances,
     iterables,
     leaves,
     linalg,
@@ -380,6 +381,8 @@ CATALOGUE: dict[str, tuple[Maker, ...]] = {
     "GB0003": (generators.consumed_by_a_compiled_function,),
     # Observed exception: a check that raises, run in Python before the compiled code.
     "GB0088": (checks.checked_before_compiling,),
+    # Reconstruction failure: a bound method of an object the function made, returned; made once before.
+    "GB0092": (instances.made_once,),
 }
 # For torch without GB ids in its registry.
 BY_GB_TYPE = {
@@ -407,6 +410,7 @@ BY_GB_TYPE = {
     "Missing tp_iternext": "GB4347",
     "Attempt to trace generator": "GB0003",
     "Observed exception": "GB0088",
+    "Reconstruction failure": "GB0092",
 }
 
 

@@ -130,6 +130,20 @@ def _helper(
     return helper
 
 
+def _check(
+    tree: ast.Module, statement: ast.stmt, readable: set[str], values: set[str]
+) -> list[ast.stmt] | None:
+    """What of ``statement``, when it is a check of ``readable``'s metadata (``values``: those read
+    whole, as Python values), may hold the break: itself, and a helper's ``def`` it calls."""
+    if _raising(statement) and _reads_metadata_only(statement, readable, values):
+        return [statement]
+    if isinstance(statement, ast.Expr) and isinstance(statement.value, ast.Call):
+        helper = _helper(tree, statement.value, readable, values)
+        if helper is not None:
+            return [statement, helper]
+    return None
+
+
 def _leading_checks(tree: ast.Module, definition: ast.FunctionDef) -> tuple[list[ast.stmt], list[ast.stmt]]:
     """The checks the body starts with, and what of them (a statement, or a helper's ``def``) may hold
     the break."""
@@ -139,26 +153,106 @@ def _leading_checks(tree: ast.Module, definition: ast.FunctionDef) -> tuple[list
     for statement in definition.body:
         if _docstring(statement) and not checks and statement is definition.body[0]:
             continue
-        if _raising(statement) and _reads_metadata_only(statement, parameters, values):
-            checks.append(statement)
-            holders.append(statement)
-            continue
-        if isinstance(statement, ast.Expr) and isinstance(statement.value, ast.Call):
-            helper = _helper(tree, statement.value, parameters, values)
-            if helper is not None:
-                checks.append(statement)
-                holders += [statement, helper]
-                continue
-        break
+        held = _check(tree, statement, parameters, values)
+        if held is None:
+            break
+        checks.append(statement)
+        holders += held
     return checks, holders
+
+
+def _stored(statements: list[ast.stmt]) -> set[str]:
+    """The names ``statements`` bind or delete (in any function they define too: a conservative
+    reading)."""
+    found: set[str] = set()
+    for statement in statements:
+        for node in ast.walk(statement):
+            if isinstance(node, ast.Name) and not isinstance(node.ctx, ast.Load):
+                found.add(node.id)
+            elif isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
+                found.add(node.name)
+            elif isinstance(node, ast.alias):
+                found.add((node.asname or node.name).partition(".")[0])
+    return found
+
+
+def _returned_names(statement: ast.stmt) -> list[str] | None:
+    """The names ``return NAME`` or ``return NAME, NAME...`` returns; None for any other statement."""
+    if not isinstance(statement, ast.Return) or statement.value is None:
+        return None
+    value = statement.value
+    elements = value.elts if isinstance(value, ast.Tuple) else [value]
+    if not elements or not all(isinstance(e, ast.Name) for e in elements):
+        return None
+    return [e.id for e in elements if isinstance(e, ast.Name)]
+
+
+def _returns_early(statements: list[ast.stmt]) -> bool:
+    """Whether ``statements`` may return (a ``return`` outside any function they define)."""
+    pending: list[ast.AST] = list(statements)
+    while pending:
+        node = pending.pop()
+        if isinstance(node, ast.Return):
+            return True
+        if not isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef | ast.Lambda):
+            pending.extend(ast.iter_child_nodes(node))
+    return False
+
+
+def _trailing_checks(
+    tree: ast.Module, definition: ast.FunctionDef
+) -> tuple[list[ast.stmt], list[ast.stmt], list[ast.stmt]]:
+    """The body before its trailing checks, the checks (right before ``return NAME, ...``, reading
+    only the metadata of the names it returns and of the parameters the body before leaves bound as
+    they were passed), and what of them may hold the break; no checks where the body has none so."""
+    body = definition.body[1:] if _docstring(definition.body[0]) else definition.body
+    returned = _returned_names(body[-1]) if body else None
+    if returned is None:
+        return [], [], []
+    parameters, values = _parameters(definition)
+    checks: list[ast.stmt] = []
+    holders: list[ast.stmt] = []
+    for index in range(len(body) - 2, 0, -1):
+        before = body[:index]
+        stored = _stored(before)
+        readable = set(returned) | (parameters - stored)
+        held = _check(tree, body[index], readable, values - stored)
+        # The check reads no other local of the body before: none it does not return.
+        read = {n.id for n in ast.walk(body[index]) if isinstance(n, ast.Name)}
+        if held is None or read & (stored - readable) or _returns_early(before):
+            break
+        checks.insert(0, body[index])
+        holders[:0] = held
+    if not checks:
+        return [], [], []
+    return body[: len(body) - 1 - len(checks)], checks, holders
 
 
 def _holds(holder: ast.stmt, line: int) -> bool:
     return holder.lineno <= line <= (holder.end_lineno or holder.lineno)
 
 
+def _compiled_name(tree: ast.Module, definition: ast.FunctionDef) -> str:
+    taken = {n.id for n in ast.walk(tree) if isinstance(n, ast.Name)} | {
+        n.name for n in ast.walk(tree) if isinstance(n, ast.FunctionDef | ast.ClassDef)
+    }
+    name, number = f"_{definition.name}_compiled", 2
+    while name in taken:
+        name, number = f"_{definition.name}_compiled_{number}", number + 1
+    return name
+
+
+def _compiled_signature(definition: ast.FunctionDef) -> str:
+    """The compiled part's parameters: the function's, without defaults, since it passes every one."""
+    signature = copy.deepcopy(definition.args)
+    signature.defaults = []
+    signature.kw_defaults = [None] * len(signature.kwonlyargs)
+    return ast.unparse(signature)
+
+
 def checked_before_compiling(brk: BreakReport, here: str, sources: Sources) -> Fix | None:
-    """The compiled function's leading checks run in Python, its rest compiled as a function of its own."""
+    """The compiled function's leading checks run in Python, its rest compiled as a function of its own;
+    or its trailing checks, after the body before them, compiled as a function of its own."""
     tree, source = sources.tree(here), sources.text(here)
     if tree is None or source is None or "." in brk.function or brk.root.path != here:
         return None
@@ -170,36 +264,87 @@ def checked_before_compiling(brk: BreakReport, here: str, sources: Sources) -> F
     passed = forwarded(definition.args)
     if passed is None or any(isinstance(n, ast.Yield | ast.YieldFrom) for n in ast.walk(definition)):
         return None
+    name = _compiled_name(tree, definition)
+    line = brk.root.span.line
     checks, holders = _leading_checks(tree, definition)
     rest = definition.body[len(checks) + (1 if _docstring(definition.body[0]) else 0) :]
-    if not checks or not rest or not any(_holds(h, brk.root.span.line) for h in holders):
-        return None
+    if checks and rest and any(_holds(h, line) for h in holders):
+        return _leading(definition, decorator, checks, rest, name, passed, here, lines)
+    before, checks, holders = _trailing_checks(tree, definition)
+    if before and any(_holds(h, line) for h in holders):
+        return _trailing(definition, decorator, before, checks, name, passed, here, lines)
+    return None
+
+
+def _leading(
+    definition: ast.FunctionDef,
+    decorator: str,
+    checks: list[ast.stmt],
+    rest: list[ast.stmt],
+    name: str,
+    passed: str,
+    here: str,
+    lines: list[str],
+) -> Fix | None:
     start, end = first_line(rest[0]), definition.end_lineno or definition.lineno
     if start <= (checks[-1].end_lineno or checks[-1].lineno) or start <= definition.lineno:
         return None  # the rest starts on a line a check (or the ``def``) holds
-    taken = {n.id for n in ast.walk(tree) if isinstance(n, ast.Name)} | {
-        n.name for n in ast.walk(tree) if isinstance(n, ast.FunctionDef | ast.ClassDef)
-    }
-    name, number = f"_{definition.name}_compiled", 2
-    while name in taken:
-        name, number = f"_{definition.name}_compiled_{number}", number + 1
-    # The compiled rest needs no defaults: the function passes it every parameter.
-    signature = copy.deepcopy(definition.args)
-    signature.defaults = []
-    signature.kw_defaults = [None] * len(signature.kwonlyargs)
     indent = line_text(lines, start)[: rest[0].col_offset]
     body = "\n".join(line_text(lines, line) for line in range(start, end + 1))
-    text = f"{indent}return {name}({passed})\n\n\n{decorator}\ndef {name}({ast.unparse(signature)}):\n{body}"
-    first = node_span(definition.decorator_list[0], lines).line
-    edits = (
-        Edit(here, Span(first, 0, definition.lineno, 0), ""),
-        Edit(here, Span(start, 0, end, len(line_text(lines, end))), text),
-    )
+    signature = _compiled_signature(definition)
+    text = f"{indent}return {name}({passed})\n\n\n{decorator}\ndef {name}({signature}):\n{body}"
     count = "check" if len(checks) == 1 else f"{len(checks)} checks"
     return Fix(
         f"Run {definition.name}'s leading {count} in Python before the compiled code, which is the rest "
         f"of its body, compiled as `{name}`: the same exception where a check fails, raised before "
         "compiled code runs",
-        edits,
+        (
+            _undecorated(definition, here, lines),
+            Edit(here, Span(start, 0, end, len(line_text(lines, end))), text),
+        ),
         compiled_as=((definition.name, name),),
     )
+
+
+def _trailing(
+    definition: ast.FunctionDef,
+    decorator: str,
+    before: list[ast.stmt],
+    checks: list[ast.stmt],
+    name: str,
+    passed: str,
+    here: str,
+    lines: list[str],
+) -> Fix | None:
+    start, end = first_line(before[0]), definition.end_lineno or definition.lineno
+    last = before[-1].end_lineno or before[-1].lineno
+    if first_line(checks[0]) <= last or start <= definition.lineno:
+        return None  # a check starts on a line the body before it (or the ``def``) holds
+    returned = definition.body[-1]
+    assert isinstance(returned, ast.Return) and returned.value is not None
+    names = ", ".join(_returned_names(returned) or ())
+    indent = line_text(lines, start)[: before[0].col_offset]
+    body = "\n".join(line_text(lines, line) for line in range(start, last + 1))
+    tail = "\n".join(line_text(lines, line) for line in range(last + 1, end + 1))
+    text = (
+        f"{indent}{names} = {name}({passed})\n{tail}\n\n\n{decorator}\n"
+        f"def {name}({_compiled_signature(definition)}):\n{body}\n{indent}return {names}"
+    )
+    count = "check" if len(checks) == 1 else f"{len(checks)} checks"
+    return Fix(
+        f"Run {definition.name}'s trailing {count} in Python after the compiled code, which is the body "
+        f"before them, compiled as `{name}` and returning `{names}`: the same exception where a check "
+        "fails, raised once compiled code has run",
+        (
+            _undecorated(definition, here, lines),
+            Edit(here, Span(start, 0, end, len(line_text(lines, end))), text),
+        ),
+        compiled_as=((definition.name, name),),
+        checked_after=(name,),
+    )
+
+
+def _undecorated(definition: ast.FunctionDef, here: str, lines: list[str]) -> Edit:
+    """The function's decorators taken off: it runs in Python, and calls what is compiled."""
+    first = node_span(definition.decorator_list[0], lines).line
+    return Edit(here, Span(first, 0, definition.lineno, 0), "")

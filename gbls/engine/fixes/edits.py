@@ -69,6 +69,10 @@ class Fix:
     # their place, (was, now): a generator's, by the function that consumes it; a function's whose
     # checks run before compiled code, by its compiled rest.
     compiled_as: tuple[tuple[str, str], ...] = ()
+    # Of those others, the ones whose result a check then reads in Python, raising where the original
+    # raised from compiled code: they return on the calls where the original raised, which the
+    # program never sees (what it prints and how it ends are compared as ever).
+    checked_after: tuple[str, ...] = ()
 
     @property
     def removes(self) -> bool:

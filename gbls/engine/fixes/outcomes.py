@@ -12,7 +12,7 @@ import math
 import re
 from collections.abc import Mapping
 
-from ...worker.shared.protocol import Outcome, Returned
+from ...worker.shared.protocol import CALLS_RECORDED, Outcome, Returned
 from .edits import Changes
 
 RELATIVE = 1e-4
@@ -29,6 +29,7 @@ def difference(
     changes: Changes,
     inline: frozenset[str] = frozenset(),
     renamed: Mapping[str, str] | None = None,
+    checked_after: frozenset[str] = frozenset(),
 ) -> str | None:
     """How ``after`` differs from ``before`` beyond what the fix says it ``changes``, in words; None
     where it does not, or where either run's outcome was not recorded (the runs' ends are compared
@@ -38,14 +39,45 @@ def difference(
     calls ``after`` makes as calls of another (a fix's ``compiled_as``), compared call by call with
     that one's; a generator's call with its consumer's, which returns the generator's items where it
     returned the generator (what the program does with the items is compared in its other results and
-    its output)."""
+    its output). ``checked_after``: of those others, the ones whose result a check then reads in
+    Python, which return on the calls where the one they replace raised: what each call of that one
+    returned is returned by theirs in the same order, among the calls whose check then raised."""
     if not (before.recorded and after.recorded):
         return None
     was = tuple(
         Returned((renamed or {}).get(r.function, r.function), r.call, r.value) for r in before.returns
     )
     consumed = frozenset((renamed or {}).values())
-    return _returns(was, after.returns, inline, consumed) or _printed(before, after, changes)
+    checked = tuple(r for r in was if r.function in checked_after)
+    now = tuple(r for r in after.returns if r.function in checked_after)
+    return (
+        _checked_returns(checked, now)
+        or _returns(
+            tuple(r for r in was if r.function not in checked_after),
+            tuple(r for r in after.returns if r.function not in checked_after),
+            inline,
+            consumed,
+        )
+        or _printed(before, after, changes)
+    )
+
+
+def _checked_returns(before: tuple[Returned, ...], after: tuple[Returned, ...]) -> str | None:
+    """Whether the calls of functions whose result a check reads after them return what ``before``'s
+    did, in order, the calls whose check raised between them."""
+    for function in sorted({r.function for r in before} | {r.function for r in after}):
+        now = sorted((r for r in after if r.function == function), key=lambda r: r.call)
+        position = 0
+        for returned in sorted((r for r in before if r.function == function), key=lambda r: r.call):
+            while position < len(now) and not _same_tokens(returned.value, now[position].value):
+                position += 1
+            if position == len(now):
+                if len(now) >= CALLS_RECORDED:
+                    break  # past the calls recorded: the ones whose check raised took their place
+                call = _ordinal(returned.call)
+                return f"no call of `{function}` returns what its {call} call returned"
+            position += 1
+    return None
 
 
 def _returns(

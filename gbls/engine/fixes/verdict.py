@@ -12,7 +12,9 @@ A fix is proven when it proves both that it fixes and that it keeps the program'
   runs in Python first) is held to the same, the function read as the one that took its place: its
   breaks, whether it compiles, and the results of its calls, call by call. The function that took
   its place compiles as many graphs as it did (where it compiled none, as a generator that broke at
-  its start, at least one).
+  its start, at least one). Where a check then reads its result in Python (``Fix.checked_after``),
+  it also returns on the calls where the function raised, the check raising instead: the calls
+  that returned are matched in order among its calls.
 - The program runs as before (to its end, or to the same kind of failure: a notebook's cell that
   raises), its compiled calls return what they returned (within a float's tolerance), and it
   prints what it printed, but for the lines a fix that says so drops (``outcomes``).
@@ -145,5 +147,7 @@ def disproof(fix: Fix, brk: BreakReport, before: FileReport, after: FileReport) 
         gb_type, function, root = sorted(new)[0]
         return f"it brings a new break: {gb_type} in {root} (compiled {function})"
     inline = frozenset(_compiling(after) - {f.qualname for f in after.functions if f.graphs})
-    changed = difference(before.outcome, after.outcome, fix.changes, inline, renamed)
+    changed = difference(
+        before.outcome, after.outcome, fix.changes, inline, renamed, frozenset(fix.checked_after)
+    )
     return f"it changes what the program does: {changed}" if changed is not None else None

@@ -30,12 +30,12 @@ from typing import Any
 import torch
 
 from ..shared.events import Event, PrintedEvent, ReturnEvent
+from ..shared.protocol import CALLS_RECORDED
 from . import patches
 
 Emit = Callable[[Event], None]
 
 SEED = 0
-CALLS = 8  # the calls recorded of each compiled function: its first ones
 TOKENS = 256  # of one call's summary; the rest is cut, and said so
 ELEMENTS = 32  # of a tensor, listed; a bigger one is listed so far, then summed
 TEXT = 200  # characters of a string value
@@ -118,7 +118,7 @@ class Recorder:
             value = compiled(*args, **kwargs)
             call = self.calls.get(name, 0)
             self.calls[name] = call + 1
-            if call < CALLS:
+            if call < CALLS_RECORDED:
                 try:
                     summarised = tuple(summary(value))
                 except Exception as error:  # the value's own code failed: it says so

@@ -409,6 +409,9 @@ class CudaOnly:
     skipped: bool  # a statement of its own, left out; else a placeholder stood in for its value
 
 
+CALLS_RECORDED = 8  # the calls of each compiled function whose results are recorded: its first ones
+
+
 @dataclass(frozen=True)
 class Returned:
     """What a call the program made of a compiled function returned: its structure, types and shapes
