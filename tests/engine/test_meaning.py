@@ -38,6 +38,7 @@ class Kind:
     needs: tuple[Feature, ...] = ()  # what of the user's torch it needs (any one of), if anything
     drops_output: bool = False  # it says it drops the output of the call it removes
     removes: bool = True  # a fix; else a workaround that keeps the split
+    line: int = 0  # the line of the break it is for, where the fixture has more than one of its kind
 
 
 KINDS = {
@@ -126,6 +127,9 @@ KINDS = {
     "a check that raises run after the compiled code": Kind(
         "fidelity/escaping_exception.py", "GB0088", "Run checked's trailing check in Python"
     ),
+    "timer reads run around the compiled code": Kind(
+        "torch_tests/skipped_stdlib.py", "GB0007", "Read timed_step's timers in Python around", line=12
+    ),
     "an object the function made, made once before it": Kind(
         "torch_tests/bound_method.py", "GB0092", "Return the `apply` of one Scaler made once"
     ),
@@ -158,7 +162,7 @@ async def offered(
     if not found:  # torch 2.6 names breaks otherwise, without GB ids; a newer torch may trace it whole
         named = [b.gb_type for b in report.breaks]
         pytest.skip(f"this torch reports no {kind.gb_id} here ({named or 'no break'})")
-    (brk,) = found
+    (brk,) = [b for b in found if b.root.span.line == kind.line] if kind.line else found
     fixes = policy.for_break(brk, str(path), Sources(read_source), [str(path.parent)])
     return report, brk, next((fix for fix in fixes if fix.title.startswith(kind.title)), None)
 
@@ -193,7 +197,8 @@ async def test_a_fix_keeps_what_the_program_does_and_joins_the_graph(
         assert_same_returns(eager[0].returns, eager[1].returns)
     else:
         checked_after = {old: new for old, new in fix.compiled_as if new in fix.checked_after}
-        assert_same_meaning(*eager, checked_after)
+        first = {old: fix.returns_first for old, _ in fix.compiled_as if fix.returns_first}
+        assert_same_meaning(*eager, checked_after, first)
     if fix.checked_after:  # its one call raised: its compiled body returns, its output says it raised
         assert eager[1].returns and "caught too long" in eager[0].stdout
     else:
