@@ -27,7 +27,7 @@ from .test_proofs import proofs_by
 
 SKIP = "Skip calling `torch.compiler.disable()`d function"
 # What torch 2.15 names some of the breaks the kinds stand for.
-TORCH_2_15 = {"GB0811": ("GB9493",), "GB0142": ("GB0008",)}
+TORCH_2_15 = {"GB0811": ("GB9493",), "GB0142": ("GB0008",), "GB0007": ("GB9193",)}
 
 
 @dataclass(frozen=True)

@@ -12,6 +12,15 @@ dims, dtypes and devices (``x.shape``, ``x.dim()``, ``len(x)``, ``isinstance(x, 
 or a parameter annotated as a Python number, string or flag: what they read compiles into guards,
 never into a graph, so no tensor operation leaves compiled code. A check that reads a tensor's data,
 or one the function computed (``y = x + 1`` first), is not one.
+
+Checks last in the body, right before ``return NAME, ...``, run in Python after the compiled body,
+which returns those names. A timer read (GB0007: Dynamo skips ``time.perf_counter``) is the same kind
+of Python statement the compiled body need not run: ``start = time.perf_counter()`` first in the body
+runs before the compiled body, ``elapsed = time.perf_counter() - start`` last after it, timing the
+call of the compiled body as it timed the body (under compile, with its compilation either way), and
+``return y, elapsed >= 0`` returns what the compiled body returns (``y``) first, then what the timers
+read. Only a clock of ``time`` as the module imports it, arithmetic of those readings and numbers, at
+the body's top level, and never where the compiled body reads a name a timer read binds.
 """
 
 from __future__ import annotations
