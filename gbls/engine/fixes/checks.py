@@ -324,8 +324,8 @@ def _trailing_statements(
     """The Python statements right before the body's ``return`` (checks of the metadata of what the
     compiled body returns and of the parameters it leaves bound as they were passed; timer reads),
     the names the compiled body returns, how many it returns first (where it returns more), and what
-    of them may hold the break; the most statements so, none before the compiled
-    body's first. None where the ``return`` returns anything but those names and what timers read."""
+    of them may hold the break; the most statements so, the compiled body keeping its first. None
+    where the ``return`` returns anything but those names and, after them, what timers read."""
     last = body[-1]
     if not isinstance(last, ast.Return) or last.value is None:
         return None
