@@ -93,7 +93,8 @@ def checked(path: str, fix: Fix) -> str:
             return "torch's log shows a call of a disabled function after it"
         try:
             checked_after = {old: new for old, new in fix.compiled_as if new in fix.checked_after}
-            assert_same_meaning(eager_run(Path(path)), eager_run(fixed), checked_after)
+            first = {old: fix.returns_first for old, _ in fix.compiled_as if fix.returns_first}
+            assert_same_meaning(eager_run(Path(path)), eager_run(fixed), checked_after, first)
         except AssertionError as error:
             return f"run eagerly, the program does otherwise after it: {str(error)[:200]}"
     return ""

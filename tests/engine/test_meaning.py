@@ -27,7 +27,7 @@ from .test_proofs import proofs_by
 
 SKIP = "Skip calling `torch.compiler.disable()`d function"
 # What torch 2.15 names some of the breaks the kinds stand for.
-TORCH_2_15 = {"GB0811": ("GB9493",), "GB0142": ("GB0008",)}
+TORCH_2_15 = {"GB0811": ("GB9493",), "GB0142": ("GB0008",), "GB0007": ("GB9193",)}
 
 
 @dataclass(frozen=True)
@@ -39,6 +39,7 @@ class Kind:
     not_with: tuple[Feature, ...] = ()  # what of the user's torch takes its place (another fix), if anything
     drops_output: bool = False  # it says it drops the output of the call it removes
     removes: bool = True  # a fix; else a workaround that keeps the split
+    line: int = 0  # the line of the break it is for, where the fixture has more than one of its kind
 
 
 KINDS = {
@@ -136,6 +137,9 @@ KINDS = {
     "a check that raises run after the compiled code": Kind(
         "fidelity/escaping_exception.py", "GB0088", "Run checked's trailing check in Python"
     ),
+    "timer reads run around the compiled code": Kind(
+        "torch_tests/skipped_stdlib.py", "GB0007", "Read timed_step's timers in Python around", line=12
+    ),
     "an object the function made, made once before it": Kind(
         "torch_tests/bound_method.py", "GB0092", "Return the `apply` of one Scaler made once"
     ),
@@ -168,7 +172,7 @@ async def offered(
     if not found:  # torch 2.6 names breaks otherwise, without GB ids; a newer torch may trace it whole
         named = [b.gb_type for b in report.breaks]
         pytest.skip(f"this torch reports no {kind.gb_id} here ({named or 'no break'})")
-    (brk,) = found
+    (brk,) = [b for b in found if b.root.span.line == kind.line] if kind.line else found
     fixes = policy.for_break(brk, str(path), Sources(read_source), [str(path.parent)])
     return report, brk, next((fix for fix in fixes if fix.title.startswith(kind.title)), None)
 
@@ -205,7 +209,8 @@ async def test_a_fix_keeps_what_the_program_does_and_joins_the_graph(
         assert_same_returns(eager[0].returns, eager[1].returns)
     else:
         checked_after = {old: new for old, new in fix.compiled_as if new in fix.checked_after}
-        assert_same_meaning(*eager, checked_after)
+        first = {old: fix.returns_first for old, _ in fix.compiled_as if fix.returns_first}
+        assert_same_meaning(*eager, checked_after, first)
     if fix.checked_after:  # its one call raised: its compiled body returns, its output says it raised
         assert eager[1].returns and "caught too long" in eager[0].stdout
     else:

@@ -1183,6 +1183,79 @@ def test_the_trailing_checks_of_a_compiled_function_run_after_its_compiled_body(
     assert offered(after, 14, "raise") == []
 
 
+TIMED = """import time
+from time import perf_counter as clock
+
+import torch
+
+
+@torch.compile
+def timed_step(x, n: int):
+    start = time.perf_counter()
+    assert x.dim() == 1, "expected a vector"
+    y = x.sin() * n
+    m = y.mean()
+    elapsed = clock() - start
+    return y, m, elapsed >= 0
+"""
+
+
+def test_the_timer_reads_of_a_compiled_function_run_in_python_around_its_compiled_body(
+    tmp_path: Path,
+) -> None:
+    """GB0007 at a timer: the timer reads first in the body run in Python before its compiled body, and
+    the ones last, of clocks and those reads only, after it, as the checks beside them; the compiled
+    body returns the names the ``return`` returns first. Not where a timer read reads a tensor, sits in
+    a branch or a loop, the compiled body reads its name, or the ``return`` computes from a tensor."""
+
+    def offered(text: str, line: int, snippet: str) -> list[tuple[Fix, str]]:
+        path = tmp_path / "timed.py"
+        path.write_text(text)
+        sources = Sources(read_source)
+        brk = broken("GB0007", at(path, "timed_step", line, snippet))
+        fixes = [fix for fix in fixes_for(brk, str(path), sources) if "timers" in fix.title]
+        return [(fix, applied(fix, sources)["timed.py"]) for fix in fixes]
+
+    ((fix, text),) = offered(TIMED, 13, "clock()")
+    assert fix.compiled_as == (("timed_step", "_timed_step_compiled"),) and fix.returns_first == 2
+    assert fix.checked_after == ()  # the check runs before: what the compiled body returns, nothing reads
+    assert fix.title.startswith(
+        "Read timed_step's timers and its check in Python around the compiled code, which is its body "
+        "between them, compiled as `_timed_step_compiled` and returning `y, m`: they time the call of "
+    )
+    assert (
+        "def timed_step(x, n: int):\n    start = time.perf_counter()\n"
+        '    assert x.dim() == 1, "expected a vector"\n    y, m = _timed_step_compiled(x, n)\n'
+        "    elapsed = clock() - start\n    return y, m, elapsed >= 0\n\n\n@torch.compile\n"
+        "def _timed_step_compiled(x, n: int):\n    y = x.sin() * n\n    m = y.mean()\n    return y, m\n"
+    ) in text
+    assert "@torch.compile\ndef timed_step" not in text
+    assert [f.returns_first for f, _ in offered(TIMED, 9, "time.perf_counter()")] == [2]
+    whole = TIMED.replace("return y, m, elapsed >= 0", "return y, m")
+    ((fix, text),) = offered(whole, 13, "clock()")
+    assert fix.returns_first == 0 and "    y, m = _timed_step_compiled(x, n)\n" in text
+    assert offered(TIMED, 11, "x.sin()") == []  # not at a timer
+    assert offered(TIMED.replace("clock() - start", "clock() - start + m.item()"), 13, "clock()") == []
+    assert offered(TIMED.replace("elapsed >= 0", "elapsed >= m"), 13, "clock()") == []
+    assert offered(TIMED.replace("elapsed >= 0", "elapsed, m"), 13, "clock()") == []  # names first
+    assert offered(TIMED.replace("x.sin() * n", "x.sin() * start"), 9, "time.perf_counter()") == []
+    looped = TIMED.replace(
+        "    start = time.perf_counter()\n", "    for _ in range(1):\n        start = clock()\n"
+    )
+    assert offered(looped, 10, "clock()") == []
+    branched = TIMED.replace(
+        "    elapsed = clock() - start\n", "    if n:\n        elapsed = clock() - start\n"
+    )
+    assert offered(branched, 14, "clock()") == []
+    # Not a clock of ``time``: the compiled body would read the leading timer's name.
+    untimed = TIMED.replace(
+        "from time import perf_counter as clock", "from timeit import default_timer as clock"
+    )
+    assert offered(untimed, 9, "time.perf_counter()") == []
+    rebound = TIMED.replace("start = time.perf_counter()", "n = time.perf_counter()")
+    assert offered(rebound, 9, "time.perf_counter()") == []  # a parameter the compiled body is passed
+
+
 SCALED = """import torch
 
 

@@ -139,3 +139,22 @@ def test_the_calls_of_a_function_whose_checks_now_run_after_it_are_matched_in_or
     assert difference(
         ran(printed="caught too long\n"), ran(refused), "", renamed=renamed, checked_after=checked
     ) == ("its output loses `caught too long`")
+
+
+def test_the_calls_of_a_function_that_returns_the_first_items_of_what_it_replaced_return_those_items() -> (
+    None
+):
+    """A fix whose compiled body returns the first items of the tuple the function returned, Python
+    computing the rest after it (``returns_first``, a timer's reading): each call returns those items."""
+    renamed = {"timed": "_timed_compiled"}
+    before = ran(Returned("timed", 0, ("tuple[", "tensor float32 (2,)", "1.0", "2.0", "True", "]")))
+    one = ran(tensor("1.0", "2.0", function="_timed_compiled"))
+    assert difference(before, one, "", renamed=renamed, returns_first=1) is None
+    assert difference(before, one, "", renamed=renamed) == (
+        "the 1st call of `_timed_compiled` returns `tensor float32 (2,)` where it returned `tuple[`"
+    )
+    other = ran(tensor("1.0", "3.0", function="_timed_compiled"))
+    assert difference(before, other, "", renamed=renamed, returns_first=1) is not None
+    pair = ran(Returned("_timed_compiled", 0, ("tuple[", "tensor float32 (2,)", "1.0", "2.0", "True", "]")))
+    assert difference(before, pair, "", renamed=renamed, returns_first=2) is None
+    assert difference(before, pair, "", renamed=renamed, returns_first=1) is not None

@@ -350,9 +350,12 @@ CATALOGUE: dict[str, tuple[Maker, ...]] = {
     "GB0099": (drop_disable_decorator,),  # a torch.compiler.disable'd callee Dynamo would inline
     # Data-dependent branching: a guard on a symbolic value checked with torch._check, else rewritten.
     "GB0170": (hatches.check_guard, *branches.REWRITES, checks.checked_before_compiling),
-    # A call of a function Dynamo skips: a logging one (warnings.warn) can be reordered, or go; one in
-    # the compiled function's own body can be made where the function is called, and passed in.
-    "GB0007": (register_reorderable, remove_logging_call, hoists.passed_in),
+    # A call of a function Dynamo skips: a logging one (warnings.warn) can be reordered, or go; a timer
+    # read first or last in the body, in Python around the compiled rest; one in the compiled
+    # function's own body can be made where the function is called, and passed in.
+    "GB0007": (register_reorderable, remove_logging_call, checks.checked_before_compiling, hoists.passed_in),
+    # Call to a time function: torch 2.15's word for a timer read, which its hint says to move out.
+    "GB9193": (checks.checked_before_compiling,),
     "GB8977": (moves.class_to_module,),  # Invalid call to __build_class__
     "GB0033": (assert_in_graph,),  # Data dependent operator
     "GB0207": (sorting.argsort_stack,),  # sort with non-constant keys

@@ -12,12 +12,22 @@ dims, dtypes and devices (``x.shape``, ``x.dim()``, ``len(x)``, ``isinstance(x, 
 or a parameter annotated as a Python number, string or flag: what they read compiles into guards,
 never into a graph, so no tensor operation leaves compiled code. A check that reads a tensor's data,
 or one the function computed (``y = x + 1`` first), is not one.
+
+Checks last in the body, right before ``return NAME, ...``, run in Python after the compiled body,
+which returns those names. A timer read (GB0007: Dynamo skips ``time.perf_counter``) is the same kind
+of Python statement the compiled body need not run: ``start = time.perf_counter()`` first in the body
+runs before the compiled body, ``elapsed = time.perf_counter() - start`` last after it, timing the
+call of the compiled body as it timed the body (under compile, with its compilation either way), and
+``return y, elapsed >= 0`` returns what the compiled body returns (``y``) first, then what the timers
+read. Only a clock of ``time`` as the module imports it, arithmetic of those readings and numbers, at
+the body's top level, and never where the compiled body reads a name a timer read binds.
 """
 
 from __future__ import annotations
 
 import ast
 import copy
+from typing import NamedTuple
 
 from ..model import BreakReport
 from ..ranges import Span, line_text
@@ -35,6 +45,19 @@ INSPECTING = {"len", "isinstance"}
 PYTHON_VALUES = {"int", "float", "bool", "str"}
 # What a check may not hold.
 _NOT_A_CHECK = (ast.NamedExpr, ast.Yield, ast.YieldFrom, ast.Await, ast.Lambda)
+# The clocks of ``time`` a timer reads: Dynamo skips them, and their value is a Python number.
+CLOCKS = {
+    "time",
+    "time_ns",
+    "perf_counter",
+    "perf_counter_ns",
+    "monotonic",
+    "monotonic_ns",
+    "process_time",
+    "process_time_ns",
+    "thread_time",
+    "thread_time_ns",
+}
 
 
 def _docstring(statement: ast.stmt) -> bool:
@@ -144,21 +167,84 @@ def _check(
     return None
 
 
-def _leading_checks(tree: ast.Module, definition: ast.FunctionDef) -> tuple[list[ast.stmt], list[ast.stmt]]:
-    """The checks the body starts with, and what of them (a statement, or a helper's ``def``) may hold
-    the break."""
+def _clocks(tree: ast.Module) -> set[str]:
+    """The clocks of ``time`` as the module imports them: ``time.perf_counter``, ``perf_counter``."""
+    found: set[str] = set()
+    for node in tree.body:
+        if isinstance(node, ast.Import):
+            for alias in node.names:
+                if alias.name == "time":
+                    found |= {f"{alias.asname or 'time'}.{clock}" for clock in CLOCKS}
+        elif isinstance(node, ast.ImportFrom) and node.module == "time" and not node.level:
+            found |= {alias.asname or alias.name for alias in node.names if alias.name in CLOCKS}
+    return found
+
+
+def _of_clocks(node: ast.expr, clocks: set[str], timed: set[str]) -> bool:
+    """Whether ``node`` reads only clocks (called with nothing), numbers and ``timed`` (the names timer
+    reads bound): arithmetic and comparisons of Python numbers, never of a tensor's data."""
+    if isinstance(node, ast.Call):
+        return not node.args and not node.keywords and ast.unparse(node.func) in clocks
+    if isinstance(node, ast.Name):
+        return node.id in timed
+    if isinstance(node, ast.Constant):
+        return isinstance(node.value, int | float | bool)
+    if isinstance(node, ast.BinOp):
+        return _of_clocks(node.left, clocks, timed) and _of_clocks(node.right, clocks, timed)
+    if isinstance(node, ast.UnaryOp):
+        return _of_clocks(node.operand, clocks, timed)
+    if isinstance(node, ast.Compare):
+        return all(_of_clocks(n, clocks, timed) for n in (node.left, *node.comparators))
+    return False
+
+
+def _timer(statement: ast.stmt, clocks: set[str], timed: set[str]) -> str | None:
+    """The name ``statement`` binds where it reads a timer: ``NAME = CLOCK()``, or arithmetic of clocks
+    read, numbers and ``timed``."""
+    if not (
+        isinstance(statement, ast.Assign)
+        and len(statement.targets) == 1
+        and isinstance(statement.targets[0], ast.Name)
+        and _of_clocks(statement.value, clocks, timed)
+        and any(isinstance(n, ast.Call) for n in ast.walk(statement.value))
+    ):
+        return None
+    return statement.targets[0].id
+
+
+def _python_statement(
+    tree: ast.Module, statement: ast.stmt, readable: set[str], values: set[str], timed: set[str]
+) -> list[ast.stmt] | None:
+    """What of ``statement``, when the compiled body does not need it to run compiled, may hold the
+    break: a check of ``readable``'s metadata (and a helper it calls), or a timer read (``timed``
+    gains the name it binds)."""
+    held = _check(tree, statement, readable, values)
+    if held is not None:
+        return held
+    name = _timer(statement, _clocks(tree), timed)
+    if name is None or name in readable:
+        return None
+    timed.add(name)
+    return [statement]
+
+
+def _leading_statements(
+    tree: ast.Module, definition: ast.FunctionDef, timed: set[str]
+) -> tuple[list[ast.stmt], list[ast.stmt]]:
+    """The Python statements the body starts with (checks, timer reads; ``timed`` gains the names these
+    bind), and what of them (a statement, or a helper's ``def``) may hold the break."""
     parameters, values = _parameters(definition)
-    checks: list[ast.stmt] = []
+    statements: list[ast.stmt] = []
     holders: list[ast.stmt] = []
     for statement in definition.body:
-        if _docstring(statement) and not checks and statement is definition.body[0]:
+        if _docstring(statement) and not statements and statement is definition.body[0]:
             continue
-        held = _check(tree, statement, parameters, values)
+        held = _python_statement(tree, statement, parameters - timed, values, timed)
         if held is None:
             break
-        checks.append(statement)
+        statements.append(statement)
         holders += held
-    return checks, holders
+    return statements, holders
 
 
 def _stored(statements: list[ast.stmt]) -> set[str]:
@@ -199,33 +285,88 @@ def _returns_early(statements: list[ast.stmt]) -> bool:
     return False
 
 
-def _trailing_checks(
-    tree: ast.Module, definition: ast.FunctionDef
-) -> tuple[list[ast.stmt], list[ast.stmt], list[ast.stmt]]:
-    """The body before its trailing checks, the checks (right before ``return NAME, ...``, reading
-    only the metadata of the names it returns and of the parameters the body before leaves bound as
-    they were passed), and what of them may hold the break; no checks where the body has none so."""
-    body = definition.body[1:] if _docstring(definition.body[0]) else definition.body
-    returned = _returned_names(body[-1]) if body else None
-    if returned is None:
-        return [], [], []
+class Split(NamedTuple):
+    """A compiled function's body: the Python statements it starts with, the body compiled, the Python
+    statements after it (checks, timer reads) before its ``return``, what the compiled body returns
+    for them (names), and, where the ``return`` also returns what they computed after the names, how
+    many names it returns first (0: it returns what the function did)."""
+
+    leading: list[ast.stmt]
+    compiled: list[ast.stmt]
+    trailing: list[ast.stmt]
+    returned: list[str]
+    returns_first: int
+    holders: list[ast.stmt]
+
+
+def _split(tree: ast.Module, definition: ast.FunctionDef) -> Split | None:
+    """The body split around what it need not compile; None where nothing is so, or the compiled body
+    reads a name a leading timer read binds."""
+    timed: set[str] = set()
+    leading, holders = _leading_statements(tree, definition, timed)
+    body = definition.body[len(leading) + (1 if _docstring(definition.body[0]) else 0) :]
+    if not body:
+        return None
+    trailing = _trailing_statements(tree, definition, body, set(timed))
+    compiled = body[: len(body) - 1 - len(trailing[0])] if trailing is not None else body
+    read = {n.id for s in compiled for n in ast.walk(s) if isinstance(n, ast.Name)}
+    if read & timed:
+        return None
+    if trailing is None:
+        return Split(leading, compiled, [], [], 0, holders) if leading else None
+    statements, returned, first, held = trailing
+    return Split(leading, compiled, statements, returned, first, holders + held)
+
+
+def _trailing_statements(
+    tree: ast.Module, definition: ast.FunctionDef, body: list[ast.stmt], timed: set[str]
+) -> tuple[list[ast.stmt], list[str], int, list[ast.stmt]] | None:
+    """The Python statements right before the body's ``return`` (checks of the metadata of what the
+    compiled body returns and of the parameters it leaves bound as they were passed; timer reads),
+    the names the compiled body returns, how many it returns first (where it returns more), and what
+    of them may hold the break; the most statements so, the compiled body keeping its first. None
+    where the ``return`` returns anything but those names and, after them, what timers read."""
+    last = body[-1]
+    if not isinstance(last, ast.Return) or last.value is None:
+        return None
     parameters, values = _parameters(definition)
-    checks: list[ast.stmt] = []
-    holders: list[ast.stmt] = []
-    for index in range(len(body) - 2, 0, -1):
+    clocks = _clocks(tree)
+    for index in range(1, len(body) - 1):
         before = body[:index]
         stored = _stored(before)
-        readable = set(returned) | (parameters - stored)
-        held = _check(tree, body[index], readable, values - stored)
-        # The check reads no other local of the body before: none it does not return.
-        read = {n.id for n in ast.walk(body[index]) if isinstance(n, ast.Name)}
-        if held is None or read & (stored - readable) or _returns_early(before):
-            break
-        checks.insert(0, body[index])
-        holders[:0] = held
-    if not checks:
-        return [], [], []
-    return body[: len(body) - 1 - len(checks)], checks, holders
+        if _returns_early(before):
+            return None
+        found, holders, now = [], [], set(timed)
+        for statement in body[index:-1]:
+            bound = set(now)
+            elements = last.value.elts if isinstance(last.value, ast.Tuple) else [last.value]
+            returned = [e.id for e in elements if isinstance(e, ast.Name) and e.id not in bound]
+            readable = set(returned) | (parameters - stored)
+            held = _python_statement(tree, statement, readable, values - stored, now)
+            read = {n.id for n in ast.walk(statement) if isinstance(n, ast.Name)}
+            if held is None or read & (stored - readable - bound) or (now - bound) & stored:
+                break
+            found.append(statement)
+            holders += held
+        else:
+            return _returning(last.value, found, holders, now, clocks)
+    return None
+
+
+def _returning(
+    value: ast.expr, found: list[ast.stmt], holders: list[ast.stmt], timed: set[str], clocks: set[str]
+) -> tuple[list[ast.stmt], list[str], int, list[ast.stmt]] | None:
+    """What the compiled body returns before ``found``, where the ``return`` returns names (not
+    ``timed``) and, after them, only what timers read (``timed``, numbers)."""
+    elements = value.elts if isinstance(value, ast.Tuple) else [value]
+    first = next((i for i, e in enumerate(elements) if not isinstance(e, ast.Name) or e.id in timed), None)
+    names, others = elements[:first], elements[first:] if first is not None else []
+    if not names or not all(_of_clocks(e, clocks, timed) for e in others):
+        return None
+    returned = [e.id for e in names if isinstance(e, ast.Name)]
+    if len(set(returned)) != len(returned):
+        return None
+    return found, returned, len(returned) if others else 0, holders
 
 
 def _holds(holder: ast.stmt, line: int) -> bool:
@@ -264,83 +405,93 @@ def checked_before_compiling(brk: BreakReport, here: str, sources: Sources) -> F
     passed = forwarded(definition.args)
     if passed is None or any(isinstance(n, ast.Yield | ast.YieldFrom) for n in ast.walk(definition)):
         return None
-    name = _compiled_name(tree, definition)
+    split = _split(tree, definition)
     line = brk.root.span.line
-    checks, holders = _leading_checks(tree, definition)
-    rest = definition.body[len(checks) + (1 if _docstring(definition.body[0]) else 0) :]
-    if checks and rest and any(_holds(h, line) for h in holders):
-        return _leading(definition, decorator, checks, rest, name, passed, here, lines)
-    before, checks, holders = _trailing_checks(tree, definition)
-    if before and any(_holds(h, line) for h in holders):
-        return _trailing(definition, decorator, before, checks, name, passed, here, lines)
-    return None
+    if split is None or not any(_holds(h, line) for h in split.holders):
+        return None
+    return _around(definition, decorator, split, _compiled_name(tree, definition), passed, here, lines)
 
 
-def _leading(
+def _around(
     definition: ast.FunctionDef,
     decorator: str,
-    checks: list[ast.stmt],
-    rest: list[ast.stmt],
+    split: Split,
     name: str,
     passed: str,
     here: str,
     lines: list[str],
 ) -> Fix | None:
-    start, end = first_line(rest[0]), definition.end_lineno or definition.lineno
-    if start <= (checks[-1].end_lineno or checks[-1].lineno) or start <= definition.lineno:
-        return None  # the rest starts on a line a check (or the ``def``) holds
-    indent = line_text(lines, start)[: rest[0].col_offset]
-    body = "\n".join(line_text(lines, line) for line in range(start, end + 1))
+    compiled = split.compiled
+    start, end = first_line(compiled[0]), definition.end_lineno or definition.lineno
+    last = compiled[-1].end_lineno or compiled[-1].lineno
+    if start <= definition.lineno or any(start <= (s.end_lineno or s.lineno) for s in split.leading):
+        return None  # the compiled body starts on a line a leading statement (or the ``def``) holds
+    if split.trailing and first_line(split.trailing[0]) <= last:
+        return None  # a trailing statement starts on a line the compiled body holds
+    indent = line_text(lines, start)[: compiled[0].col_offset]
     signature = _compiled_signature(definition)
-    text = f"{indent}return {name}({passed})\n\n\n{decorator}\ndef {name}({signature}):\n{body}"
-    count = "check" if len(checks) == 1 else f"{len(checks)} checks"
+    if split.trailing:
+        names = ", ".join(split.returned)
+        body = "\n".join(line_text(lines, line) for line in range(start, last + 1))
+        tail = "\n".join(line_text(lines, line) for line in range(last + 1, end + 1))
+        text = (
+            f"{indent}{names} = {name}({passed})\n{tail}\n\n\n{decorator}\n"
+            f"def {name}({signature}):\n{body}\n{indent}return {names}"
+        )
+    else:
+        body = "\n".join(line_text(lines, line) for line in range(start, end + 1))
+        text = f"{indent}return {name}({passed})\n\n\n{decorator}\ndef {name}({signature}):\n{body}"
+    checked = [s for s in split.trailing if s not in _timers(split.trailing)]
     return Fix(
-        f"Run {definition.name}'s leading {count} in Python before the compiled code, which is the rest "
-        f"of its body, compiled as `{name}`: the same exception where a check fails, raised before "
-        "compiled code runs",
+        _title(definition.name, split, name),
         (
             _undecorated(definition, here, lines),
             Edit(here, Span(start, 0, end, len(line_text(lines, end))), text),
         ),
         compiled_as=((definition.name, name),),
+        checked_after=(name,) if checked else (),
+        returns_first=split.returns_first,
     )
 
 
-def _trailing(
-    definition: ast.FunctionDef,
-    decorator: str,
-    before: list[ast.stmt],
-    checks: list[ast.stmt],
-    name: str,
-    passed: str,
-    here: str,
-    lines: list[str],
-) -> Fix | None:
-    start, end = first_line(before[0]), definition.end_lineno or definition.lineno
-    last = before[-1].end_lineno or before[-1].lineno
-    if first_line(checks[0]) <= last or start <= definition.lineno:
-        return None  # a check starts on a line the body before it (or the ``def``) holds
-    returned = definition.body[-1]
-    assert isinstance(returned, ast.Return) and returned.value is not None
-    names = ", ".join(_returned_names(returned) or ())
-    indent = line_text(lines, start)[: before[0].col_offset]
-    body = "\n".join(line_text(lines, line) for line in range(start, last + 1))
-    tail = "\n".join(line_text(lines, line) for line in range(last + 1, end + 1))
-    text = (
-        f"{indent}{names} = {name}({passed})\n{tail}\n\n\n{decorator}\n"
-        f"def {name}({_compiled_signature(definition)}):\n{body}\n{indent}return {names}"
-    )
-    count = "check" if len(checks) == 1 else f"{len(checks)} checks"
-    return Fix(
-        f"Run {definition.name}'s trailing {count} in Python after the compiled code, which is the body "
-        f"before them, compiled as `{name}` and returning `{names}`: the same exception where a check "
-        "fails, raised once compiled code has run",
-        (
-            _undecorated(definition, here, lines),
-            Edit(here, Span(start, 0, end, len(line_text(lines, end))), text),
-        ),
-        compiled_as=((definition.name, name),),
-        checked_after=(name,),
+def _timers(statements: list[ast.stmt]) -> list[ast.stmt]:
+    """Those of a split's Python ``statements`` that read a timer: what is not a check (nor a call of
+    a helper that checks)."""
+    return [s for s in statements if isinstance(s, ast.Assign)]
+
+
+def _title(function: str, split: Split, name: str) -> str:
+    timers = _timers(split.leading) + _timers(split.trailing)
+    if timers:
+        returning = f" and returning `{', '.join(split.returned)}`" if split.trailing else ""
+        checks = len(split.leading) + len(split.trailing) - len(timers)
+        body = "its body between them" if split.leading and split.trailing else "the rest of its body"
+        body = body if split.leading else "the body before them"
+        also = "" if not checks else (" and its check" if checks == 1 else f" and its {checks} checks")
+        return (
+            f"Read {function}'s timers{also} in Python around the compiled code, which is {body}, "
+            f"compiled as `{name}`{returning}: they time the call of `{name}` as they timed the "
+            "body it compiles (under compile, its compilation either way)"
+        )
+    if not split.trailing:
+        count = "check" if len(split.leading) == 1 else f"{len(split.leading)} checks"
+        return (
+            f"Run {function}'s leading {count} in Python before the compiled code, which is the rest "
+            f"of its body, compiled as `{name}`: the same exception where a check fails, raised before "
+            "compiled code runs"
+        )
+    returning = f"compiled as `{name}` and returning `{', '.join(split.returned)}`"
+    if split.leading:
+        return (
+            f"Run {function}'s leading and trailing checks in Python around the compiled code, which is "
+            f"the rest of its body, {returning}: the same exception where a check fails, raised before "
+            "or after compiled code runs"
+        )
+    count = "check" if len(split.trailing) == 1 else f"{len(split.trailing)} checks"
+    return (
+        f"Run {function}'s trailing {count} in Python after the compiled code, which is the body "
+        f"before them, {returning}: the same exception where a check fails, raised once compiled code "
+        "has run"
     )
 
 

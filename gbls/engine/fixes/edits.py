@@ -73,6 +73,10 @@ class Fix:
     # raised from compiled code: they return on the calls where the original raised, which the
     # program never sees (what it prints and how it ends are compared as ever).
     checked_after: tuple[str, ...] = ()
+    # Where those others took the place of a function that returned a tuple of more (what Python then
+    # computes after them: a timer's reading), how many of its first items they return: one, that
+    # item itself; several, a tuple of them. 0: they return what the function returned.
+    returns_first: int = 0
 
     @property
     def removes(self) -> bool:

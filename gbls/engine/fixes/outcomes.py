@@ -30,6 +30,7 @@ def difference(
     inline: frozenset[str] = frozenset(),
     renamed: Mapping[str, str] | None = None,
     checked_after: frozenset[str] = frozenset(),
+    returns_first: int = 0,
 ) -> str | None:
     """How ``after`` differs from ``before`` beyond what the fix says it ``changes``, in words; None
     where it does not, or where either run's outcome was not recorded (the runs' ends are compared
@@ -51,25 +52,26 @@ def difference(
     checked = tuple(r for r in was if r.function in checked_after)
     now = tuple(r for r in after.returns if r.function in checked_after)
     return (
-        _checked_returns(checked, now)
+        _checked_returns(checked, now, returns_first)
         or _returns(
             tuple(r for r in was if r.function not in checked_after),
             tuple(r for r in after.returns if r.function not in checked_after),
             inline,
             consumed,
+            returns_first,
         )
         or _printed(before, after, changes)
     )
 
 
-def _checked_returns(before: tuple[Returned, ...], after: tuple[Returned, ...]) -> str | None:
+def _checked_returns(before: tuple[Returned, ...], after: tuple[Returned, ...], first: int) -> str | None:
     """Whether the calls of functions whose result a check reads after them return what ``before``'s
     did, in order, the calls whose check raised between them."""
     for function in sorted({r.function for r in before} | {r.function for r in after}):
         now = sorted((r for r in after if r.function == function), key=lambda r: r.call)
         position = 0
         for returned in sorted((r for r in before if r.function == function), key=lambda r: r.call):
-            while position < len(now) and not _same_tokens(returned.value, now[position].value):
+            while position < len(now) and not _first_items(returned.value, now[position].value, first):
                 position += 1
             if position == len(now):
                 if len(now) >= CALLS_RECORDED:
@@ -85,6 +87,7 @@ def _returns(
     after: tuple[Returned, ...],
     inline: frozenset[str],
     consumed: frozenset[str],
+    first: int,
 ) -> str | None:
     now = {(r.function, r.call): r.value for r in after}
     for returned in before:
@@ -96,7 +99,7 @@ def _returns(
             return f"the program no longer makes the {call} call of `{returned.function}`"
         if returned.function in consumed and returned.value == GENERATOR:
             continue
-        if not _same_tokens(returned.value, value):
+        if not _first_items(returned.value, value, first if returned.function in consumed else 0):
             was, became = _first_difference(returned.value, value)
             return f"the {call} call of `{returned.function}` returns {became} where it returned {was}"
     calls = {(r.function, r.call) for r in before}
@@ -136,6 +139,20 @@ def _not_a_subsequence(lines: list[str], of: list[str]) -> str | None:
             return line
         position += 1
     return None
+
+
+def _first_items(was: tuple[str, ...], now: tuple[str, ...], first: int) -> bool:
+    """Whether ``now`` is what ``was`` is (``first`` 0), or its ``first`` items, the tuple ``was`` is
+    a summary of cut there: one item, itself; several, a tuple of them. A value's summary ends where
+    its tokens say (a tensor's shape counts its numbers, brackets nest), so the items ``now`` holds
+    are those ``was`` starts with where its tokens start ``was``'s items."""
+    if not first:
+        return _same_tokens(was, now)
+    if first > 1:
+        if now[:1] != ("tuple[",) or now[-1:] != ("]",):
+            return False
+        now = now[1:-1]
+    return was[:1] == ("tuple[",) and _same_tokens(was[1 : 1 + len(now)], now)
 
 
 def _same_tokens(was: tuple[str, ...], now: tuple[str, ...]) -> bool:

@@ -14,7 +14,9 @@ A fix is proven when it proves both that it fixes and that it keeps the program'
   its place compiles as many graphs as it did (where it compiled none, as a generator that broke at
   its start, at least one). Where a check then reads its result in Python (``Fix.checked_after``),
   it also returns on the calls where the function raised, the check raising instead: the calls
-  that returned are matched in order among its calls.
+  that returned are matched in order among its calls. Where it returns the first items of what the
+  function returned (``Fix.returns_first``: Python then computes the rest, a timer's reading), each
+  of its calls returns those items of the function's call.
 - The program runs as before (to its end, or to the same kind of failure: a notebook's cell that
   raises), its compiled calls return what they returned (within a float's tolerance), and it
   prints what it printed, but for the lines a fix that says so drops (``outcomes``).
@@ -148,6 +150,12 @@ def disproof(fix: Fix, brk: BreakReport, before: FileReport, after: FileReport) 
         return f"it brings a new break: {gb_type} in {root} (compiled {function})"
     inline = frozenset(_compiling(after) - {f.qualname for f in after.functions if f.graphs})
     changed = difference(
-        before.outcome, after.outcome, fix.changes, inline, renamed, frozenset(fix.checked_after)
+        before.outcome,
+        after.outcome,
+        fix.changes,
+        inline,
+        renamed,
+        frozenset(fix.checked_after),
+        fix.returns_first,
     )
     return f"it changes what the program does: {changed}" if changed is not None else None
