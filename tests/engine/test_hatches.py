@@ -66,14 +66,16 @@ async def test_print_from_the_graph(analyse_file: Analyse, tmp_path: Path) -> No
         assert title not in titles(fixes)
         return
     after = await copy.fixed(fixes, title)
-    printing = (
-        "torch._higher_order_ops.print('scaled {{x}} {y!s} torch.Size({arg2!s})', y=y, arg2=list(y.shape))"
-    )
+    printing = "torch._higher_order_ops.print('scaled {{x}} {y!s} {arg2!s}', y=y, arg2=str(y.shape))"
     assert printing in copy.path.read_text()
     assert after.breaks == () and len(after.functions[0].graphs) == 1
     # Printed from the graph as print printed it, the shape too.
     assert after.outcome.printed == "scaled {x} tensor([2., 2., 2.]) torch.Size([3])\n"
     assert logged_breaks(copy.path) == []
+    # The program as it runs, compiled by inductor (which takes no list of sizes), prints it so.
+    command = [sys.executable, copy.path.name]
+    ran = subprocess.run(command, cwd=copy.path.parent, capture_output=True, text=True, timeout=300)
+    assert (ran.returncode, ran.stdout) == (0, after.outcome.printed), ran.stderr[-3000:]
 
 
 @pytest.mark.parametrize(("name", "ignored"), [("printed.py", "print"), ("logged.py", "logging.Logger.info")])

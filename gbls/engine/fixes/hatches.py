@@ -60,8 +60,10 @@ def _shape_of(argument: ast.expr) -> ast.expr | None:
 def print_in_graph(brk: BreakReport, here: str, sources: Sources) -> Fix | None:
     """``print("scaled", y)`` → ``torch._higher_order_ops.print("scaled {y!s}", y=y)``: printed from the
     graph, as print prints (``str`` of each argument: a 0-d tensor's own format would be its number),
-    its arguments by keyword (torch 2.10 takes no positional ones). A shape reaches the operator as a
-    list of sizes, printed as ``torch.Size([...])`` is; a file that does not import torch does."""
+    its arguments by keyword (torch 2.10 takes no positional ones). A shape reaches the operator as
+    its ``str``, a constant where the sizes are (inductor takes no list of sizes: "not a leaf node";
+    where they are dynamic, Dynamo breaks on it and the proof refuses the fix); a file that does not
+    import torch does."""
     found = root_call_statement(brk, sources)
     if "print_hop" not in brk.features or found is None:
         return None
@@ -80,8 +82,8 @@ def print_in_graph(brk: BreakReport, here: str, sources: Sources) -> Fix | None:
         name = argument.id if isinstance(argument, ast.Name) else f"arg{index}"
         name = name if name not in named and name != "format_str" else f"arg{index}"
         shaped = _shape_of(argument)
-        named[name] = f"list({ast.unparse(argument)})" if shaped is not None else ast.unparse(argument)
-        parts.append(f"torch.Size({{{name}!s}})" if shaped is not None else f"{{{name}!s}}")
+        named[name] = f"str({ast.unparse(argument)})" if shaped is not None else ast.unparse(argument)
+        parts.append(f"{{{name}!s}}")
     keywords = "".join(f", {name}={value}" for name, value in named.items())
     torch = torch_name(tree)
     text = f"{torch or 'torch'}._higher_order_ops.print({' '.join(parts)!r}{keywords})"
