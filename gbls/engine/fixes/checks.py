@@ -33,7 +33,7 @@ from ..model import BreakReport
 from ..ranges import Span, line_text
 from ..sources import Sources
 from .edits import Edit, Fix
-from .generators import compiled_by_decorator, forwarded
+from .generators import compiled_here, forwarded
 from .syntax import first_line, node_span
 
 # What a check may read of a tensor parameter: what Dynamo guards on, never its data.
@@ -394,14 +394,10 @@ def _compiled_signature(definition: ast.FunctionDef) -> str:
 def checked_before_compiling(brk: BreakReport, here: str, sources: Sources) -> Fix | None:
     """The compiled function's leading checks run in Python, its rest compiled as a function of its own;
     or its trailing checks, after the body before them, compiled as a function of its own."""
-    tree, source = sources.tree(here), sources.text(here)
-    if tree is None or source is None or "." in brk.function or brk.root.path != here:
-        return None
-    lines = sources.lines(here)
-    found = compiled_by_decorator(tree, source, brk.function, lines)
+    found = compiled_here(brk, here, sources) if brk.root.path == here else None
     if found is None:
         return None
-    definition, decorator = found
+    tree, lines, definition, decorator = found
     passed = forwarded(definition.args)
     if passed is None or any(isinstance(n, ast.Yield | ast.YieldFrom) for n in ast.walk(definition)):
         return None

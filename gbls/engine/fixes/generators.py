@@ -16,6 +16,7 @@ the proof refuses it.
 from __future__ import annotations
 
 import ast
+from typing import NamedTuple
 
 from ..model import BreakReport
 from ..ranges import Span
@@ -60,6 +61,26 @@ def compiled_by_decorator(
         ):
             return node, written
     return None
+
+
+class Compiled(NamedTuple):
+    """A module's function compiled by its decorator, as ``compiled_here`` finds it."""
+
+    tree: ast.Module
+    lines: list[str]
+    definition: ast.FunctionDef
+    decorator: str
+
+
+def compiled_here(brk: BreakReport, here: str, sources: Sources) -> Compiled | None:
+    """The module-level function of ``here`` that ``brk`` broke in, compiled by its decorator
+    (``compiled_by_decorator``); None where it is not one."""
+    tree, source = sources.tree(here), sources.text(here)
+    if tree is None or source is None or "." in brk.function:
+        return None
+    lines = sources.lines(here)
+    found = compiled_by_decorator(tree, source, brk.function, lines)
+    return Compiled(tree, lines, *found) if found is not None else None
 
 
 def _parents(tree: ast.Module) -> dict[int, ast.AST]:
@@ -127,14 +148,10 @@ def forwarded(arguments: ast.arguments) -> str | None:
 def consumed_by_a_compiled_function(brk: BreakReport, here: str, sources: Sources) -> Fix | None:
     """``@torch.compile def produce(x): yield ...`` → ``def produce(x): ...`` and ``@torch.compile def
     produce_list(x): return list(produce(x))``, called where ``produce`` was."""
-    tree, source = sources.tree(here), sources.text(here)
-    if tree is None or source is None or "." in brk.function:
+    found = compiled_here(brk, here, sources)
+    if found is None or not _yields(found.definition):
         return None
-    lines = sources.lines(here)
-    found = compiled_by_decorator(tree, source, brk.function, lines)
-    if found is None or not _yields(found[0]):
-        return None
-    definition, decorator = found
+    tree, lines, definition, decorator = found
     passed = forwarded(definition.args)
     if passed is None or not alone_on_its_lines(definition, lines):
         return None

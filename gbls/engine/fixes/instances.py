@@ -19,7 +19,7 @@ from ..model import BreakReport
 from ..ranges import Span
 from ..sources import Sources
 from .edits import Edit, Fix
-from .generators import compiled_by_decorator
+from .generators import compiled_here
 from .syntax import node_span
 
 # What a stateless class may not define: each makes or keeps state beyond its methods.
@@ -85,14 +85,10 @@ def _keeps_no_state(cls: ast.ClassDef) -> bool:
 def made_once(brk: BreakReport, here: str, sources: Sources) -> Fix | None:
     """``Scaler().apply`` returned by the compiled function → ``_scaler.apply``, ``_scaler = Scaler()``
     made once before it, where ``Scaler`` keeps no state."""
-    tree, source = sources.tree(here), sources.text(here)
-    if tree is None or source is None or "." in brk.function or brk.root.path != here:
-        return None
-    lines = sources.lines(here)
-    found = compiled_by_decorator(tree, source, brk.function, lines)
+    found = compiled_here(brk, here, sources) if brk.root.path == here else None
     if found is None:
         return None
-    definition, _ = found
+    tree, lines, definition, _ = found
     line = brk.root.span.line
     returns = [
         s
