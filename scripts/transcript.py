@@ -196,14 +196,8 @@ async def session(client: Client, workspace: Path, project: Path) -> list[Messag
     steps.append(_step("initialize", client, start, answers))
 
     preprocess = workspace / "preprocess.py"
+    steps.append(await _open(client, preprocess, 'print("normalizing"'))
     text = preprocess.read_text()
-    start = len(client.received)
-    client.notify(
-        "textDocument/didOpen",
-        {"textDocument": {"uri": preprocess.as_uri(), "languageId": "python", "version": 1, "text": text}},
-    )
-    await client.settle(_proven(client, start, preprocess))
-    steps.append(await _ask("open preprocess.py", client, start, preprocess, text, 'print("normalizing"'))
 
     edited = text.replace("    return z.cos()", '    print("done")\n    return z.cos()')
     preprocess.write_text(edited)
@@ -219,16 +213,21 @@ async def session(client: Client, workspace: Path, project: Path) -> list[Messag
     await client.settle(_proven(client, start, preprocess))
     steps.append(await _ask("save preprocess.py", client, start, preprocess, edited, 'print("done")'))
 
-    model = project / "model.py"
-    text = model.read_text()
+    steps.append(await _open(client, project / "model.py", 'print("mean activation:"', "train.py"))
+    return steps
+
+
+async def _open(client: Client, path: Path, at: str, analysed: str = "") -> Message:
+    """The step that opens ``path`` and asks of it at the line holding ``at`` (``analysed``: the file
+    whose analysis reaches it, if not its own)."""
+    text = path.read_text()
     start = len(client.received)
     client.notify(
         "textDocument/didOpen",
-        {"textDocument": {"uri": model.as_uri(), "languageId": "python", "version": 1, "text": text}},
+        {"textDocument": {"uri": path.as_uri(), "languageId": "python", "version": 1, "text": text}},
     )
-    await client.settle(_proven(client, start, model, "train.py"))
-    steps.append(await _ask("open model.py", client, start, model, text, 'print("mean activation:"'))
-    return steps
+    await client.settle(_proven(client, start, path, analysed))
+    return await _ask(f"open {path.name}", client, start, path, text, at)
 
 
 def _proven(client: Client, start: int, path: Path, analysed: str = "") -> Any:
